@@ -1,0 +1,62 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""IK solvers sharing one interface (:class:`Solver`) and one result type (:class:`IKResult`)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+
+from ..errors import UnknownNameError
+from ..skeleton import Skeleton
+from .base import IKResult, Solver, Targets, as_targets, solve_sequence
+
+# name -> (module, class); modules are imported on first use so a missing optional solver
+# never breaks the others.
+_REGISTRY = {
+    "fabrik": ("fabrik", "FabrikSolver"),
+    "ccd": ("ccd", "CCDSolver"),
+    "dls": ("dls", "DLSSolver"),
+    "two_bone": ("two_bone", "TwoBoneSolver"),
+}
+SOLVER_NAMES: tuple[str, ...] = tuple(_REGISTRY)
+
+
+def solver_class(name: str) -> type[Solver]:
+    """The solver class registered under ``name``.
+
+    Raises:
+        UnknownNameError: If ``name`` is not one of :data:`SOLVER_NAMES`.
+    """
+    if name not in _REGISTRY:
+        raise UnknownNameError("solver", name, SOLVER_NAMES)
+    module, cls = _REGISTRY[name]
+    return getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+
+
+def make_solver(
+    name: str, skeleton: Skeleton, effectors: str | int | Sequence[str | int] = 0, **options: object
+) -> Solver:
+    """Construct the solver called ``name`` for ``skeleton``.
+
+    Args:
+        name: One of :data:`SOLVER_NAMES`.
+        skeleton: The skeleton to pose.
+        effectors: Effector name(s) driven by the targets.
+        **options: Constructor options of that solver (tolerance, max_iterations, ...).
+
+    Returns:
+        The solver.
+    """
+    return solver_class(name)(skeleton, effectors, **options)
+
+
+__all__ = [
+    "SOLVER_NAMES",
+    "IKResult",
+    "Solver",
+    "Targets",
+    "as_targets",
+    "make_solver",
+    "solve_sequence",
+    "solver_class",
+]

@@ -1,0 +1,315 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The result type and the template every solver follows (validation, limits, errors, reasons)."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InvalidInputError, require_finite
+from ..kinematics import effector_poses, forward_kinematics
+from ..limits import limit_violation, project_configuration
+from ..skeleton import Skeleton
+
+MODES = ("position", "aim", "full")
+
+
+@dataclass(frozen=True)
+class IKResult:
+    """What a solve returns, for every target of a batch.
+
+    Attributes:
+        q: (..., dof) best configuration found, always finite and inside every limit.
+        converged: (...,) True where every effector met its tolerances.
+        position_error: (...,) largest effector position error [m].
+        rotation_error: (...,) largest effector rotation (or aim) error [rad]; 0 in
+            position mode.
+        iterations: (...,) iterations used.
+        reason: (...,) object array of human-readable strings ("converged", "target out of
+            reach ...", "iteration budget exhausted ...").
+        limit_hits: (...,) number of variables resting on a limit.
+    """
+
+    q: np.ndarray
+    converged: np.ndarray
+    position_error: np.ndarray
+    rotation_error: np.ndarray
+    iterations: np.ndarray
+    reason: np.ndarray
+    limit_hits: np.ndarray
+
+    @property
+    def success_rate(self) -> float:
+        """Fraction of targets that converged."""
+        return float(np.mean(self.converged)) if self.converged.size else 1.0
+
+    def __getitem__(self, index: object) -> IKResult:
+        """The result for part of the batch (numpy indexing on the batch axes)."""
+        return IKResult(
+            self.q[index], self.converged[index], self.position_error[index],
+            self.rotation_error[index], self.iterations[index], self.reason[index],
+            self.limit_hits[index],
+        )
+
+
+@dataclass(frozen=True)
+class Targets:
+    """Validated targets for E effectors over a batch.
+
+    Attributes:
+        positions: (..., E, 3) target positions [m].
+        rotations: (..., E, 3, 3) target orientations, or None when only positions were given.
+    """
+
+    positions: np.ndarray
+    rotations: np.ndarray | None
+
+    @property
+    def batch_shape(self) -> tuple[int, ...]:
+        """Leading batch shape (without the effector axis)."""
+        return self.positions.shape[:-2]
+
+
+def as_targets(targets: np.ndarray, n_effectors: int) -> Targets:
+    """Validate targets given as positions or poses.
+
+    Args:
+        targets: (..., 3) positions or (..., 4, 4) poses for one effector; for several
+            effectors (..., E, 3) or (..., E, 4, 4).
+        n_effectors: E, the number of effectors the solver drives.
+
+    Returns:
+        The validated :class:`Targets`.
+
+    Raises:
+        InvalidInputError: Wrong shape, or NaN or infinite entries.
+    """
+    t = np.asarray(targets, dtype=float)
+    require_finite("targets", t)
+    if t.ndim >= 2 and t.shape[-2:] == (4, 4):
+        if n_effectors == 1:
+            t = t[..., None, :, :]
+        if t.ndim < 3 or t.shape[-3] != n_effectors:
+            raise InvalidInputError(f"pose targets must have shape (..., {n_effectors}, 4, 4), got {t.shape}")
+        R = t[..., :3, :3]
+        # A scaled or sheared target has no single orientation to reach: orthonormalise it.
+        U, _, Vt = np.linalg.svd(R)
+        D = np.ones(R.shape[:-1])
+        D[..., -1] = np.sign(np.linalg.det(U @ Vt))
+        R = (U * D[..., None, :]) @ Vt
+        return Targets(t[..., :3, 3].copy(), R)
+    if t.ndim >= 1 and t.shape[-1] == 3:
+        if n_effectors == 1:
+            t = t[..., None, :]
+        if t.ndim < 2 or t.shape[-2] != n_effectors:
+            raise InvalidInputError(f"position targets must have shape (..., {n_effectors}, 3), got {t.shape}")
+        return Targets(t.copy(), None)
+    expected = "(..., 3) positions or (..., 4, 4) poses" if n_effectors == 1 else (
+        f"(..., {n_effectors}, 3) positions or (..., {n_effectors}, 4, 4) poses"
+    )
+    raise InvalidInputError(f"targets must have shape {expected}, got {t.shape}")
+
+
+def rotation_angle(Ra: np.ndarray, Rb: np.ndarray) -> np.ndarray:
+    """(...,) geodesic angle [rad] between rotation batches, accurate below 1e-8 rad."""
+    from ..rotations import rotation_error
+
+    return rotation_error(Ra, Rb)
+
+
+class Solver(abc.ABC):
+    """Base of every IK solver: one interface, one result type.
+
+    Subclasses implement :meth:`_solve` (the iterations) and may override
+    :meth:`_unreached_reason`. :meth:`solve` validates input, broadcasts the warm start,
+    projects the answer onto the joint limits, replaces any non-finite value by the warm
+    start, measures errors by forward kinematics, and writes a reason per target.
+
+    Args:
+        skeleton: The skeleton to pose.
+        effectors: Effector name(s) (or indices) driven by the targets.
+        mode: "position" (position only), "aim" (position plus pointing ``aim_axis`` of the
+            effector along the target's same axis) or "full" (6-D pose).
+        tolerance: Position tolerance [m].
+        rotation_tolerance: Rotation tolerance [rad] ("aim" and "full" modes).
+        max_iterations: Iteration budget per target.
+        aim_axis: (3,) axis in the effector frame used by "aim" mode.
+    """
+
+    name = "solver"
+
+    def __init__(
+        self,
+        skeleton: Skeleton,
+        effectors: str | int | Sequence[str | int] = 0,
+        *,
+        mode: str = "position",
+        tolerance: float = 1e-4,
+        rotation_tolerance: float = 1e-3,
+        max_iterations: int = 100,
+        aim_axis: Sequence[float] = (0.0, 0.0, 1.0),
+    ) -> None:
+        if mode not in MODES:
+            raise InvalidInputError(f"unknown mode {mode!r}; valid modes: {', '.join(MODES)}")
+        if not (tolerance > 0 and rotation_tolerance > 0):
+            raise InvalidInputError("tolerance and rotation_tolerance must be > 0")
+        if int(max_iterations) < 1:
+            raise InvalidInputError(f"max_iterations must be >= 1, got {max_iterations}")
+        if skeleton.dof == 0:
+            raise InvalidInputError(f"skeleton {skeleton.name!r} has no moving joint to solve for")
+        single = isinstance(effectors, (str, int, np.integer))
+        names = [effectors] if single else list(effectors)
+        self.skeleton = skeleton
+        self.effector_ids = tuple(skeleton.effector_index(n) for n in names)
+        self.mode = mode
+        self.tolerance = float(tolerance)
+        self.rotation_tolerance = float(rotation_tolerance)
+        self.max_iterations = int(max_iterations)
+        aim = np.asarray(aim_axis, dtype=float)
+        if aim.shape != (3,) or not np.linalg.norm(aim) > 0:
+            raise InvalidInputError(f"aim_axis must be a non-zero 3-vector, got {aim_axis!r}")
+        self.aim_axis = aim / np.linalg.norm(aim)
+
+    # --- the template ----------------------------------------------------------------------
+    def solve(
+        self,
+        targets: np.ndarray,
+        q0: np.ndarray | None = None,
+        **options: object,
+    ) -> IKResult:
+        """Solve for a batch of targets.
+
+        Args:
+            targets: Positions or poses, see :func:`as_targets`; leading axes are the batch.
+            q0: (..., dof) or (dof,) warm start; ``None`` starts from the preferred pose.
+            **options: Solver-specific per-call options (for example ``pole``).
+
+        Returns:
+            An :class:`IKResult` with the batch shape of ``targets``.
+
+        Raises:
+            InvalidInputError: Bad shapes, or NaN/infinite targets or warm start.
+        """
+        tg = as_targets(targets, len(self.effector_ids))
+        if self.mode != "position" and tg.rotations is None:
+            raise InvalidInputError(f"mode {self.mode!r} needs (..., 4, 4) pose targets, got positions")
+        batch = tg.batch_shape
+        dof = self.skeleton.dof
+        if q0 is None:
+            q0 = self.skeleton.preferred_q
+        q0 = np.asarray(q0, dtype=float)
+        require_finite("q0", q0)
+        if q0.shape[-1:] != (dof,):
+            raise InvalidInputError(f"q0 must have shape (..., {dof}) or ({dof},), got {q0.shape}")
+        try:
+            q0 = np.broadcast_to(q0, (*batch, dof))
+        except ValueError:
+            raise InvalidInputError(f"q0 shape {q0.shape} does not broadcast to batch {batch}") from None
+        q0 = project_configuration(self.skeleton, q0)
+        with np.errstate(all="ignore"):
+            q, iterations = self._solve(tg, q0.copy(), **options)
+        bad = ~np.all(np.isfinite(q), axis=-1)
+        q = np.where(bad[..., None], q0, q)
+        q = project_configuration(self.skeleton, q)
+        pos_err, rot_err = self.errors(q, tg)
+        converged = (pos_err <= self.tolerance) & (rot_err <= self.rotation_tolerance)
+        converged &= ~bad
+        reason = np.empty(batch, dtype=object)
+        reason[...] = "converged"
+        if not np.all(converged):
+            for idx in zip(*np.nonzero(~converged)):
+                if bad[idx]:
+                    reason[idx] = "numerical failure; returned the warm start"
+                else:
+                    reason[idx] = self._unreached_reason(tg, q, idx, pos_err[idx], rot_err[idx])
+        at_limit = np.isclose(q, self.skeleton.lower, atol=1e-9) | np.isclose(q, self.skeleton.upper, atol=1e-9)
+        return IKResult(
+            q=q,
+            converged=converged,
+            position_error=pos_err,
+            rotation_error=rot_err,
+            iterations=np.broadcast_to(np.asarray(iterations, dtype=int), batch).copy(),
+            reason=reason,
+            limit_hits=np.count_nonzero(at_limit, axis=-1),
+        )
+
+    def errors(self, q: np.ndarray, tg: Targets) -> tuple[np.ndarray, np.ndarray]:
+        """(...,) worst position error [m] and rotation error [rad] over the effectors."""
+        frames = forward_kinematics(self.skeleton, q)
+        poses = effector_poses(self.skeleton, q, list(self.effector_ids), frames=frames)
+        pos_err = np.linalg.norm(poses[..., :3, 3] - tg.positions, axis=-1).max(axis=-1)
+        if self.mode == "position" or tg.rotations is None:
+            return pos_err, np.zeros_like(pos_err)
+        if self.mode == "aim":
+            a = poses[..., :3, :3] @ self.aim_axis
+            b = tg.rotations @ self.aim_axis
+            cross = np.linalg.norm(np.cross(a, b), axis=-1)
+            rot_err = np.arctan2(cross, np.sum(a * b, axis=-1))
+        else:
+            rot_err = rotation_angle(poses[..., :3, :3], tg.rotations)
+        return pos_err, rot_err.max(axis=-1)
+
+    def _unreached_reason(
+        self, tg: Targets, q: np.ndarray, idx: tuple[int, ...], pos_err: float, rot_err: float
+    ) -> str:
+        """Human-readable reason for one unconverged target."""
+        what = []
+        if pos_err > self.tolerance:
+            what.append(f"position error {pos_err:.3g} m > tolerance {self.tolerance:g} m")
+        if rot_err > self.rotation_tolerance:
+            what.append(f"rotation error {rot_err:.3g} rad > tolerance {self.rotation_tolerance:g} rad")
+        return "not converged: " + "; ".join(what)
+
+    @abc.abstractmethod
+    def _solve(self, targets: Targets, q0: np.ndarray, **options: object) -> tuple[np.ndarray, np.ndarray]:
+        """Iterate from ``q0`` (..., dof); return (q (..., dof), iterations (...,) or scalar)."""
+
+
+def limit_check(skeleton: Skeleton, q: np.ndarray, tol: float = 1e-9) -> np.ndarray:
+    """(...,) True where ``q`` respects every limit within ``tol``."""
+    return limit_violation(skeleton, q) <= tol
+
+
+def solve_sequence(
+    solver: Solver,
+    targets: np.ndarray,
+    q0: np.ndarray | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    **options: object,
+) -> IKResult:
+    """Solve a time series of targets, each frame warm-started from the previous answer.
+
+    Args:
+        solver: Any solver.
+        targets: (N, ...) per-frame targets, each as accepted by ``solver.solve``.
+        q0: (dof,) start for the first frame; ``None`` uses the preferred pose.
+        progress: Optional ``progress(done, total)`` callback, called after each frame.
+        **options: Per-call solver options; array options with a leading N axis (for
+            example ``pole`` of shape (N, 3)) are sliced per frame.
+
+    Returns:
+        An :class:`IKResult` with batch shape (N,).
+    """
+    targets = np.asarray(targets, dtype=float)
+    n = len(targets)
+    results = []
+    q = q0
+    for i in range(n):
+        frame_options = {
+            k: (v[i] if isinstance(v, np.ndarray) and v.ndim and len(v) == n else v) for k, v in options.items()
+        }
+        res = solver.solve(targets[i], q, **frame_options)
+        q = res.q
+        results.append(res)
+        if progress is not None:
+            progress(i + 1, n)
+    if not results:
+        empty = np.zeros((0,))
+        return IKResult(
+            np.zeros((0, solver.skeleton.dof)), empty.astype(bool), empty, empty,
+            empty.astype(int), np.empty((0,), dtype=object), empty.astype(int),
+        )
+    return IKResult(*(np.stack([getattr(r, f) for r in results]) for f in IKResult.__dataclass_fields__))

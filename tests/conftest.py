@@ -1,0 +1,12 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Shared test set-up; imports nothing from Blender so core tests run on a Python without bpy."""
+
+import os
+import tempfile
+from pathlib import Path
+
+# Blender reads this on the first `import bpy`: keep its config out of the user's home.
+os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="articulate-user-"))
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED = REPO_ROOT.parent / "shared"
