@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import time
 
@@ -71,7 +73,7 @@ def bake_chain(
     if not np.all(np.isfinite(targets)):
         raise BakeFailed(f"target {target.name!r} has a non-finite position on some frames")
     q0 = rot.matrix_to_rotvec(bridge.pose_rotations(bones)).reshape(-1)
-    ik = make_solver(solver, skeleton, "tip", tolerance=tolerance)
+    ik = make_solver(solver, skeleton, "tip", mode="position", tolerance=tolerance)
     wm = context.window_manager
     wm.progress_begin(0, len(frames))
     try:
@@ -120,6 +122,9 @@ class ARTICULATE_OT_bake_chain(bpy.types.Operator):
     frame_step: bpy.props.IntProperty(name="Step", default=1, min=1)
     solver: bpy.props.EnumProperty(name="Solver", items=SOLVER_ITEMS, default="dls")
     tolerance: bpy.props.FloatProperty(name="Tolerance", default=1e-4, min=1e-9, subtype="DISTANCE")
+    report_path: bpy.props.StringProperty(
+        name="Report", description="Write a JSON report of every frame to this file", subtype="FILE_PATH"
+    )
 
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
@@ -135,6 +140,11 @@ class ARTICULATE_OT_bake_chain(bpy.types.Operator):
         except (BakeFailed, ArticulateError) as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
+        if self.report_path:
+            path = bpy.path.abspath(self.report_path)
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as fh:
+                json.dump(summary, fh, indent=1)
         context.scene.articulate.last_summary = _summary_line(summary)
         missed = summary["missed_frames"]
         if missed:

@@ -220,7 +220,8 @@ class Solver(abc.ABC):
         reason = np.empty(batch, dtype=object)
         reason[...] = "converged"
         if not np.all(converged):
-            for idx in zip(*np.nonzero(~converged)):
+            for row in np.argwhere(~converged):  # also right for a 0-d batch
+                idx = tuple(row)
                 if bad[idx]:
                     reason[idx] = "numerical failure; returned the warm start"
                 else:

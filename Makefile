@@ -1,0 +1,14 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+.PHONY: demo test envs bench
+
+demo:  ## headless bake of the bundled example: out/demo/{demo.blend,report.json,demo.png}
+	dev/demo.sh
+
+test:  ## ruff + core tests + Blender tests on bpy 5.0.1, 4.5.15 and 4.2.23
+	dev/test.sh
+
+envs:  ## create the virtual environments (idempotent)
+	dev/envs.sh all
+
+bench:  ## keyframe-writing benchmark (more in bench/README.md)
+	.venvs/5.0.1/bin/python bench/bench_keyframes.py

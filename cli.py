@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Headless entry point: bake with Articulate from a terminal or a render farm.
+
+Works both inside Blender and with the ``bpy`` module::
+
+    blender -b --python-exit-code 1 --python cli.py -- demo --out out/demo
+    python cli.py demo --out out/demo
+
+Exit codes: 0 every frame converged; 3 some frames missed their target; 2 bad arguments or
+input; 1 any other error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_MISSED = 0, 1, 2, 3
+ADDON_ID = "articulate"
+HERE = Path(__file__).resolve().parent
+
+
+def _script_args(argv: list[str]) -> list[str]:
+    """Arguments meant for this script: after ``--`` inside Blender, all of them otherwise."""
+    return argv[argv.index("--") + 1 :] if "--" in argv else argv[1:]
+
+
+def ensure_addon():
+    """The enabled add-on module; enabled from this file's folder when it is not installed."""
+    import addon_utils
+    import bpy
+
+    for mod in addon_utils.modules():
+        if mod.__name__.endswith(f".{ADDON_ID}") and Path(mod.__file__).resolve().parent == HERE:
+            addon_utils.enable(mod.__name__, default_set=True, handle_error=_raise)
+            return importlib.import_module(mod.__name__)
+    # Not installed: register this folder as a throwaway local extension repository.
+    repo_name = "articulate_cli"
+    repo_dir = tempfile.mkdtemp(prefix="articulate-cli-")
+    os.symlink(HERE, os.path.join(repo_dir, ADDON_ID))
+    bpy.context.preferences.extensions.repos.new(
+        name=repo_name, module=repo_name, custom_directory=repo_dir, source="USER"
+    )
+    name = f"bl_ext.{repo_name}.{ADDON_ID}"
+    addon_utils.enable(name, default_set=True, handle_error=_raise)
+    return importlib.import_module(name)
+
+
+def _raise(exc: BaseException) -> None:
+    raise exc
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Build the bundled example scene, bake it, save the .blend, the report and a picture."""
+    import bpy
+
+    addon = ensure_addon()
+    demo = importlib.import_module(f"{addon.__name__}.operators.demo")
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    scene_info = demo.build_demo_scene(frames=args.frames)
+    report_path = out / "report.json"
+    result = bpy.ops.articulate.bake_chain(
+        tip_bone=scene_info["tip_bone"], chain_length=scene_info["chain_length"], target=scene_info["target"],
+        frame_start=1, frame_end=args.frames, solver=args.solver, report_path=str(report_path),
+    )
+    if "FINISHED" not in result:
+        print("articulate: bake failed", file=sys.stderr)
+        return EXIT_ERROR
+    report = json.loads(report_path.read_text())
+    report["wall_seconds"] = time.perf_counter() - t0
+    report_path.write_text(json.dumps(report, indent=1))
+    blend = out / "demo.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend), compress=True)
+    picture = out / "demo.png"
+    if not args.no_picture:
+        demo.render_picture(str(picture), frame=scene_info["picture_frame"], samples=args.samples)
+    missed = report["missed_frames"]
+    print(f"articulate: baked {len(report['frames'])} frames of {report['armature']} "
+          f"({len(missed)} missed) in {report['wall_seconds']:.2f} s")
+    print(f"articulate: wrote {blend}, {report_path}" + ("" if args.no_picture else f", {picture}"))
+    return EXIT_MISSED if missed else EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line interface."""
+    parser = argparse.ArgumentParser(
+        prog="cli.py",
+        description="Articulate headless baking. Inside Blender put the arguments after '--'.",
+        epilog="Exit codes: 0 all frames converged, 3 some frames missed, 2 bad input, 1 other errors.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="bake the bundled example and write .blend, JSON report and PNG")
+    demo.add_argument("--out", default="out/demo", help="output folder (default: out/demo)")
+    demo.add_argument("--frames", type=int, default=120, help="frames to bake (default: 120)")
+    demo.add_argument("--solver", default="dls", choices=["fabrik", "ccd", "dls"], help="IK solver")
+    demo.add_argument("--samples", type=int, default=16, help="Cycles samples of the picture")
+    demo.add_argument("--no-picture", action="store_true", help="skip rendering the PNG")
+    demo.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse arguments and run the command; returns the process exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(_script_args(sys.argv if argv is None else argv))
+    except SystemExit as exc:  # argparse exits 2 on bad usage and 0 for --help
+        return int(exc.code or 0)
+    try:
+        return args.func(args)
+    except Exception as exc:  # the farm needs a code and a message, not a hang
+        import traceback
+
+        traceback.print_exc()
+        print(f"articulate: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    # Inside Blender, sys.exit from a --python script ends Blender with that code.
+    sys.exit(code)

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# Every check the project has: ruff, the core tests on a Python without Blender (numpy 2.x),
+# then the Blender tests on bpy 5.0.1, 4.5.15 and 4.2.23 (the core tests run again on 5.0.1,
+# whose bpy pins numpy 1.26). Fails if any suite fails.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+dev/envs.sh all >/dev/null || { echo "test.sh: could not create the environments" >&2; exit 1; }
+venvs="${ARTICULATE_VENVS:-$root/.venvs}"
+export BLENDER_USER_RESOURCES="$(mktemp -d -t articulate-user-XXXXXX)"
+trap 'rm -rf "$BLENDER_USER_RESOURCES"' EXIT
+
+declare -a names results
+run() {  # run NAME COMMAND...
+  local name="$1"; shift
+  echo; echo "=== $name"
+  "$@"
+  local rc=$?
+  names+=("$name"); results+=("$rc")
+}
+
+run "ruff" "$venvs/core/bin/ruff" check .
+cd tests
+run "core (no bpy, numpy 2)" "$venvs/core/bin/python" -m pytest core -q
+for version in 5.0.1 4.5.15 4.2.23; do
+  paths=(blender)
+  [[ "$version" == 5.0.1 ]] && paths=(core blender)
+  run "blender $version" "$venvs/$version/bin/python" -m pytest "${paths[@]}" -q
+done
+
+echo; echo "=== summary"
+failed=0
+for i in "${!names[@]}"; do
+  status=ok; [[ "${results[$i]}" != 0 ]] && { status="FAILED (exit ${results[$i]})"; failed=$((failed + 1)); }
+  printf '  %-26s %s\n' "${names[$i]}" "$status"
+done
+exit $(( failed > 0 ))
