@@ -98,7 +98,7 @@ def main() -> int:
     keys = n * BONES * CHANNELS
     print(f"Blender {bpy.app.version_string}: {n} frames x {BONES} bones x {CHANNELS} channels = {keys} keys")
     print(f"{'method':40s} {'frames timed':>12s} {'seconds':>10s} {'keys/s':>12s} {'vs ours':>8s}")
-    for name, frames, timed, secs in rows:
+    for name, _frames, timed, secs in rows:
         print(f"{name:40s} {timed:12d} {secs:10.3f} {keys / secs:12.0f} {secs / rows[0][3]:7.0f}x")
     if args.json:
         for name, frames, timed, secs in rows:

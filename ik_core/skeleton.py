@@ -12,7 +12,7 @@ import numpy as np
 from .errors import LimitError, SkeletonError, UnknownNameError
 
 
-class JointKind(str, enum.Enum):
+class JointKind(enum.StrEnum):
     """How a joint moves relative to its parent frame."""
 
     REVOLUTE = "revolute"

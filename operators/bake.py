@@ -16,7 +16,8 @@ from ..ik_core import rotations as rot
 from ..ik_core.solvers import SOLVER_NAMES, make_solver, solve_sequence
 from . import bridge
 
-SOLVER_ITEMS = [(name, name.replace("_", "-").upper() if name != "two_bone" else "Two-bone", "") for name in SOLVER_NAMES]
+_SOLVER_LABELS = {"fabrik": "FABRIK", "ccd": "CCD", "dls": "DLS", "two_bone": "Two-bone"}
+SOLVER_ITEMS = [(name, _SOLVER_LABELS.get(name, name), "") for name in SOLVER_NAMES]
 
 
 class BakeFailed(Exception):
