@@ -67,9 +67,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     scene_info = demo.build_demo_scene(frames=args.frames)
     report_path = out / "report.json"
-    result = bpy.ops.articulate.bake_chain(
-        tip_bone=scene_info["tip_bone"], chain_length=scene_info["chain_length"], target=scene_info["target"],
-        frame_start=1, frame_end=args.frames, solver=args.solver, report_path=str(report_path),
+    bpy.data.objects[scene_info["armature"]].articulate.chains[0].solver = args.solver
+    result = bpy.ops.articulate.bake(
+        use_scene_settings=False, frame_start=1, frame_end=args.frames, report_path=str(report_path)
     )
     if "FINISHED" not in result:
         print("articulate: bake failed", file=sys.stderr)
@@ -83,9 +83,73 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if not args.no_picture:
         demo.render_picture(str(picture), frame=scene_info["picture_frame"], samples=args.samples)
     missed = report["missed_frames"]
-    print(f"articulate: baked {len(report['frames'])} frames of {report['armature']} "
-          f"({len(missed)} missed) in {report['wall_seconds']:.2f} s")
+    print(f"articulate: baked {len(report['frames']) - len(missed)}/{len(report['frames'])} frames "
+          f"of {report['armature']} converged in {report['wall_seconds']:.2f} s")
     print(f"articulate: wrote {blend}, {report_path}" + ("" if args.no_picture else f", {picture}"))
+    return EXIT_MISSED if missed else EXIT_OK
+
+
+def _parse_frames(text: str) -> tuple[int, int, int]:
+    """'1-250' or '1-250:2' -> (start, end, step)."""
+    try:
+        span, _, step = text.partition(":")
+        start, _, end = span.partition("-")
+        start_i, end_i, step_i = int(start), int(end or start), int(step or 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"frames must look like 1-250 or 1-250:2, got {text!r}") from None
+    if end_i < start_i or step_i < 1:
+        raise argparse.ArgumentTypeError(f"frame range {text!r} is empty or reversed; the end must be >= the start")
+    return start_i, end_i, step_i
+
+
+def cmd_bake(args: argparse.Namespace) -> int:
+    """Bake an armature's chains in a .blend and save the result."""
+    import bpy
+
+    if args.blend:
+        if not Path(args.blend).is_file():
+            print(f"articulate: error: no such .blend file: {args.blend}", file=sys.stderr)
+            return EXIT_USAGE
+        bpy.ops.wm.open_mainfile(filepath=str(Path(args.blend).resolve()))
+    addon = ensure_addon()
+    chains_ops = importlib.import_module(f"{addon.__name__}.operators.chains")
+    arm = bpy.data.objects.get(args.armature)
+    if arm is None or arm.type != "ARMATURE":
+        names = ", ".join(o.name for o in bpy.data.objects if o.type == "ARMATURE") or "none"
+        print(f"articulate: error: no armature {args.armature!r}; armatures in the file: {names}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.from_constraints:
+        made, skipped = chains_ops.convert_constraints(arm)
+        for reason in skipped:
+            print(f"articulate: skipped {reason}")
+        print(f"articulate: {made} chain(s) from IK constraints")
+    start, end, step = args.frames if args.frames else (bpy.context.scene.frame_start, bpy.context.scene.frame_end, 1)
+    bpy.context.view_layer.objects.active = arm
+    report_path = Path(args.report).resolve() if args.report else None
+    try:
+        result = bpy.ops.articulate.bake(
+            use_scene_settings=False, frame_start=start, frame_end=end, frame_step=step,
+            mute_constraints=not args.keep_constraints, mark_missed=True,
+            report_path=str(report_path) if report_path else "",
+        )
+    except RuntimeError as err:  # the operator reported an error: bad input
+        print(f"articulate: error: {str(err).removeprefix('Error: ').strip()}", file=sys.stderr)
+        return EXIT_USAGE
+    if "FINISHED" not in result:
+        return EXIT_ERROR
+    out = Path(args.out).resolve() if args.out else None
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        bpy.ops.wm.save_as_mainfile(filepath=str(out), compress=True)
+        print(f"articulate: wrote {out}")
+    summary = bpy.context.scene.articulate.last_summary
+    print(f"articulate: {summary}")
+    missed = json.loads(report_path.read_text())["missed_frames"] if report_path else []
+    if report_path:
+        print(f"articulate: wrote {report_path}")
+    elif "frames converged" in summary:
+        done, total = summary.split(" ", 1)[0].split("/")
+        missed = [None] * (int(total) - int(done))
     return EXIT_MISSED if missed else EXIT_OK
 
 
@@ -104,6 +168,16 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--samples", type=int, default=16, help="Cycles samples of the picture")
     demo.add_argument("--no-picture", action="store_true", help="skip rendering the PNG")
     demo.set_defaults(func=cmd_demo)
+    bake = sub.add_parser("bake", help="bake an armature's chains in a .blend")
+    bake.add_argument("blend", nargs="?", help=".blend to open (omit inside 'blender -b file.blend')")
+    bake.add_argument("--armature", required=True, help="name of the armature object")
+    bake.add_argument("--frames", type=_parse_frames, help="range like 1-250 or 1-250:2 (default: the scene's)")
+    bake.add_argument("--from-constraints", action="store_true",
+                      help="first turn the armature's IK constraints into chains")
+    bake.add_argument("--keep-constraints", action="store_true", help="do not mute the converted IK constraints")
+    bake.add_argument("--out", help="save the baked file here (default: do not save)")
+    bake.add_argument("--report", help="write the JSON report (per frame and chain) here")
+    bake.set_defaults(func=cmd_bake)
     return parser
 
 

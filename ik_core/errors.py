@@ -44,7 +44,7 @@ class URDFError(ArticulateError, ValueError):
     """A URDF document is malformed; the message names the offending element."""
 
 
-def require_finite(name: str, value: "object") -> None:
+def require_finite(name: str, value: object) -> None:
     """Raise :class:`InvalidInputError` if ``value`` holds NaN or infinite entries.
 
     Args:

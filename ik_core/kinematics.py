@@ -52,6 +52,39 @@ def _axis_rotation(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
     return np.eye(3) + s * K + (1.0 - c) * (K @ K)
 
 
+def _skew(v: np.ndarray) -> np.ndarray:
+    K = np.zeros((*v.shape[:-1], 3, 3))
+    K[..., 0, 1], K[..., 0, 2], K[..., 1, 2] = -v[..., 2], v[..., 1], -v[..., 0]
+    K[..., 1, 0], K[..., 2, 0], K[..., 2, 1] = v[..., 2], -v[..., 1], v[..., 0]
+    return K
+
+
+def _rotvec_coefficients(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """sin(t)/t, (1-cos t)/t^2 and (t-sin t)/t^3 for t = |v|, by series near 0."""
+    t2 = np.einsum("...i,...i->...", v, v)
+    t = np.sqrt(t2)
+    small = t < 1e-4
+    ts = np.where(small, 1.0, t)
+    a = np.where(small, 1.0 - t2 / 6.0, np.sin(ts) / ts)
+    b = np.where(small, 0.5 - t2 / 24.0, (1.0 - np.cos(ts)) / ts**2)
+    c = np.where(small, 1.0 / 6.0 - t2 / 120.0, (ts - np.sin(ts)) / ts**3)
+    return a, b, c
+
+
+def _ball_rotation(v: np.ndarray) -> np.ndarray:
+    """(..., 3, 3) exp of rotation vectors (..., 3); the hot-path twin of rotations.rotvec_to_matrix."""
+    a, b, _ = _rotvec_coefficients(v)
+    K = _skew(v)
+    return np.eye(3) + a[..., None, None] * K + b[..., None, None] * (K @ K)
+
+
+def _ball_left_jacobian(v: np.ndarray) -> np.ndarray:
+    """(..., 3, 3) SO(3) left Jacobian of rotation vectors (..., 3)."""
+    _, b, c = _rotvec_coefficients(v)
+    K = _skew(v)
+    return np.eye(3) + b[..., None, None] * K + c[..., None, None] * (K @ K)
+
+
 def joint_motion(skeleton: Skeleton, q: np.ndarray, joint: int) -> np.ndarray:
     """(..., 4, 4) motion of one joint away from its rest frame for configurations ``q``."""
     j = skeleton.joints[joint]
@@ -65,9 +98,7 @@ def joint_motion(skeleton: Skeleton, q: np.ndarray, joint: int) -> np.ndarray:
     elif j.kind is JointKind.PRISMATIC:
         M[..., :3, 3] = v[..., :1] * j.axis
     elif j.kind is JointKind.BALL:
-        from .rotations import rotvec_to_matrix
-
-        M[..., :3, :3] = rotvec_to_matrix(v)
+        M[..., :3, :3] = _ball_rotation(v)
     return M
 
 
@@ -163,12 +194,11 @@ def jacobian(
         R = frames[..., i, :3, :3]
         origin = frames[..., i, :3, 3]
         if joint.kind is JointKind.BALL:
-            from .rotations import so3_left_jacobian
-
             # Angular velocity of exp(v) in the pre-motion frame is J_l(v) v_dot.
             v = joint_values(skeleton, q, i)
-            R_pre = R @ np.swapaxes(joint_motion(skeleton, q, i)[..., :3, :3], -1, -2)
-            W = R_pre @ so3_left_jacobian(v)
+            R_parent = frames[..., joint.parent, :3, :3] if joint.parent >= 0 else np.eye(3)
+            R_pre = R_parent @ joint.origin[:3, :3]
+            W = R_pre @ _ball_left_jacobian(v)
             J[..., 3:, col : col + 3] += W
             J[..., :3, col : col + 3] += np.cross(W, (p_eff - origin)[..., :, None], axis=-2)
             continue

@@ -3,9 +3,9 @@
 
 import bpy
 
-from . import bake
+from . import bake, chains, live
 
-classes = (*bake.classes,)
+classes = (*bake.classes, *chains.classes)
 
 _register, _unregister = bpy.utils.register_classes_factory(classes)
 
@@ -13,8 +13,10 @@ _register, _unregister = bpy.utils.register_classes_factory(classes)
 def register() -> None:
     """Register every operator class."""
     _register()
+    live.register()
 
 
 def unregister() -> None:
-    """Unregister every operator class, in reverse order."""
+    """Remove the live-posing handler, then unregister every operator class in reverse order."""
+    live.unregister()
     _unregister()

@@ -1,177 +1,148 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Bake one bone chain to follow a target object over a frame range."""
+"""Operators that solve and bake an armature's chains, and clear baked keys."""
 
 from __future__ import annotations
 
 import json
 import os
-import sys
-import time
 
 import bpy
-import numpy as np
 
-from ..ik_core import ArticulateError
-from ..ik_core import rotations as rot
-from ..ik_core.solvers import SOLVER_NAMES, make_solver, solve_sequence
-from . import bridge
+from ..ik_core.solvers import SOLVER_NAMES
+from . import bridge, compat
+from .baking import BakeFailed, bake_chains, frame_range, frame_runs, summary_line
 
 _SOLVER_LABELS = {"fabrik": "FABRIK", "ccd": "CCD", "dls": "DLS", "two_bone": "Two-bone"}
 SOLVER_ITEMS = [(name, _SOLVER_LABELS.get(name, name), "") for name in SOLVER_NAMES]
 
 
-class BakeFailed(Exception):
-    """The bake cannot run; nothing was changed. The message says why."""
-
-
-def _progress(wm: bpy.types.WindowManager, label: str):
-    """A progress callback: window-manager progress in the UI, a terminal line in background."""
-    last = [0.0]
-
-    def update(done: int, total: int) -> None:
-        wm.progress_update(done)
-        now = time.perf_counter()
-        if bpy.app.background and (done == total or now - last[0] > 0.5):
-            last[0] = now
-            sys.stdout.write(f"\r{label}: {done}/{total} frames")
-            if done == total:
-                sys.stdout.write("\n")
-            sys.stdout.flush()
-
-    return update
-
-
-def bake_chain(
-    context: bpy.types.Context,
-    armature: bpy.types.Object,
-    tip_bone: str,
-    chain_length: int,
-    target: bpy.types.Object,
-    frames: range,
-    solver: str,
-    tolerance: float,
-) -> dict:
-    """Solve every frame and key the chain's rotations; returns a summary for the report.
+def _armature(context: bpy.types.Context, name: str) -> bpy.types.Object:
+    """The named or active object, checked to be an armature the IK can pose.
 
     Raises:
-        BakeFailed: Bad input (checked before anything is written).
+        BakeFailed: No such object, or not an armature (the message says which).
     """
-    if armature is None or armature.type != "ARMATURE":
-        raise BakeFailed("select an armature object (none is active, or the active object is not an armature)")
-    if target is None:
-        raise BakeFailed("choose a target object for the chain")
-    if len(frames) == 0:
-        raise BakeFailed(f"frame range {frames.start}-{frames.stop - 1} is empty; the end must not precede the start")
+    obj = bpy.data.objects.get(name) if name else context.object
+    if name and obj is None:
+        armatures = ", ".join(o.name for o in bpy.data.objects if o.type == "ARMATURE") or "none"
+        raise BakeFailed(f"no object named {name!r}; armatures in this file: {armatures}")
     try:
-        bones = bridge.pose_bone_chain(armature, tip_bone, chain_length)
-        skeleton = bridge.chain_skeleton(armature, bones)
+        bridge.check_armature(obj)
     except bridge.BridgeError as err:
         raise BakeFailed(str(err)) from None
-    if target.name in {b.name for b in bones} or target == armature:
-        raise BakeFailed("the target must be another object than the armature being baked")
-    scene = context.scene
-    targets = bridge.world_positions(target, scene, frames)
-    if not np.all(np.isfinite(targets)):
-        raise BakeFailed(f"target {target.name!r} has a non-finite position on some frames")
-    q0 = rot.matrix_to_rotvec(bridge.pose_rotations(bones)).reshape(-1)
-    ik = make_solver(solver, skeleton, "tip", mode="position", tolerance=tolerance)
-    wm = context.window_manager
-    wm.progress_begin(0, len(frames))
-    try:
-        t0 = time.perf_counter()
-        result = solve_sequence(ik, targets, q0, progress=_progress(wm, f"Articulate bake {armature.name}"))
-        solve_s = time.perf_counter() - t0
-    finally:
-        wm.progress_end()
-    R = rot.rotvec_to_matrix(result.q.reshape(len(frames), len(bones), 3))
-    t0 = time.perf_counter()
-    keys = bridge.write_bone_rotations(
-        armature, bones, np.asarray(frames, dtype=float), R, replace=(frames.start, frames[-1])
-    )
-    write_s = time.perf_counter() - t0
-    return {
-        "armature": armature.name,
-        "chain": [b.name for b in bones],
-        "target": target.name,
-        "solver": solver,
-        "frames": [int(f) for f in frames],
-        "converged": result.converged.tolist(),
-        "position_error_m": result.position_error.tolist(),
-        "iterations": result.iterations.tolist(),
-        "reasons": [str(r) for r in result.reason],
-        "missed_frames": [int(f) for f, ok in zip(frames, result.converged) if not ok],
-        "keys_written": int(keys),
-        "solve_seconds": solve_s,
-        "write_seconds": write_s,
-    }
+    return obj
 
 
-class ARTICULATE_OT_bake_chain(bpy.types.Operator):
-    """Solve a bone chain toward a target on every frame of a range and key its rotations"""
+def _chains(arm: bpy.types.Object, only_active: bool) -> list:
+    data = arm.articulate
+    if only_active:
+        if not 0 <= data.active_chain < len(data.chains):
+            raise BakeFailed(f"armature {arm.name!r} has no active chain to bake")
+        return [data.chains[data.active_chain]]
+    return [c for c in data.chains if c.enabled]
 
-    bl_idname = "articulate.bake_chain"
-    bl_label = "Bake Chain"
-    bl_options = {"REGISTER", "UNDO"}
 
-    tip_bone: bpy.props.StringProperty(name="Tip Bone", description="Last bone of the chain")
-    chain_length: bpy.props.IntProperty(
-        name="Chain Length", description="Bones in the chain, 0 for up to the root", default=2, min=0
-    )
-    target: bpy.props.StringProperty(name="Target", description="Object the chain's tip follows")
-    frame_start: bpy.props.IntProperty(name="Start", default=1)
-    frame_end: bpy.props.IntProperty(name="End", default=250)
-    frame_step: bpy.props.IntProperty(name="Step", default=1, min=1)
-    solver: bpy.props.EnumProperty(name="Solver", items=SOLVER_ITEMS, default="dls")
-    tolerance: bpy.props.FloatProperty(name="Tolerance", default=1e-4, min=1e-9, subtype="DISTANCE")
-    report_path: bpy.props.StringProperty(
-        name="Report", description="Write a JSON report of every frame to this file", subtype="FILE_PATH"
-    )
+class _ChainOperator:
+    armature: bpy.props.StringProperty(name="Armature", description="Armature object; empty for the active object")
+    only_selected: bpy.props.BoolProperty(name="Active Chain Only", description="Only the active chain")
 
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
         return context.object is not None and context.object.type == "ARMATURE"
 
+
+class ARTICULATE_OT_bake(_ChainOperator, bpy.types.Operator):
+    """Solve the armature's chains on every frame of a range and key the bones' rotations"""
+
+    bl_idname = "articulate.bake"
+    bl_label = "Bake Chains"
+    bl_options = {"REGISTER", "UNDO"}
+
+    frame_start: bpy.props.IntProperty(name="Start", default=1)
+    frame_end: bpy.props.IntProperty(name="End", default=250)
+    frame_step: bpy.props.IntProperty(name="Step", default=1)
+    use_scene_settings: bpy.props.BoolProperty(
+        name="Use Scene Settings", default=True, description="Take range and options from the Articulate panel"
+    )
+    mute_constraints: bpy.props.BoolProperty(name="Mute IK Constraints", default=True)
+    mark_missed: bpy.props.BoolProperty(name="Mark Missed Frames", default=True)
+    report_path: bpy.props.StringProperty(
+        name="Report", description="Write a JSON report of every frame and chain to this file", subtype="FILE_PATH"
+    )
+
     def execute(self, context: bpy.types.Context) -> set[str]:
-        frames = range(self.frame_start, self.frame_end + 1, self.frame_step)
+        settings = context.scene.articulate
+        if self.use_scene_settings:
+            start, end, step = settings.frame_start, settings.frame_end, settings.frame_step
+            only, mute, mark = settings.only_selected, settings.mute_constraints, settings.mark_missed
+        else:
+            start, end, step = self.frame_start, self.frame_end, self.frame_step
+            only, mute, mark = self.only_selected, self.mute_constraints, self.mark_missed
         try:
-            summary = bake_chain(
-                context, context.object, self.tip_bone, self.chain_length,
-                bpy.data.objects.get(self.target), frames, self.solver, self.tolerance,
-            )
-        except (BakeFailed, ArticulateError) as err:
+            arm = _armature(context, self.armature)
+            frames = frame_range(start, end, step)
+            report = bake_chains(context, arm, _chains(arm, only), frames, mute_constraints=mute, mark_missed=mark)
+        except BakeFailed as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
         if self.report_path:
             path = bpy.path.abspath(self.report_path)
-            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
             with open(path, "w", encoding="utf-8") as fh:
-                json.dump(summary, fh, indent=1)
-        context.scene.articulate.last_summary = _summary_line(summary)
-        missed = summary["missed_frames"]
+                json.dump(report, fh, indent=1)
+        settings.last_summary = summary_line(report)
+        missed = report["missed_frames"]
         if missed:
-            self.report({"WARNING"}, f"{len(missed)} of {len(frames)} frames missed the target: {_ranges(missed)}")
+            self.report({"WARNING"}, f"{len(missed)} of {len(frames)} frames missed a target: {frame_runs(missed)}")
         else:
             self.report({"INFO"}, f"Baked {len(frames)} frames, every target reached")
-        context.scene["articulate_last_bake"] = {"missed_frames": missed, "frames": len(frames)}
         return {"FINISHED"}
 
 
-def _summary_line(summary: dict) -> str:
-    n = len(summary["frames"])
-    worst = max(summary["position_error_m"], default=0.0)
-    return f"{n - len(summary['missed_frames'])}/{n} frames converged, worst error {worst * 1000:.3g} mm"
+class ARTICULATE_OT_solve_frame(_ChainOperator, bpy.types.Operator):
+    """Pose the armature's chains toward their targets on the current frame (no keys)"""
+
+    bl_idname = "articulate.solve_frame"
+    bl_label = "Solve Current Frame"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        try:
+            arm = _armature(context, self.armature)
+            frame = context.scene.frame_current
+            report = bake_chains(context, arm, _chains(arm, self.only_selected), range(frame, frame + 1),
+                                 write_keys=False)
+        except BakeFailed as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        if report["missed_frames"]:
+            self.report({"WARNING"}, "a target was not reached: " + summary_line(report))
+        return {"FINISHED"}
 
 
-def _ranges(frames: list[int]) -> str:
-    """'3-7, 12' style text for a sorted list of frames (at most 10 runs shown)."""
-    runs: list[list[int]] = []
-    for f in frames:
-        if runs and f == runs[-1][1] + 1:
-            runs[-1][1] = f
-        else:
-            runs.append([f, f])
-    text = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs[:10])
-    return text + (f", ... ({len(runs)} runs)" if len(runs) > 10 else "")
+class ARTICULATE_OT_clear_bake(_ChainOperator, bpy.types.Operator):
+    """Remove the rotation keys of the chains' bones inside the bake range"""
+
+    bl_idname = "articulate.clear_bake"
+    bl_label = "Clear Baked Range"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        settings = context.scene.articulate
+        try:
+            arm = _armature(context, self.armature)
+            frame_range(settings.frame_start, settings.frame_end)
+            paths = set()
+            for chain in _chains(arm, self.only_selected or settings.only_selected):
+                for pb in bridge.chain_bones(arm, chain):
+                    for prop in ("rotation_quaternion", "rotation_euler", "rotation_axis_angle"):
+                        paths.add(compat.bone_data_path(pb.name, prop))
+        except (BakeFailed, bridge.BridgeError) as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        removed = compat.clear_range(arm, settings.frame_start, settings.frame_end, paths)
+        self.report({"INFO"}, f"Removed {removed} keys")
+        return {"FINISHED"}
 
 
-classes = (ARTICULATE_OT_bake_chain,)
+classes = (ARTICULATE_OT_bake, ARTICULATE_OT_solve_frame, ARTICULATE_OT_clear_bake)

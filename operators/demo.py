@@ -38,6 +38,8 @@ def build_demo_scene(frames: int = 120) -> dict:
     channels = [compat.Channel("location", i, "Object Transforms") for i in range(3)]
     compat.write_channels(target, channels, np.arange(1.0, frames + 1.0), path)
     _add_render_dressing(scene, arm, target, path)
+    chain = arm.articulate.chains.add()
+    chain.name, chain.tip_bone, chain.chain_length, chain.target = "Arm", ARM_BONES[-1][0], len(ARM_BONES), target
     bpy.context.view_layer.objects.active = arm
     arm.select_set(True)
     return {"armature": arm.name, "tip_bone": ARM_BONES[-1][0], "chain_length": len(ARM_BONES),

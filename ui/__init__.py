@@ -11,12 +11,14 @@ _register, _unregister = bpy.utils.register_classes_factory(classes)
 
 
 def register() -> None:
-    """Register property groups, attach them to the scene, then register panels."""
+    """Register property groups, attach them to objects and scenes, then register panels."""
     _register()
+    bpy.types.Object.articulate = bpy.props.PointerProperty(type=properties.ARTICULATE_PG_armature)
     bpy.types.Scene.articulate = bpy.props.PointerProperty(type=properties.ARTICULATE_PG_settings)
 
 
 def unregister() -> None:
-    """Remove the scene property, then unregister in reverse order."""
+    """Remove the added properties, then unregister in reverse order."""
     del bpy.types.Scene.articulate
+    del bpy.types.Object.articulate
     _unregister()

@@ -1,44 +1,153 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The "Articulate" tab of the 3D view's sidebar."""
+"""The "Articulate" tab of the 3D view's sidebar: chains, limits of the active bone, bake."""
 
 import bpy
 
 
-class ARTICULATE_PT_main(bpy.types.Panel):
-    """Bake a chain of the active armature toward a target"""
+def _armature(context):
+    obj = context.object
+    return obj if obj is not None and obj.type == "ARMATURE" else None
 
-    bl_label = "Articulate"
-    bl_idname = "ARTICULATE_PT_main"
+
+class ARTICULATE_UL_chains(bpy.types.UIList):
+    """The armature's chains, one row each."""
+
+    bl_idname = "ARTICULATE_UL_chains"
+
+    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index=0):
+        row = layout.row(align=True)
+        row.prop(item, "enabled", text="")
+        row.prop(item, "name", text="", emboss=False, icon="CON_KINEMATIC")
+        row.label(text=item.solver.replace("_", "-").upper())
+
+
+class _Panel:
     bl_space_type = "VIEW_3D"
     bl_region_type = "UI"
     bl_category = "Articulate"
 
-    def draw(self, context: bpy.types.Context) -> None:
+
+class ARTICULATE_PT_main(_Panel, bpy.types.Panel):
+    """IK chains of the active armature"""
+
+    bl_label = "Articulate"
+    bl_idname = "ARTICULATE_PT_main"
+
+    def draw(self, context):
+        layout = self.layout
+        arm = _armature(context)
+        if arm is None:
+            layout.label(text="Select an armature", icon="INFO")
+            return
+        data = arm.articulate
+        row = layout.row()
+        row.template_list("ARTICULATE_UL_chains", "", data, "chains", data, "active_chain", rows=3)
+        col = row.column(align=True)
+        col.operator("articulate.chain_add", icon="ADD", text="")
+        col.operator("articulate.chain_remove", icon="REMOVE", text="")
+        layout.operator("articulate.chains_from_constraints", icon="CONSTRAINT_BONE")
+        layout.prop(data, "live", toggle=True, icon="PLAY")
+
+
+class ARTICULATE_PT_chain(_Panel, bpy.types.Panel):
+    """Settings of the active chain"""
+
+    bl_label = "Chain"
+    bl_idname = "ARTICULATE_PT_chain"
+    bl_parent_id = "ARTICULATE_PT_main"
+
+    @classmethod
+    def poll(cls, context):
+        arm = _armature(context)
+        return arm is not None and 0 <= arm.articulate.active_chain < len(arm.articulate.chains)
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        arm = _armature(context)
+        chain = arm.articulate.chains[arm.articulate.active_chain]
+        col = layout.column()
+        col.prop_search(chain, "tip_bone", arm.pose, "bones")
+        col.prop_search(chain, "root_bone", arm.pose, "bones")
+        sub = col.column()
+        sub.active = not chain.root_bone
+        sub.prop(chain, "chain_length")
+        col.prop(chain, "use_tail")
+        col.separator()
+        col.prop(chain, "target")
+        if chain.target is not None and chain.target.type == "ARMATURE":
+            col.prop_search(chain, "target_bone", chain.target.pose, "bones")
+        col.prop(chain, "pole")
+        if chain.pole is not None:
+            if chain.pole.type == "ARMATURE":
+                col.prop_search(chain, "pole_bone", chain.pole.pose, "bones")
+            col.prop(chain, "pole_angle")
+        col.separator()
+        col.prop(chain, "solver")
+        col.prop(chain, "iterations")
+        col.prop(chain, "tolerance")
+        col.prop(chain, "weight_position")
+        col.prop(chain, "use_rotation")
+        sub = col.column()
+        sub.active = chain.use_rotation
+        sub.prop(chain, "weight_rotation")
+
+
+class ARTICULATE_PT_limits(_Panel, bpy.types.Panel):
+    """Blender's IK limits of the active bone, which Articulate respects"""
+
+    bl_label = "Bone Limits"
+    bl_idname = "ARTICULATE_PT_limits"
+    bl_parent_id = "ARTICULATE_PT_main"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    @classmethod
+    def poll(cls, context):
+        return _armature(context) is not None and context.active_pose_bone is not None
+
+    def draw(self, context):
+        layout = self.layout
+        pb = context.active_pose_bone
+        layout.label(text=pb.name, icon="BONE_DATA")
+        for axis in ("x", "y", "z"):
+            row = layout.row(align=True)
+            row.prop(pb, f"lock_ik_{axis}", text=axis.upper())
+            row.prop(pb, f"use_ik_limit_{axis}", text="Limit")
+            sub = row.row(align=True)
+            sub.active = getattr(pb, f"use_ik_limit_{axis}")
+            sub.prop(pb, f"ik_min_{axis}", text="")
+            sub.prop(pb, f"ik_max_{axis}", text="")
+            row.prop(pb, f"ik_stiffness_{axis}", text="Stiff")
+        layout.operator("articulate.limits_to_ik", icon="CON_ROTLIMIT")
+
+
+class ARTICULATE_PT_bake(_Panel, bpy.types.Panel):
+    """Bake range, options and the last bake's outcome"""
+
+    bl_label = "Bake"
+    bl_idname = "ARTICULATE_PT_bake"
+    bl_parent_id = "ARTICULATE_PT_main"
+
+    @classmethod
+    def poll(cls, context):
+        return _armature(context) is not None
+
+    def draw(self, context):
         layout = self.layout
         settings = context.scene.articulate
-        obj = context.object
-        col = layout.column()
-        if obj is not None and obj.type == "ARMATURE":
-            col.prop_search(settings, "tip_bone", obj.pose, "bones")
-        else:
-            col.label(text="Select an armature", icon="INFO")
-        col.prop(settings, "chain_length")
-        col.prop(settings, "target")
-        col.prop(settings, "solver")
-        col.prop(settings, "tolerance")
-        row = col.row(align=True)
-        row.prop(context.scene, "frame_start")
-        row.prop(context.scene, "frame_end")
-        op = col.operator("articulate.bake_chain", icon="REC")
-        op.tip_bone = settings.tip_bone
-        op.chain_length = settings.chain_length
-        op.target = settings.target.name if settings.target else ""
-        op.solver = settings.solver
-        op.tolerance = settings.tolerance
-        op.frame_start = context.scene.frame_start
-        op.frame_end = context.scene.frame_end
+        row = layout.row(align=True)
+        row.prop(settings, "frame_start")
+        row.prop(settings, "frame_end")
+        row.prop(settings, "frame_step")
+        layout.prop(settings, "only_selected")
+        layout.prop(settings, "mute_constraints")
+        layout.prop(settings, "mark_missed")
+        row = layout.row(align=True)
+        row.operator("articulate.solve_frame", icon="POSE_HLT")
+        row.operator("articulate.bake", icon="REC")
+        layout.operator("articulate.clear_bake", icon="TRASH")
         if settings.last_summary:
-            col.label(text=settings.last_summary, icon="CHECKMARK")
+            layout.label(text=settings.last_summary, icon="INFO")
 
 
-classes = (ARTICULATE_PT_main,)
+classes = (ARTICULATE_UL_chains, ARTICULATE_PT_main, ARTICULATE_PT_chain, ARTICULATE_PT_limits, ARTICULATE_PT_bake)

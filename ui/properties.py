@@ -1,18 +1,70 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Scene settings of the bake panel."""
+"""Settings stored in the .blend: IK chains on armature objects, bake options on the scene."""
 
 import bpy
 
 from ..operators.bake import SOLVER_ITEMS
 
-class ARTICULATE_PG_settings(bpy.types.PropertyGroup):
-    """What the panel's Bake button bakes."""
 
+class ARTICULATE_PG_chain(bpy.types.PropertyGroup):
+    """One IK chain of an armature: bones from a root to a tip, a target, a pole and a solver."""
+
+    name: bpy.props.StringProperty(name="Name", default="Chain")
+    enabled: bpy.props.BoolProperty(name="Enabled", default=True, description="Include this chain in bakes")
     tip_bone: bpy.props.StringProperty(name="Tip Bone", description="Last bone of the chain")
-    chain_length: bpy.props.IntProperty(name="Chain Length", default=2, min=0)
-    target: bpy.props.PointerProperty(name="Target", type=bpy.types.Object)
+    root_bone: bpy.props.StringProperty(
+        name="Root Bone", description="First bone of the chain; empty to use Chain Length instead"
+    )
+    chain_length: bpy.props.IntProperty(
+        name="Chain Length", default=2, min=0, description="Bones in the chain when no root bone is set; 0 = all"
+    )
+    use_tail: bpy.props.BoolProperty(
+        name="Use Tail", default=True, description="The tip bone's tail reaches the target (else its head)"
+    )
+    target: bpy.props.PointerProperty(name="Target", type=bpy.types.Object, description="Object the tip follows")
+    target_bone: bpy.props.StringProperty(name="Target Bone", description="Bone of the target armature")
+    pole: bpy.props.PointerProperty(name="Pole", type=bpy.types.Object, description="Object the chain bends toward")
+    pole_bone: bpy.props.StringProperty(name="Pole Bone", description="Bone of the pole armature")
+    pole_angle: bpy.props.FloatProperty(name="Pole Angle", subtype="ANGLE", description="Roll about the chain axis")
     solver: bpy.props.EnumProperty(name="Solver", items=SOLVER_ITEMS, default="dls")
-    tolerance: bpy.props.FloatProperty(name="Tolerance", default=1e-4, min=1e-9, subtype="DISTANCE")
+    iterations: bpy.props.IntProperty(name="Iterations", default=100, min=1, max=10000)
+    tolerance: bpy.props.FloatProperty(
+        name="Tolerance", default=1e-4, min=1e-9, subtype="DISTANCE", description="Position tolerance"
+    )
+    weight_position: bpy.props.FloatProperty(name="Position Weight", default=1.0, min=0.0, max=1.0)
+    use_rotation: bpy.props.BoolProperty(name="Rotation", description="Match the target's orientation too")
+    weight_rotation: bpy.props.FloatProperty(name="Rotation Weight", default=1.0, min=0.0, max=1.0)
+    constraint: bpy.props.StringProperty(
+        name="Constraint", description="The IK constraint this chain was created from (on the tip bone)"
+    )
+
+
+class ARTICULATE_PG_armature(bpy.types.PropertyGroup):
+    """The chains of one armature object."""
+
+    chains: bpy.props.CollectionProperty(type=ARTICULATE_PG_chain)
+    active_chain: bpy.props.IntProperty(name="Active Chain", default=0, min=0)
+    live: bpy.props.BoolProperty(
+        name="Live", description="Re-solve chains whenever a target or pole moves"
+    )
+    # No update= callback here: on Blender 4.2 a property update function keeps the add-on's
+    # module alive past its uninstall and Blender crashes on exit. The live handler polls instead.
+
+
+class ARTICULATE_PG_settings(bpy.types.PropertyGroup):
+    """Scene-wide bake options and the last bake's outcome."""
+
+    frame_start: bpy.props.IntProperty(name="Start", default=1)
+    frame_end: bpy.props.IntProperty(name="End", default=250)
+    frame_step: bpy.props.IntProperty(name="Step", default=1, min=1)
+    only_selected: bpy.props.BoolProperty(name="Selected Chain Only", description="Bake only the active chain")
+    mute_constraints: bpy.props.BoolProperty(
+        name="Mute IK Constraints", default=True, description="Mute the IK constraints chains were converted from"
+    )
+    mark_missed: bpy.props.BoolProperty(
+        name="Mark Missed Frames", default=True, description="Add timeline markers on frames that missed"
+    )
     last_summary: bpy.props.StringProperty(name="Last Bake", default="")
 
-classes = (ARTICULATE_PG_settings,)
+
+classes = (ARTICULATE_PG_chain, ARTICULATE_PG_armature, ARTICULATE_PG_settings)

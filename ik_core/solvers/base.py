@@ -140,6 +140,8 @@ class Solver(abc.ABC):
     """
 
     name = "solver"
+    #: Per-call options :meth:`solve` accepts (for example ``("pole",)``).
+    call_options: tuple[str, ...] = ()
 
     def __init__(
         self,

@@ -36,18 +36,19 @@ installed = Path(repo.directory) / "articulate"
 report["installed_dir_exists"] = installed.is_dir()
 report["enabled"] = module in bpy.context.preferences.addons
 report["registered"] = {
-    "operator": hasattr(bpy.types, "ARTICULATE_OT_bake_chain"),
+    "operator": hasattr(bpy.types, "ARTICULATE_OT_bake"),
     "panel": hasattr(bpy.types, "ARTICULATE_PT_main"),
     "scene_property": hasattr(bpy.types.Scene, "articulate"),
 }
-report["operator_callable"] = "bake_chain" in dir(bpy.ops.articulate)
+report["operator_callable"] = "bake" in dir(bpy.ops.articulate)
 
 addon_utils.disable(module, default_set=True)
 report["disabled"] = module not in bpy.context.preferences.addons
 report["unregistered"] = {
-    "operator": not hasattr(bpy.types, "ARTICULATE_OT_bake_chain"),
+    "operator": not hasattr(bpy.types, "ARTICULATE_OT_bake"),
     "panel": not hasattr(bpy.types, "ARTICULATE_PT_main"),
     "scene_property": not hasattr(bpy.types.Scene, "articulate"),
+    "object_property": not hasattr(bpy.types.Object, "articulate"),
 }
 bpy.ops.extensions.package_uninstall(repo_directory=repo.directory, pkg_id="articulate")
 report["uninstalled"] = not installed.exists()

@@ -39,6 +39,6 @@ def test_demo_writes_blend_and_report(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     report = json.loads((out / "report.json").read_text())
     assert len(report["frames"]) == 24 and report["missed_frames"] == []
-    assert max(report["position_error_m"]) <= 1e-4
+    assert max(report["chains"][0]["position_error_m"]) <= 1e-4
     assert (out / "demo.blend").stat().st_size > 10_000
     assert "24/24 frames" in proc.stdout

@@ -42,19 +42,46 @@ class RecordingLayout:
 
 def test_classes_and_properties_registered(addon):
     """The operator, the panel and the scene settings exist while the add-on is enabled."""
-    assert hasattr(bpy.types, "ARTICULATE_OT_bake_chain")
-    assert hasattr(bpy.types, "ARTICULATE_PT_main")
+    for name in ("ARTICULATE_OT_bake", "ARTICULATE_OT_solve_frame", "ARTICULATE_OT_clear_bake",
+                 "ARTICULATE_OT_chain_add", "ARTICULATE_OT_chain_remove", "ARTICULATE_OT_chains_from_constraints",
+                 "ARTICULATE_OT_limits_to_ik", "ARTICULATE_PT_main", "ARTICULATE_PT_chain", "ARTICULATE_PT_limits",
+                 "ARTICULATE_PT_bake", "ARTICULATE_UL_chains"):
+        assert hasattr(bpy.types, name), name
     assert isinstance(bpy.context.scene.articulate, bpy.types.PropertyGroup)
+    assert isinstance(bpy.context.object.articulate if bpy.context.object else bpy.types.Object.articulate, object)
+
+
+PANELS = ("ARTICULATE_PT_main", "ARTICULATE_PT_chain", "ARTICULATE_PT_limits", "ARTICULATE_PT_bake")
 
 
 @pytest.mark.parametrize("with_armature", [False, True])
-def test_panel_draw_names_only_real_things(empty_scene, addon_module, with_armature):
-    """Drawing the panel with or without an armature selected touches only existing names."""
+def test_panels_draw_only_real_names(empty_scene, addon_module, with_armature):
+    """Every panel that polls true draws only existing properties and registered operators."""
     if with_armature:
         addon_module("operators.demo").build_demo_scene(frames=5)
+        arm = bpy.data.objects["Arm"]
+        arm.data.bones.active = arm.data.bones["Elbow"]
+        arm.articulate.chains[0].pole = bpy.data.objects["Target"]
+        bpy.ops.object.mode_set(mode="POSE")  # the bone limits panel shows the active pose bone
     log = []
-    panel = bpy.types.ARTICULATE_PT_main
-    fake_self = type("P", (), {"layout": RecordingLayout(log)})()
-    panel.draw(fake_self, bpy.context)
-    assert ("operator", "articulate.bake_chain") in log
-    assert ("prop_search", "tip_bone") in log or not with_armature
+    for name in PANELS:
+        panel = getattr(bpy.types, name)
+        if hasattr(panel, "poll") and not panel.poll(bpy.context):
+            continue
+        panel.draw(type("P", (), {"layout": RecordingLayout(log)})(), bpy.context)
+    if with_armature:
+        for op in ("articulate.bake", "articulate.solve_frame", "articulate.clear_bake", "articulate.chain_add",
+                   "articulate.limits_to_ik"):
+            assert ("operator", op) in log
+        assert ("prop_search", "tip_bone") in log and ("prop", "ik_min_x") in log
+        bpy.ops.object.mode_set(mode="OBJECT")
+
+
+def test_chain_list_draws_items(empty_scene, addon_module):
+    """The chains UIList's draw_item names real chain properties."""
+    addon_module("operators.demo").build_demo_scene(frames=5)
+    arm = bpy.data.objects["Arm"]
+    log = []
+    ul = bpy.types.ARTICULATE_UL_chains
+    ul.draw_item(None, bpy.context, RecordingLayout(log), arm.articulate, arm.articulate.chains[0], 0, None, "", 0)
+    assert ("prop", "enabled") in log and ("prop", "name") in log

@@ -1,0 +1,283 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Bake the chains of an armature: validate, sample the scene once, solve in the core, key in bulk."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import bpy
+import numpy as np
+
+from ..ik_core import ArticulateError
+from ..ik_core import rotations as rot
+from ..ik_core.solvers import make_solver
+from ..ik_core.tracking import track_chain
+from . import bridge
+
+
+class BakeFailed(Exception):
+    """The bake cannot run; nothing was changed. The message says why."""
+
+
+@dataclass
+class PreparedChain:
+    """A chain ready to solve: its settings, bones, skeleton and where its samples come from."""
+
+    settings: object  # ARTICULATE_PG_chain
+    bones: list
+    skeleton: object
+    source: bridge.ChainSource
+
+
+def frame_range(start: int, end: int, step: int = 1) -> range:
+    """Frames from ``start`` to ``end`` inclusive.
+
+    Raises:
+        BakeFailed: An empty or reversed range, or a step below 1.
+    """
+    if step < 1:
+        raise BakeFailed(f"frame step must be at least 1, got {step}")
+    if end < start:
+        raise BakeFailed(f"frame range {start}-{end} is empty: the end frame must not precede the start frame")
+    return range(start, end + 1, step)
+
+
+def prepare_chains(arm: bpy.types.Object, chains: Sequence) -> list[PreparedChain]:
+    """Check every chain against the armature and build its skeleton; nothing is modified.
+
+    Raises:
+        BakeFailed: Missing or renamed bones, missing or invalid targets, overlapping chains,
+            zero-length bones, limits that leave no room.
+    """
+    try:
+        bridge.check_armature(arm)
+    except bridge.BridgeError as err:
+        raise BakeFailed(str(err)) from None
+    if not chains:
+        raise BakeFailed(f"armature {arm.name!r} has no enabled chain; add one in the Articulate panel")
+    prepared: list[PreparedChain] = []
+    owner: dict[str, str] = {}
+    for chain in chains:
+        label = f"chain {chain.name!r}"
+        try:
+            bones = bridge.chain_bones(arm, chain)
+            skeleton = bridge.chain_skeleton(
+                arm, bones, use_tail=chain.use_tail, hinge_middle=chain.solver == "two_bone"
+            )
+        except (bridge.BridgeError, ArticulateError) as err:
+            raise BakeFailed(f"{label}: {err}") from None
+        for pb in bones:
+            if pb.name in owner:
+                raise BakeFailed(
+                    f"{label} and chain {owner[pb.name]!r} both move bone {pb.name!r}; chains must not overlap"
+                )
+            owner[pb.name] = chain.name
+        target = chain.target
+        if target is None or target.name not in bpy.data.objects:
+            raise BakeFailed(f"{label} has no target (it was deleted or never set); pick a target object")
+        if target == arm and (not chain.target_bone or chain.target_bone in {b.name for b in bones}):
+            raise BakeFailed(f"{label}: the target must be another object, or a bone outside the chain")
+        for obj, bone, what in ((target, chain.target_bone, "target"), (chain.pole, chain.pole_bone, "pole")):
+            if obj is not None and bone and (obj.type != "ARMATURE" or obj.pose.bones.get(bone) is None):
+                raise BakeFailed(f"{label}: {what} {obj.name!r} has no bone {bone!r}")
+        source = bridge.ChainSource(arm, bones[0], target, chain.target_bone, chain.pole, chain.pole_bone)
+        prepared.append(PreparedChain(chain, bones, skeleton, source))
+    return prepared
+
+
+def _solver_for(chain, skeleton, scale: float):
+    options = {
+        "mode": "full" if chain.use_rotation else "position",
+        "tolerance": chain.tolerance / scale,
+        "max_iterations": chain.iterations,
+    }
+    if chain.solver == "dls":
+        wp, wr = chain.weight_position, chain.weight_rotation
+        options["weights"] = (wp, wp, wp, wr, wr, wr)
+    return make_solver(chain.solver, skeleton, "tip", **options)
+
+
+def _progress(label: str, total: int, wm: bpy.types.WindowManager | None):
+    """Window-manager progress in the UI, a terminal line in background."""
+    last = [0.0]
+    if wm is not None:
+        wm.progress_begin(0, total)
+
+    def update(done: int, _n: int) -> None:
+        if wm is not None:
+            wm.progress_update(done)
+        now = time.perf_counter()
+        if bpy.app.background and (done == total or now - last[0] > 0.5):
+            last[0] = now
+            sys.stdout.write(f"\r{label}: {done}/{total} frames")
+            sys.stdout.write("\n" if done == total else "")
+            sys.stdout.flush()
+
+    return update
+
+
+def bake_chains(
+    context: bpy.types.Context,
+    arm: bpy.types.Object,
+    chains: Sequence,
+    frames: range,
+    *,
+    write_keys: bool = True,
+    mute_constraints: bool = False,
+    mark_missed: bool = False,
+) -> dict:
+    """Solve every chain on every frame and key the bones' rotations (or pose the current frame).
+
+    Args:
+        context: Blender context (scene, window manager).
+        arm: The armature object.
+        chains: ``ARTICULATE_PG_chain`` items to bake.
+        frames: Frames to solve.
+        write_keys: Key the range (replacing only it); False poses the bones (one frame).
+        mute_constraints: Mute the IK constraints the chains were created from.
+        mark_missed: Add a timeline marker on every frame a chain missed.
+
+    Returns:
+        The report: per chain and frame residuals, iterations, convergence, limit hits, reasons.
+
+    Raises:
+        BakeFailed: Any invalid input, detected before the scene is changed.
+    """
+    prepared = prepare_chains(arm, chains)
+    scale = bridge.check_armature(arm)
+    scene = context.scene
+    t_start = time.perf_counter()
+    current = scene.frame_current
+    scene.frame_set(frames[0])
+    q_start = [rot.matrix_to_rotvec(bridge.pose_rotations(p.bones)) for p in prepared]
+    scene.frame_set(current)
+    samples = bridge.sample_chains(scene, list(frames), [p.source for p in prepared])
+    t_sampled = time.perf_counter()
+    for p, s in zip(prepared, samples):
+        if not (np.all(np.isfinite(s.target)) and np.all(np.isfinite(s.base))):
+            raise BakeFailed(f"chain {p.settings.name!r}: its target has NaN or infinite values on some frames")
+        if (s.pole is not None) and not np.all(np.isfinite(s.pole)):
+            raise BakeFailed(f"chain {p.settings.name!r}: its pole has NaN or infinite values on some frames")
+    results = []
+    wm = context.window_manager if write_keys else None
+    try:
+        for p, s, q0 in zip(prepared, samples, q_start):
+            solver = _solver_for(p.settings, p.skeleton, scale)
+            q0_vec = _initial_q(p, q0)
+            results.append(track_chain(
+                solver, s.base, s.target, q0_vec, pole=s.pole, use_rotation=p.settings.use_rotation, scale=scale,
+                progress=_progress(f"Articulate {arm.name}:{p.settings.name}", len(frames), wm),
+            ))
+    except ArticulateError as err:
+        raise BakeFailed(str(err)) from None
+    finally:
+        if wm is not None:
+            wm.progress_end()
+    t_solved = time.perf_counter()
+    _write(arm, prepared, results, frames, write_keys)
+    if mute_constraints:
+        for p in prepared:
+            con = p.bones[-1].constraints.get(p.settings.constraint) if p.settings.constraint else None
+            if con is not None:
+                con.mute = True
+    report = _report(arm, prepared, results, frames)
+    if mark_missed and write_keys:
+        _mark_missed(scene, report)
+    t_end = time.perf_counter()
+    report["seconds"] = {"sample": t_sampled - t_start, "solve": t_solved - t_sampled,
+                         "write": t_end - t_solved, "total": t_end - t_start}
+    return report
+
+
+def _initial_q(p: PreparedChain, rotvecs: np.ndarray) -> np.ndarray:
+    """The chain's current pose as a configuration of its skeleton (moving joints only)."""
+    from ..ik_core import JointKind
+
+    parts = []
+    for pb_index, joint in enumerate(p.skeleton.joints):
+        if joint.kind is JointKind.BALL:
+            parts.append(rotvecs[pb_index])
+        elif joint.dof == 1:
+            R = rot.rotvec_to_matrix(rotvecs[pb_index])
+            parts.append([float(np.arctan2(R[2, 1], R[1, 1]))])  # rotation about local X
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def chain_rotations(p: PreparedChain, q: np.ndarray) -> tuple[list, np.ndarray]:
+    """Bones that move and their (N, B, 3, 3) local rotations for configurations ``q`` (N, dof)."""
+    from ..ik_core.kinematics import joint_motion
+
+    bones, mats = [], []
+    for i, joint in enumerate(p.skeleton.joints):
+        if joint.dof:
+            bones.append(p.bones[i])
+            mats.append(joint_motion(p.skeleton, q, i)[..., :3, :3])
+    return bones, np.stack(mats, axis=1) if mats else np.zeros((len(q), 0, 3, 3))
+
+
+def _write(arm, prepared, results, frames, write_keys: bool) -> None:
+    bones, mats = [], []
+    for p, res in zip(prepared, results):
+        b, R = chain_rotations(p, res.q)
+        bones += b
+        mats.append(R)
+    R = np.concatenate(mats, axis=1)
+    if write_keys:
+        bridge.write_bone_rotations(arm, bones, np.asarray(frames, dtype=float), R, replace=(frames[0], frames[-1]))
+    else:
+        bridge.set_pose_rotations(bones, R[-1])
+
+
+def _report(arm, prepared, results, frames) -> dict:
+    chains = []
+    for p, res in zip(prepared, results):
+        chains.append({
+            "chain": p.settings.name,
+            "bones": [b.name for b in p.bones],
+            "solver": p.settings.solver,
+            "tolerance_m": p.settings.tolerance,
+            "converged": res.converged.tolist(),
+            "position_error_m": res.position_error.tolist(),
+            "rotation_error_rad": res.rotation_error.tolist(),
+            "iterations": res.iterations.tolist(),
+            "limit_hits": res.limit_hits.tolist(),
+            "reasons": [str(r) for r in res.reason],
+            "missed_frames": [int(f) for f, ok in zip(frames, res.converged) if not ok],
+        })
+    missed = sorted({f for c in chains for f in c["missed_frames"]})
+    return {"armature": arm.name, "frames": [int(f) for f in frames], "chains": chains, "missed_frames": missed}
+
+
+MARKER_PREFIX = "IK miss"
+
+
+def _mark_missed(scene: bpy.types.Scene, report: dict) -> None:
+    """Replace this armature's miss markers in the range by one per missed frame."""
+    frames = report["frames"]
+    name = f"{MARKER_PREFIX}: {report['armature']}"
+    for m in [m for m in scene.timeline_markers if m.name == name and frames[0] <= m.frame <= frames[-1]]:
+        scene.timeline_markers.remove(m)
+    for f in report["missed_frames"]:
+        scene.timeline_markers.new(name, frame=f)
+
+
+def summary_line(report: dict) -> str:
+    """One line for the panel: frames converged and the worst residual."""
+    n = len(report["frames"])
+    worst = max((max(c["position_error_m"], default=0.0) for c in report["chains"]), default=0.0)
+    return f"{n - len(report['missed_frames'])}/{n} frames converged, worst error {worst * 1000:.3g} mm"
+
+
+def frame_runs(frames: Sequence[int]) -> str:
+    """'3-7, 12' style text for sorted frames (at most 10 runs shown)."""
+    runs: list[list[int]] = []
+    for f in frames:
+        if runs and f == runs[-1][1] + 1:
+            runs[-1][1] = f
+        else:
+            runs.append([f, f])
+    text = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs[:10])
+    return text + (f", ... ({len(runs)} runs)" if len(runs) > 10 else "")

@@ -1,0 +1,44 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The bridge: the only code that converts between Blender data and ``ik_core``'s numpy arrays.
+
+- :mod:`.rig`: armatures and chains to skeletons, with the rig's joint limits.
+- :mod:`.sampling`: world matrices of objects and bones over frames.
+- :mod:`.keys`: solved rotations to pose-bone channels and bulk keys.
+- :mod:`.build`: armatures created from numpy arrays.
+"""
+
+from .build import create_armature
+from .errors import BridgeError
+from .keys import bone_rotation_channels, pose_rotations, set_pose_rotations, write_bone_rotations
+from .rig import (
+    bone_limit,
+    chain_bones,
+    chain_skeleton,
+    check_armature,
+    matrix_to_array,
+    pose_bone_chain,
+    write_ik_limits,
+)
+from .sampling import ChainSamples, ChainSource, base_matrix, sample_chains, target_matrix, world_positions
+
+__all__ = [
+    "BridgeError",
+    "ChainSamples",
+    "ChainSource",
+    "base_matrix",
+    "bone_limit",
+    "bone_rotation_channels",
+    "chain_bones",
+    "chain_skeleton",
+    "check_armature",
+    "create_armature",
+    "matrix_to_array",
+    "pose_bone_chain",
+    "pose_rotations",
+    "sample_chains",
+    "set_pose_rotations",
+    "target_matrix",
+    "world_positions",
+    "write_bone_rotations",
+    "write_ik_limits",
+]

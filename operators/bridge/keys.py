@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Solved rotations to pose-bone channels in each bone's rotation mode, keyed in bulk."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import bpy
+import numpy as np
+
+from ...ik_core import rotations as rot
+from .. import compat
+from .errors import BridgeError
+from .rig import matrix_to_array
+
+EULER_ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
+
+
+def pose_rotations(bones: Sequence[bpy.types.PoseBone]) -> np.ndarray:
+    """(B, 3, 3) current pose rotation of each bone (``matrix_basis`` rotation part)."""
+    out = np.empty((len(bones), 3, 3))
+    for k, pb in enumerate(bones):
+        m = matrix_to_array(pb.matrix_basis)[:3, :3]
+        # matrix_basis may carry scale: keep only the rotation.
+        out[k] = m / np.linalg.norm(m, axis=0, keepdims=True)
+    return out
+
+
+def bone_rotation_channels(
+    pb: bpy.types.PoseBone, R: np.ndarray, previous: np.ndarray | None = None
+) -> tuple[list[compat.Channel], np.ndarray]:
+    """Channels and (N, C) values expressing rotations ``R`` (N, 3, 3) in the bone's mode.
+
+    Quaternions are made sign-continuous and Euler angles continuous over the frames,
+    starting from the bone's current value so the first key does not spin.
+    """
+    mode = pb.rotation_mode
+    if mode == "QUATERNION":
+        q = rot.matrix_to_quat(R)
+        start = np.array(pb.rotation_quaternion, dtype=float)
+        if len(q) and np.dot(q[0], start) < 0:
+            q[0] = -q[0]
+        q = rot.quat_make_continuous(q, axis=0)
+        return compat.bone_channels(pb.name, "rotation_quaternion", 4), q
+    if mode in EULER_ORDERS:
+        e = rot.matrix_to_euler(R, mode)
+        ref = np.array(pb.rotation_euler, dtype=float) if previous is None else previous
+        for i in range(len(e)):
+            e[i] = rot.euler_compatible(e[i], ref, mode)
+            ref = e[i]
+        return compat.bone_channels(pb.name, "rotation_euler", 3), e
+    if mode == "AXIS_ANGLE":
+        q = rot.quat_make_continuous(rot.matrix_to_quat(R), axis=0)
+        vec = q[:, 1:]
+        norm = np.linalg.norm(vec, axis=-1)
+        angle = 2.0 * np.arctan2(norm, q[:, 0])
+        axis = np.where(norm[:, None] > 1e-12, vec / np.maximum(norm, 1e-300)[:, None], (0.0, 1.0, 0.0))
+        return compat.bone_channels(pb.name, "rotation_axis_angle", 4), np.column_stack([angle, axis])
+    raise BridgeError(f"bone {pb.name!r} has unknown rotation mode {mode!r}")
+
+
+def write_bone_rotations(
+    arm_obj: bpy.types.Object,
+    bones: Sequence[bpy.types.PoseBone],
+    frames: np.ndarray,
+    R: np.ndarray,
+    replace: tuple[float, float] | None = None,
+) -> int:
+    """Key rotations ``R`` (N, B, 3, 3) on ``bones`` at ``frames`` (N,) in bulk.
+
+    Returns:
+        Number of keys written.
+    """
+    channels: list[compat.Channel] = []
+    columns: list[np.ndarray] = []
+    for k, pb in enumerate(bones):
+        ch, values = bone_rotation_channels(pb, R[:, k])
+        channels += ch
+        columns.append(values)
+    values = np.concatenate(columns, axis=1) if columns else np.zeros((len(frames), 0))
+    compat.ensure_action(arm_obj)
+    compat.write_channels(arm_obj, channels, frames, values, replace=replace)
+    return values.size
+
+
+def set_pose_rotations(bones: Sequence[bpy.types.PoseBone], R: np.ndarray) -> None:
+    """Set the current pose rotation of ``bones`` from ``R`` (B, 3, 3), in each bone's mode."""
+    for k, pb in enumerate(bones):
+        channels, values = bone_rotation_channels(pb, R[k : k + 1])
+        value = values[0]
+        prop = channels[0].data_path.rsplit(".", 1)[1]
+        setattr(pb, prop, value.tolist())

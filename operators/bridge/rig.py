@@ -1,0 +1,191 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Armatures and their chains as ``ik_core`` skeletons, with the rig's own joint limits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import bpy
+import numpy as np
+
+from ...ik_core import Effector, Joint, JointKind, Skeleton
+from ...ik_core.limits import EulerLimit
+from .errors import BridgeError
+
+AXES = ("x", "y", "z")
+
+
+def matrix_to_array(matrix) -> np.ndarray:
+    """(4, 4) numpy copy of a ``mathutils.Matrix`` (row-major, as printed by Blender)."""
+    return np.array(matrix, dtype=float)
+
+
+def check_armature(obj: bpy.types.Object | None, *, editable: bool = True) -> float:
+    """Check that ``obj`` is an armature the IK can pose; returns its uniform world scale.
+
+    Raises:
+        BridgeError: Not an armature, linked (read-only) data, or a non-uniform scale.
+    """
+    if obj is None:
+        raise BridgeError("no armature: select an armature object or name one")
+    if obj.type != "ARMATURE":
+        raise BridgeError(f"object {obj.name!r} is a {obj.type.lower()}, not an armature")
+    if editable and (obj.library is not None or obj.data.library is not None):
+        lib = (obj.library or obj.data.library).filepath
+        raise BridgeError(f"armature {obj.name!r} is linked from {lib!r} and read-only; make it local or override it")
+    M = matrix_to_array(obj.matrix_world)[:3, :3]
+    scale = np.linalg.norm(M, axis=0)
+    if not np.all(np.isfinite(scale)) or scale.min() <= 1e-12:
+        raise BridgeError(f"armature {obj.name!r} has a zero or invalid scale")
+    if scale.max() - scale.min() > 1e-6 * scale.max():
+        raise BridgeError(
+            f"armature {obj.name!r} is scaled non-uniformly ({', '.join(f'{s:.4g}' for s in scale)}); "
+            "apply the scale (Ctrl+A > Scale) or use a uniform scale"
+        )
+    return float(scale.mean())
+
+
+def pose_bone_chain(arm_obj: bpy.types.Object, tip: str, length: int = 0, root: str = "") -> list[bpy.types.PoseBone]:
+    """Pose bones from the chain's root down to ``tip``.
+
+    Args:
+        arm_obj: The armature object.
+        tip: Name of the tip bone.
+        length: Bones in the chain when ``root`` is empty; 0 means up to the top of the
+            hierarchy (Blender's IK ``chain_count`` semantics).
+        root: Name of the first bone of the chain, which must be ``tip`` or one of its parents.
+
+    Raises:
+        BridgeError: A missing bone (the message lists the bones), or a root that is not an
+            ancestor of the tip.
+    """
+    bones = arm_obj.pose.bones
+    for name, what in ((tip, "tip"), (root, "root")):
+        if name and bones.get(name) is None:
+            names = ", ".join(b.name for b in bones)
+            raise BridgeError(f"armature {arm_obj.name!r} has no {what} bone {name!r}; its bones: {names}")
+    if not tip:
+        raise BridgeError("the chain has no tip bone; pick the last bone of the chain")
+    chain = [bones[tip]]
+    if root:
+        while chain[-1].name != root:
+            if chain[-1].parent is None:
+                raise BridgeError(f"root bone {root!r} is not a parent of tip bone {tip!r}")
+            chain.append(chain[-1].parent)
+    else:
+        while chain[-1].parent is not None and (length <= 0 or len(chain) < length):
+            chain.append(chain[-1].parent)
+    return chain[::-1]
+
+
+def chain_bones(arm_obj: bpy.types.Object, chain) -> list[bpy.types.PoseBone]:
+    """The pose bones of an ``ARTICULATE_PG_chain``, root first."""
+    return pose_bone_chain(arm_obj, chain.tip_bone, chain.chain_length, chain.root_bone)
+
+
+def bone_limit(pb: bpy.types.PoseBone) -> EulerLimit | None:
+    """The rotation limit of a pose bone: its IK limits intersected with Limit Rotation constraints.
+
+    Blender's IK settings (``use_ik_limit_*``, ``ik_min_*``, ``ik_max_*``, ``lock_ik_*``) and
+    every enabled Limit Rotation constraint in local space are combined per axis. Returns None
+    when nothing limits the bone.
+    """
+    lower = np.full(3, -np.pi)
+    upper = np.full(3, np.pi)
+    locked = np.array([getattr(pb, f"lock_ik_{a}") for a in AXES], dtype=bool)
+    limited = locked.copy()
+    for n, a in enumerate(AXES):
+        if getattr(pb, f"use_ik_limit_{a}"):
+            lower[n] = max(lower[n], getattr(pb, f"ik_min_{a}"))
+            upper[n] = min(upper[n], getattr(pb, f"ik_max_{a}"))
+            limited[n] = True
+    for con in pb.constraints:
+        if con.type != "LIMIT_ROTATION" or con.mute or con.influence <= 0 or con.owner_space != "LOCAL":
+            continue
+        for n, a in enumerate(AXES):
+            if getattr(con, f"use_limit_{a}"):
+                lower[n] = max(lower[n], getattr(con, f"min_{a}"))
+                upper[n] = min(upper[n], getattr(con, f"max_{a}"))
+                limited[n] = True
+    if not limited.any():
+        return None
+    if np.any(lower > upper):
+        n = int(np.argmax(lower > upper))
+        raise BridgeError(
+            f"bone {pb.name!r}: its IK limits and Limit Rotation constraints leave no room on axis "
+            f"{AXES[n].upper()} (min {np.degrees(lower[n]):.1f} > max {np.degrees(upper[n]):.1f} degrees)"
+        )
+    order = pb.rotation_mode if len(pb.rotation_mode) == 3 else "XYZ"
+    return EulerLimit(tuple(lower), tuple(upper), tuple(locked), order)
+
+
+def _rest_relative(bone: bpy.types.Bone) -> np.ndarray:
+    """(4, 4) rest transform of ``bone`` in its parent's frame (armature space for a root)."""
+    local = matrix_to_array(bone.matrix_local)
+    if bone.parent is None:
+        return local
+    return np.linalg.inv(matrix_to_array(bone.parent.matrix_local)) @ local
+
+
+def chain_skeleton(
+    arm_obj: bpy.types.Object,
+    bones: Sequence[bpy.types.PoseBone],
+    *,
+    use_tail: bool = True,
+    limits: bool = True,
+    hinge_middle: bool = False,
+) -> Skeleton:
+    """A skeleton for a chain of pose bones, in the chain's base frame.
+
+    The base frame is the frame the root bone's rest pose is expressed in: its parent bone's
+    posed frame (armature space for a root bone). Targets must be given in that frame (see
+    :func:`..sampling.base_matrix`). Each bone is a BALL joint whose variables are the rotation
+    vector of its pose rotation; a bone whose three IK axes are locked is FIXED at its current
+    rotation. The effector ``"tip"`` sits on the tip bone's tail (or head with ``use_tail`` off).
+    With ``hinge_middle`` (the two-bone solver) the second of two bones is a hinge about its
+    local X axis, limited by its X range.
+
+    Raises:
+        BridgeError: A zero-length bone, or limits leaving no feasible rotation.
+    """
+    joints = []
+    for k, pb in enumerate(bones):
+        if pb.bone.length <= 1e-9:
+            raise BridgeError(f"bone {pb.name!r} has zero length; IK needs bones with a length")
+        origin = _rest_relative(pb.bone)
+        translate = np.eye(4)
+        translate[:3, 3] = tuple(pb.location)
+        origin = origin @ translate
+        limit = bone_limit(pb) if limits else None
+        stiffness = min(float(np.mean([getattr(pb, f"ik_stiffness_{a}") for a in AXES])), 0.99)
+        if hinge_middle and k == 1:
+            if len(bones) != 2:
+                raise BridgeError(f"the two-bone solver needs a chain of exactly 2 bones, this one has {len(bones)}")
+            lo, hi = (limit.lower[0], limit.upper[0]) if limit is not None else (-np.pi, np.pi)
+            joints.append(Joint(pb.name, JointKind.REVOLUTE, parent=0, origin=origin, axis=(1.0, 0.0, 0.0),
+                                lower=lo, upper=hi, stiffness=stiffness))
+        elif limit is not None and all(limit.locked):
+            current = np.eye(4)
+            current[:3, :3] = matrix_to_array(pb.matrix_basis)[:3, :3]
+            current[:3, :3] /= np.linalg.norm(current[:3, :3], axis=0)
+            joints.append(Joint(pb.name, JointKind.FIXED, parent=k - 1, origin=origin @ current))
+        else:
+            joints.append(Joint(pb.name, JointKind.BALL, parent=k - 1, origin=origin, limit=limit, stiffness=stiffness))
+    tip = np.eye(4)
+    if use_tail:
+        tip[1, 3] = bones[-1].bone.length
+    return Skeleton(joints, [Effector("tip", len(joints) - 1, tip)], name=f"{arm_obj.name}:{bones[-1].name}")
+
+
+def write_ik_limits(pb: bpy.types.PoseBone, limit: EulerLimit | None) -> None:
+    """Write a limit to the bone's Blender IK settings so Blender's own IK respects it too."""
+    for n, a in enumerate(AXES):
+        if limit is None:
+            setattr(pb, f"use_ik_limit_{a}", False)
+            continue
+        setattr(pb, f"lock_ik_{a}", bool(limit.locked[n]))
+        free = limit.upper[n] - limit.lower[n] >= 2 * np.pi - 1e-9
+        setattr(pb, f"use_ik_limit_{a}", not free and not limit.locked[n])
+        if not free:
+            setattr(pb, f"ik_min_{a}", max(float(limit.lower[n]), -np.pi))
+            setattr(pb, f"ik_max_{a}", min(float(limit.upper[n]), np.pi))

@@ -1,0 +1,138 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Operators that manage an armature's chains: add, remove, convert IK constraints, write limits back."""
+
+from __future__ import annotations
+
+import bpy
+
+from . import bridge
+
+
+def _armature(context: bpy.types.Context) -> bpy.types.Object | None:
+    obj = context.object
+    return obj if obj is not None and obj.type == "ARMATURE" else None
+
+
+class _ArmatureOperator:
+    @classmethod
+    def poll(cls, context: bpy.types.Context) -> bool:
+        return _armature(context) is not None
+
+
+class ARTICULATE_OT_chain_add(_ArmatureOperator, bpy.types.Operator):
+    """Add a chain ending at the active bone"""
+
+    bl_idname = "articulate.chain_add"
+    bl_label = "Add Chain"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        arm = _armature(context)
+        data = arm.articulate
+        chain = data.chains.add()
+        active = arm.data.bones.active
+        chain.tip_bone = active.name if active is not None else ""
+        chain.name = chain.tip_bone or f"Chain {len(data.chains)}"
+        data.active_chain = len(data.chains) - 1
+        return {"FINISHED"}
+
+
+class ARTICULATE_OT_chain_remove(_ArmatureOperator, bpy.types.Operator):
+    """Remove the active chain"""
+
+    bl_idname = "articulate.chain_remove"
+    bl_label = "Remove Chain"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        data = _armature(context).articulate
+        if not 0 <= data.active_chain < len(data.chains):
+            self.report({"ERROR"}, "there is no active chain to remove")
+            return {"CANCELLED"}
+        data.chains.remove(data.active_chain)
+        data.active_chain = max(0, min(data.active_chain, len(data.chains) - 1))
+        return {"FINISHED"}
+
+
+def chain_from_constraint(chain, pb: bpy.types.PoseBone, con: bpy.types.Constraint) -> None:
+    """Fill a chain's settings from a Blender IK constraint on ``pb``."""
+    chain.name = f"{pb.name} IK"
+    chain.tip_bone = pb.name
+    chain.root_bone = ""
+    chain.chain_length = con.chain_count
+    chain.use_tail = con.use_tail
+    chain.target = con.target
+    chain.target_bone = con.subtarget if con.target is not None and con.target.type == "ARMATURE" else ""
+    chain.pole = con.pole_target
+    chain.pole_bone = con.pole_subtarget if con.pole_target is not None and con.pole_target.type == "ARMATURE" else ""
+    chain.pole_angle = con.pole_angle
+    chain.iterations = max(con.iterations, 1)
+    chain.weight_position = con.weight
+    chain.use_rotation = con.use_rotation
+    chain.weight_rotation = con.orient_weight
+    chain.constraint = con.name
+
+
+def convert_constraints(arm: bpy.types.Object) -> tuple[int, list[str]]:
+    """Create or update one chain per IK constraint with a target; returns (count, skipped reasons)."""
+    data = arm.articulate
+    by_constraint = {(c.tip_bone, c.constraint): c for c in data.chains if c.constraint}
+    made, skipped = 0, []
+    for pb in arm.pose.bones:
+        for con in pb.constraints:
+            if con.type != "IK":
+                continue
+            if con.target is None:
+                skipped.append(f"{pb.name}: IK constraint {con.name!r} has no target")
+                continue
+            chain = by_constraint.get((pb.name, con.name)) or data.chains.add()
+            chain_from_constraint(chain, pb, con)
+            made += 1
+    return made, skipped
+
+
+class ARTICULATE_OT_chains_from_constraints(_ArmatureOperator, bpy.types.Operator):
+    """Create a chain for every IK constraint of the armature (target, pole, chain length, weights)"""
+
+    bl_idname = "articulate.chains_from_constraints"
+    bl_label = "Chains from IK Constraints"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        arm = _armature(context)
+        made, skipped = convert_constraints(arm)
+        if not made:
+            self.report({"ERROR"}, f"armature {arm.name!r} has no IK constraint with a target to convert")
+            return {"CANCELLED"}
+        msg = f"{made} chain(s) from IK constraints"
+        self.report({"WARNING"} if skipped else {"INFO"}, msg + (f"; skipped: {'; '.join(skipped)}" if skipped else ""))
+        return {"FINISHED"}
+
+
+class ARTICULATE_OT_limits_to_ik(_ArmatureOperator, bpy.types.Operator):
+    """Write each chain bone's effective limits (IK limits and Limit Rotation constraints) as Blender IK limits"""
+
+    bl_idname = "articulate.limits_to_ik"
+    bl_label = "Write Limits to Blender IK"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        arm = _armature(context)
+        try:
+            bones = {pb.name: pb for chain in arm.articulate.chains for pb in bridge.chain_bones(arm, chain)}
+            limits = {name: bridge.bone_limit(pb) for name, pb in bones.items()}
+        except bridge.BridgeError as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        for name, limit in limits.items():
+            bridge.write_ik_limits(bones[name], limit)
+        self.report({"INFO"}, f"Wrote IK limits on {len(limits)} bone(s)")
+        return {"FINISHED"}
+
+
+classes = (
+    ARTICULATE_OT_chain_add,
+    ARTICULATE_OT_chain_remove,
+    ARTICULATE_OT_chains_from_constraints,
+    ARTICULATE_OT_limits_to_ik,
+)
