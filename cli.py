@@ -62,12 +62,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     addon = ensure_addon()
     demo = importlib.import_module(f"{addon.__name__}.operators.demo")
+    examples = importlib.import_module(f"{addon.__name__}.operators.examples")
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    scene_info = demo.build_demo_scene(frames=args.frames)
+    if args.scene == "metarig":
+        scene_info = examples.build_metarig_scene(frames=args.frames, solver=args.solver or "two_bone")
+    else:
+        scene_info = demo.build_demo_scene(frames=args.frames)
+        bpy.data.objects[scene_info["armature"]].articulate.chains[0].solver = args.solver or "dls"
     report_path = out / "report.json"
-    bpy.data.objects[scene_info["armature"]].articulate.chains[0].solver = args.solver
     result = bpy.ops.articulate.bake(
         use_scene_settings=False, frame_start=1, frame_end=args.frames, report_path=str(report_path)
     )
@@ -163,8 +167,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="bake the bundled example and write .blend, JSON report and PNG")
     demo.add_argument("--out", default="out/demo", help="output folder (default: out/demo)")
+    demo.add_argument("--scene", default="metarig", choices=["metarig", "arm"],
+                      help="metarig: Rigify's human metarig, four limb chains (default); arm: a 3-bone arm")
     demo.add_argument("--frames", type=int, default=120, help="frames to bake (default: 120)")
-    demo.add_argument("--solver", default="dls", choices=["fabrik", "ccd", "dls"], help="IK solver")
+    demo.add_argument("--solver", choices=["fabrik", "ccd", "dls", "two_bone"],
+                      help="IK solver of every chain (default: two_bone for the metarig's limbs, dls for the arm)")
     demo.add_argument("--samples", type=int, default=16, help="Cycles samples of the picture")
     demo.add_argument("--no-picture", action="store_true", help="skip rendering the PNG")
     demo.set_defaults(func=cmd_demo)

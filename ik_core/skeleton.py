@@ -43,8 +43,12 @@ def _as_transform(name: str, value: object) -> np.ndarray:
     if not np.all(np.isfinite(T)):
         raise SkeletonError(f"joint {name!r}: origin contains NaN or infinite values")
     R = T[:3, :3]
-    if not np.allclose(R.T @ R, np.eye(3), atol=1e-6) or np.linalg.det(R) < 0:
+    # Single-precision sources (Blender's matrices) are orthonormal to about 1e-7: accept small
+    # noise, then snap to the nearest rotation so kinematics stays exact.
+    if not np.allclose(R.T @ R, np.eye(3), atol=1e-4) or np.linalg.det(R) < 0:
         raise SkeletonError(f"joint {name!r}: origin rotation is not a proper rotation matrix")
+    U, _, Vt = np.linalg.svd(R)
+    T[:3, :3] = U @ Vt
     if not np.allclose(T[3], (0.0, 0.0, 0.0, 1.0)):
         raise SkeletonError(f"joint {name!r}: origin's last row must be (0, 0, 0, 1)")
     T.setflags(write=False)

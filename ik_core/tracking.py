@@ -66,6 +66,8 @@ def solve_track(
         jump = float(np.max(np.abs(q[i] - q[i - 1]), initial=0.0))
         if fields["converged"][i] and jump <= max_jump:
             continue
+        if not fields["converged"][i] and not fields["converged"][i - 1]:
+            continue  # a run of misses (an unreachable stretch): the batch answer is the best effort
         retry = solver.solve(targets[i], q[i - 1], **_frame_options(options, i))
         retry_jump = float(np.max(np.abs(retry.q - q[i - 1]), initial=0.0))
         better = (bool(retry.converged) and (not fields["converged"][i] or retry_jump < jump)) or (

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The bundled example scene baked by README command (a): an arm following a moving target."""
+"""A small example scene (a three-bone arm following a target) and the render helpers of the demos."""
 
 from __future__ import annotations
 
@@ -57,39 +57,40 @@ def _material(name: str, rgb: tuple[float, float, float]) -> bpy.types.Material:
     return mat
 
 
-def _add_render_dressing(scene, arm, target, path) -> None:
-    """Meshes on the bones, a ball on the target, the path as a tube, a camera and a light."""
+def dress_bones(arm: bpy.types.Object, skip: tuple[str, ...] = ()) -> None:
+    """A cylinder on every bone (armatures do not render), parented to the bone."""
     bone_mat = _material("Bone", (0.8, 0.55, 0.3))
-    for name, length in ARM_BONES:
-        bpy.ops.mesh.primitive_cylinder_add(radius=0.035, depth=length * 0.92, vertices=24)
-        link = bpy.context.object
-        link.name = f"Link.{name}"
-        link.data.materials.append(bone_mat)
-        link.parent, link.parent_type, link.parent_bone = arm, "BONE", name
+    for bone in arm.data.bones:
+        if any(bone.name.startswith(s) for s in skip):
+            continue
+        mesh = bpy.data.meshes.new(f"Link.{bone.name}")
+        mesh.from_pydata(*_cylinder(min(0.035, bone.length * 0.12), bone.length * 0.92))
+        mesh.materials.append(bone_mat)
+        link = bpy.data.objects.new(f"Link.{bone.name}", mesh)
+        arm.users_collection[0].objects.link(link)
+        link.parent, link.parent_type, link.parent_bone = arm, "BONE", bone.name
         # A bone-parented child sits at the bone's tail with Y along the bone.
-        link.location = (0.0, -length / 2, 0.0)
-        link.rotation_euler = (math.pi / 2, 0.0, 0.0)
-    bpy.ops.mesh.primitive_uv_sphere_add(radius=0.045)
-    ball = bpy.context.object
-    ball.name = "Target.Ball"
-    ball.data.materials.append(_material("Target", (0.9, 0.15, 0.15)))
-    ball.parent = target
-    curve = bpy.data.curves.new("TargetPath", "CURVE")
-    curve.dimensions, curve.bevel_depth = "3D", 0.006
-    spline = curve.splines.new("POLY")
-    spline.points.add(len(path) - 1)
-    spline.points.foreach_set("co", np.hstack([path, np.ones((len(path), 1))]).astype(np.float32).ravel())
-    path_obj = bpy.data.objects.new("TargetPath", curve)
-    path_obj.data.materials.append(_material("Path", (0.2, 0.4, 0.9)))
-    scene.collection.objects.link(path_obj)
-    bpy.ops.mesh.primitive_plane_add(size=4.0, location=(0.5, 0.0, 0.0))
-    cam_data = bpy.data.cameras.new("Camera")
-    cam = bpy.data.objects.new("Camera", cam_data)
+        link.location = (0.0, -bone.length, 0.0)
+
+
+def _cylinder(radius: float, length: float, sides: int = 16) -> tuple[list, list, list]:
+    """Vertices and faces of a closed cylinder along +Y from y=0 to y=length."""
+    a = np.linspace(0.0, 2.0 * math.pi, sides, endpoint=False)
+    ring = np.column_stack([radius * np.cos(a), np.zeros(sides), radius * np.sin(a)])
+    verts = np.vstack([ring, ring + (0.0, length, 0.0)]).tolist()
+    sides_f = [(i, (i + 1) % sides, sides + (i + 1) % sides, sides + i) for i in range(sides)]
+    caps = [tuple(range(sides))[::-1], tuple(range(sides, 2 * sides))]
+    return verts, [], sides_f + caps
+
+
+def add_camera_and_light(scene, look_at=(0.5, 0.0, 1.1), location=(2.6, -2.2, 1.9)) -> None:
+    """A camera aimed at ``look_at``, a sun, a floor and a dark world."""
+    bpy.ops.mesh.primitive_plane_add(size=6.0, location=(look_at[0], look_at[1], 0.0))
+    cam = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
     scene.collection.objects.link(cam)
-    cam.location = (2.6, -2.2, 1.9)
-    direction = np.array([0.5, 0.0, 1.1]) - np.array(cam.location)
-    cam.rotation_euler = (math.atan2(math.hypot(direction[0], direction[1]), -direction[2]), 0.0,
-                          math.atan2(direction[1], direction[0]) - math.pi / 2)
+    cam.location = location
+    d = np.array(look_at) - np.array(location)
+    cam.rotation_euler = (math.atan2(math.hypot(d[0], d[1]), -d[2]), 0.0, math.atan2(d[1], d[0]) - math.pi / 2)
     scene.camera = cam
     light = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
     light.data.energy = 3.0
@@ -98,6 +99,50 @@ def _add_render_dressing(scene, arm, target, path) -> None:
     world = bpy.data.worlds.new("World")
     world.color = (0.05, 0.05, 0.06)
     scene.world = world
+
+
+def add_target_marker(scene, target: bpy.types.Object, path: np.ndarray) -> None:
+    """A red ball riding on ``target`` and its (frames, 3) path drawn as a thin blue tube."""
+    ball_mesh = bpy.data.meshes.new(f"{target.name}.Ball")
+    ball_mesh.from_pydata(*_ball(0.03))
+    ball_mesh.materials.append(bpy.data.materials.get("Target") or _material("Target", (0.9, 0.15, 0.15)))
+    ball = bpy.data.objects.new(f"{target.name}.Ball", ball_mesh)
+    scene.collection.objects.link(ball)
+    ball.parent = target
+    curve = bpy.data.curves.new(f"{target.name}.Path", "CURVE")
+    curve.dimensions, curve.bevel_depth = "3D", 0.004
+    spline = curve.splines.new("POLY")
+    spline.points.add(len(path) - 1)
+    spline.points.foreach_set("co", np.hstack([path, np.ones((len(path), 1))]).astype(np.float32).ravel())
+    path_obj = bpy.data.objects.new(f"{target.name}.Path", curve)
+    path_obj.data.materials.append(bpy.data.materials.get("Path") or _material("Path", (0.2, 0.4, 0.9)))
+    scene.collection.objects.link(path_obj)
+
+
+def _ball(radius: float, rings: int = 8, segments: int = 12) -> tuple[list, list, list]:
+    """Vertices and quad faces of a UV sphere."""
+    verts = [(0.0, 0.0, radius)]
+    for i in range(1, rings):
+        phi = math.pi * i / rings
+        verts += [(radius * math.sin(phi) * math.cos(2 * math.pi * j / segments),
+                   radius * math.sin(phi) * math.sin(2 * math.pi * j / segments), radius * math.cos(phi))
+                  for j in range(segments)]
+    verts.append((0.0, 0.0, -radius))
+    last = len(verts) - 1
+    faces = [(0, 1 + j, 1 + (j + 1) % segments) for j in range(segments)]
+    for i in range(rings - 2):
+        a, b = 1 + i * segments, 1 + (i + 1) * segments
+        faces += [(a + j, b + j, b + (j + 1) % segments, a + (j + 1) % segments) for j in range(segments)]
+    a = 1 + (rings - 2) * segments
+    faces += [(a + j, last, a + (j + 1) % segments) for j in range(segments)]
+    return verts, [], faces
+
+
+def _add_render_dressing(scene, arm, target, path) -> None:
+    """Meshes on the bones, the target and its path, a camera and a light."""
+    dress_bones(arm)
+    add_target_marker(scene, target, path)
+    add_camera_and_light(scene)
 
 
 def render_picture(filepath: str, frame: int, samples: int = 16) -> None:

@@ -152,7 +152,9 @@ def chain_skeleton(
     for k, pb in enumerate(bones):
         if pb.bone.length <= 1e-9:
             raise BridgeError(f"bone {pb.name!r} has zero length; IK needs bones with a length")
-        origin = _rest_relative(pb.bone)
+        # The root is placed in the base frame (see sampling.base_matrix), which already undoes
+        # the parent's rest pose: its origin is its armature-space rest matrix.
+        origin = matrix_to_array(pb.bone.matrix_local) if k == 0 else _rest_relative(pb.bone)
         translate = np.eye(4)
         translate[:3, 3] = tuple(pb.location)
         origin = origin @ translate
