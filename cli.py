@@ -205,8 +205,22 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
 
 
-if __name__ == "__main__":
-    code = main()
+def _exit(code: int) -> None:
+    """End the process with ``code``.
+
+    Inside Blender, ``sys.exit`` from a ``--python`` script ends Blender with that code. Under the
+    ``bpy`` module of Blender 4.2, interpreter teardown segfaults once Rigify has been enabled
+    (a Blender bug, also without Articulate), which would turn a success into exit 139: every
+    output is written by now, so the process ends without the teardown.
+    """
     sys.stdout.flush()
-    # Inside Blender, sys.exit from a --python script ends Blender with that code.
+    sys.stderr.flush()
+    import bpy
+
+    if not bpy.app.binary_path and bpy.app.version < (4, 3, 0):
+        os._exit(code)
     sys.exit(code)
+
+
+if __name__ == "__main__":
+    _exit(main())
