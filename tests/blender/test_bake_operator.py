@@ -213,3 +213,27 @@ def test_linked_armature_is_refused(demo, tmp_path):
     bpy.context.view_layer.objects.active = bpy.data.objects["Arm"]
     with pytest.raises(RuntimeError, match="linked"):
         _bake()
+
+
+@pytest.mark.parametrize("mode", ["QUATERNION", "XYZ", "ZXY", "YZX", "AXIS_ANGLE"])
+def test_bake_keys_each_rotation_mode_continuously(demo, mode):
+    """Bones in any rotation mode are keyed in that mode, reach the target, and never flip between frames."""
+    arm, target = bpy.data.objects["Arm"], bpy.data.objects["Target"]
+    for pb in arm.pose.bones:
+        pb.rotation_mode = mode
+    assert _bake() == {"FINISHED"}
+    compat = __import__("importlib").import_module(__import__("conftest").ADDON_MODULE + ".operators.compat")
+    prop = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}.get(mode, "rotation_euler")
+    curves = compat.iter_fcurves(arm)
+    assert curves and all(fc.data_path.endswith(prop) for fc in curves)
+    # A quaternion sign flip jumps by ~2 per channel, an Euler wrap by 2*pi and a switch to the
+    # other Euler decomposition by ~pi; near gimbal lock a smooth motion may still move an Euler
+    # angle fast, so Euler channels get a looser bound than quaternion ones.
+    bound = 0.5 if mode in ("QUATERNION", "AXIS_ANGLE") else 2.0
+    for fc in curves:
+        values = np.array([k.co[1] for k in fc.keyframe_points])
+        assert np.max(np.abs(np.diff(values))) < bound
+    for f in (3, 17, 29):
+        bpy.context.scene.frame_set(f)
+        tail = np.array(arm.matrix_world @ arm.pose.bones["Wrist"].tail)
+        assert np.linalg.norm(tail - np.array(target.matrix_world.translation)) < 2e-4

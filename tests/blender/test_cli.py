@@ -42,3 +42,44 @@ def test_demo_writes_blend_and_report(tmp_path):
     assert max(report["chains"][0]["position_error_m"]) <= 1e-4
     assert (out / "demo.blend").stat().st_size > 10_000
     assert "24/24 frames" in proc.stdout
+
+
+@pytest.fixture
+def ik_rig_blend(tmp_path, empty_scene, addon_module):
+    """A .blend whose arm is rigged for Blender's own IK constraint (no Articulate chains)."""
+    addon_module("operators.demo").build_demo_scene(frames=20)
+    import bpy
+
+    arm = bpy.data.objects["Arm"]
+    arm.articulate.chains.clear()
+    con = arm.pose.bones["Wrist"].constraints.new("IK")
+    con.target, con.chain_count = bpy.data.objects["Target"], 3
+    path = tmp_path / "rig.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    return path
+
+
+@pytest.mark.slow
+def test_bake_from_constraints_headless(ik_rig_blend, tmp_path):
+    """`cli.py bake --from-constraints` bakes a rig made for Blender's IK unchanged, exit 0."""
+    out, report = tmp_path / "baked.blend", tmp_path / "report.json"
+    proc = run_cli("bake", str(ik_rig_blend), "--armature", "Arm", "--frames", "1-20", "--from-constraints",
+                   "--out", str(out), "--report", str(report), tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    data = json.loads(report.read_text())
+    assert data["frames"] == list(range(1, 21)) and data["missed_frames"] == []
+    assert data["chains"][0]["bones"] == ["Shoulder", "Elbow", "Wrist"]
+    assert out.is_file() and "1 chain(s) from IK constraints" in proc.stdout
+
+
+@pytest.mark.slow
+def test_bake_exit_codes(ik_rig_blend, tmp_path):
+    """Missing armature -> 2 naming the armatures; no chains -> 2 with the reason; missing file -> 2."""
+    proc = run_cli("bake", str(ik_rig_blend), "--armature", "Nope", tmp_path=tmp_path)
+    assert proc.returncode == 2 and "Arm" in proc.stderr
+    proc = run_cli("bake", str(ik_rig_blend), "--armature", "Arm", "--frames", "1-5", tmp_path=tmp_path)
+    assert proc.returncode == 2 and "no enabled chain" in proc.stderr
+    proc = run_cli("bake", str(tmp_path / "missing.blend"), "--armature", "Arm", tmp_path=tmp_path)
+    assert proc.returncode == 2 and "no such .blend" in proc.stderr
+    proc = run_cli("bake", str(ik_rig_blend), "--armature", "Arm", "--frames", "9-3", tmp_path=tmp_path)
+    assert proc.returncode == 2 and "reversed" in proc.stderr
