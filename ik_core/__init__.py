@@ -10,10 +10,19 @@ from .errors import (
     URDFError,
 )
 from .kinematics import effector_poses, forward_kinematics, jacobian
+from .limits import ConeTwistLimit, EulerLimit, limit_violation, project_configuration
 from .skeleton import Effector, Joint, JointKind, Mimic, Skeleton
+from .solvers import SOLVER_NAMES, IKResult, Solver, make_solver, solve_sequence
+from .tracking import solve_track, track_chain
+from .urdf import load_urdf, parse_urdf
 
 __all__ = [
+    "SOLVER_NAMES",
     "ArticulateError",
+    "ConeTwistLimit",
+    "EulerLimit",
+    "IKResult",
+    "Solver",
     "Effector",
     "InvalidInputError",
     "Joint",
@@ -27,4 +36,12 @@ __all__ = [
     "effector_poses",
     "forward_kinematics",
     "jacobian",
+    "limit_violation",
+    "load_urdf",
+    "make_solver",
+    "parse_urdf",
+    "project_configuration",
+    "solve_sequence",
+    "solve_track",
+    "track_chain",
 ]
