@@ -1,0 +1,33 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Robot trajectories: CSV / ROS-style JSON import and export, resampling and feasibility checks."""
+
+from __future__ import annotations
+
+from .check import TrajectoryReport, check_trajectory, finite_differences
+from .io import (
+    read_joint_csv,
+    read_joint_json,
+    read_pose_csv,
+    write_joint_csv,
+    write_joint_json,
+    write_pose_csv,
+)
+from .model import JointTrajectory, PoseTrajectory, TrajectoryError
+from .resample import resample, uniform_times
+
+__all__ = [
+    "JointTrajectory",
+    "PoseTrajectory",
+    "TrajectoryError",
+    "TrajectoryReport",
+    "check_trajectory",
+    "finite_differences",
+    "read_joint_csv",
+    "read_joint_json",
+    "read_pose_csv",
+    "resample",
+    "uniform_times",
+    "write_joint_csv",
+    "write_joint_json",
+    "write_pose_csv",
+]

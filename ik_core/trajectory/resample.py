@@ -1,0 +1,95 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Resampling of trajectories onto a uniform time grid (for example the scene's frame rate)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .model import JointTrajectory, PoseTrajectory, TrajectoryError
+
+# A grid point this close (relative to the step) past the end still counts as inside.
+_END_SLACK = 1e-9
+
+
+def uniform_times(start: float, end: float, rate_hz: float) -> np.ndarray:
+    """(M,) times ``start + k / rate_hz`` for k = 0, 1, ... up to ``end`` inclusive [s].
+
+    Each time is computed from its index (no accumulated rounding), and an end that falls
+    on the grid up to rounding is included.
+
+    Raises:
+        TrajectoryError: A non-finite or non-positive rate, or ``end < start``.
+    """
+    if not (isinstance(rate_hz, (int, float)) and math.isfinite(rate_hz) and rate_hz > 0):
+        raise TrajectoryError(f"rate_hz must be a finite number > 0 [Hz], got {rate_hz!r}")
+    if not (math.isfinite(start) and math.isfinite(end)) or end < start:
+        raise TrajectoryError(f"need finite start <= end, got start={start!r}, end={end!r}")
+    count = math.floor((end - start) * rate_hz + _END_SLACK) + 1
+    return start + np.arange(count) / float(rate_hz)
+
+
+def _segments(times: np.ndarray, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Left sample index (M,) and blend weight (M,) in [0, 1]; outside the range values hold."""
+    if len(times) == 1:
+        return np.zeros(len(grid), dtype=int), np.zeros(len(grid))
+    idx = np.clip(np.searchsorted(times, grid, side="right") - 1, 0, len(times) - 2)
+    w = (grid - times[idx]) / (times[idx + 1] - times[idx])
+    return idx, np.clip(w, 0.0, 1.0)
+
+
+def _slerp(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """(M, 4) spherical interpolation of unit quaternions along the shorter arc."""
+    dot = np.sum(a * b, axis=-1)
+    b = np.where(dot[:, None] < 0, -b, b)
+    dot = np.abs(dot)
+    angle = np.arccos(np.clip(dot, -1.0, 1.0))
+    s = np.sin(angle)
+    small = s < 1e-9  # nearly equal: linear blend is exact to rounding
+    safe = np.where(small, 1.0, s)
+    wa = np.where(small, 1.0 - w, np.sin((1.0 - w) * angle) / safe)
+    wb = np.where(small, w, np.sin(w * angle) / safe)
+    q = wa[:, None] * a + wb[:, None] * b
+    return q / np.linalg.norm(q, axis=-1, keepdims=True)
+
+
+def resample(
+    trajectory: JointTrajectory | PoseTrajectory,
+    rate_hz: float,
+    *,
+    start: float | None = None,
+    end: float | None = None,
+) -> JointTrajectory | PoseTrajectory:
+    """Resample onto the uniform grid ``start + k / rate_hz`` by interpolation.
+
+    Joint values and positions interpolate linearly, quaternions by slerp. Grid times before
+    the first or after the last sample hold the end values. Velocities and accelerations of
+    a joint trajectory are dropped (the finite differences in :mod:`.check` recompute them).
+
+    Args:
+        trajectory: The trajectory to resample.
+        rate_hz: Samples per second [Hz], e.g. ``scene.render.fps / scene.render.fps_base``.
+        start: First grid time [s]; defaults to the first sample time.
+        end: Last time the grid may reach [s]; defaults to the last sample time.
+
+    Returns:
+        A trajectory of the same type on the new grid.
+
+    Raises:
+        TrajectoryError: A bad rate or ``end < start``.
+    """
+    t = trajectory.times
+    grid = uniform_times(float(t[0] if start is None else start), float(t[-1] if end is None else end), rate_hz)
+    idx, w = _segments(t, grid)
+    nxt = np.minimum(idx + 1, len(t) - 1)
+
+    def lerp(values: np.ndarray) -> np.ndarray:
+        a, b = values[idx], values[nxt]
+        # a + w (b - a) would not return b exactly at w = 1; this blend does at both ends.
+        return (1.0 - w)[:, None] * a + w[:, None] * b
+
+    if isinstance(trajectory, PoseTrajectory):
+        q = _slerp(trajectory.quaternions[idx], trajectory.quaternions[nxt], w)
+        return PoseTrajectory(grid, lerp(trajectory.positions), q)
+    return JointTrajectory(trajectory.joint_names, grid, lerp(trajectory.positions))
