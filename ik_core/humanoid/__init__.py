@@ -1,0 +1,26 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Full body from three trackers: humanoid roles, calibration and the batched body solve."""
+
+from .calibration import TRACKERS, Body, Limb, calibrate
+from .gait import FootPlan, GaitOptions, plan_steps
+from .options import SolveOptions
+from .roles import MappingError, RoleMap, detect_roles, load_presets, preset_dir
+from .solve import BodyPose, solve_body
+
+__all__ = [
+    "TRACKERS",
+    "Body",
+    "BodyPose",
+    "FootPlan",
+    "GaitOptions",
+    "Limb",
+    "MappingError",
+    "RoleMap",
+    "SolveOptions",
+    "calibrate",
+    "detect_roles",
+    "load_presets",
+    "plan_steps",
+    "preset_dir",
+    "solve_body",
+]

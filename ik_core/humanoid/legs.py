@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Legs of the body solve: planned or tracked feet, heel raise near full reach, knee direction."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .calibration import Body, Limb
+from .gait import plan_steps
+from .geometry import gaussian_smooth, mv, normalize, rot_z
+from .limbs import solve_limb
+from .options import SolveOptions
+from .trunk import heading_of
+
+__all__ = ["solve_legs"]
+
+
+def _heel_raise(leg: Limb, hip: np.ndarray, ankle: np.ndarray, soft: float) -> np.ndarray:
+    """Raise planned ankles that would stretch the leg into its last ``soft`` metres of reach.
+
+    A nearly straight knee snaps as its target nears full extension; approaching the reach
+    asymptotically (soft IK) removes that, and taking the slack up vertically (the heel rises,
+    as at toe-off) keeps a planted foot from sliding.
+    """
+    full = float(np.linalg.norm(leg.upper) + np.linalg.norm(leg.lower))
+    # The band never reaches into the standing pose, so the calibration frame is reproduced.
+    band = min(soft, full - float(np.linalg.norm(leg.upper + leg.lower)))
+    if band <= 0:
+        return ankle
+    v = ankle - hip
+    dist = np.linalg.norm(v, axis=-1)
+    start = full - band
+    want = np.where(dist > start, start + band * (1.0 - np.exp(-np.maximum(dist - start, 0.0) / band)), dist)
+    flat = np.sum(v[:, :2] ** 2, axis=-1)
+    height = np.sqrt(np.maximum(want**2 - flat, 0.0))
+    out = ankle.copy()
+    # Where even the horizontal distance is out of reach, raising the heel cannot help.
+    fix = (dist > start) & (want**2 > flat)
+    out[:, 2] = np.where(fix, np.maximum(ankle[:, 2], hip[:, 2] - height), ankle[:, 2])
+    return out
+
+
+def solve_legs(
+    body: Body,
+    o: SolveOptions,
+    heading: np.ndarray,
+    frame_time: float,
+    target: dict[str, np.ndarray],
+    D: np.ndarray,
+    P: np.ndarray,
+    flex: np.ndarray,
+    reach: dict[str, np.ndarray],
+) -> np.ndarray:
+    """Plan the feet and solve legs, feet and toes in place in ``D`` and ``P``.
+
+    Args:
+        body: Calibrated body.
+        o: Options.
+        heading: (N,) body heading [rad].
+        frame_time: Seconds per frame.
+        target: Tracker name -> (N, 4, 4) world pose of the tracked bone; 'foot_l' and
+            'foot_r', when present, replace the planned feet.
+        D: (N, J, 3, 3) world rotation deltas; the pelvis must be solved.
+        P: (N, J, 3) world joint positions [m]; the pelvis must be solved.
+        flex: (N, 4) flexions; columns 2 and 3 (knees) are written [rad].
+        reach: Receives 'foot_l' and 'foot_r' (N,) reachability flags.
+
+    Returns:
+        (N, 2) True while the left / right foot is planted.
+    """
+    ref_yaw = float(heading_of(body.forward))
+    Q = rot_z(heading - ref_yaw)
+    pelvis_ref = body.positions[0]
+    neutral = np.stack(
+        [P[:, 0, :2] + mv(Q, body.positions[leg.end] - pelvis_ref)[:, :2] for leg in body.legs], axis=1
+    )
+    plan = plan_steps(neutral, heading, frame_time, o.gait)
+    contacts = plan.planted.copy()
+    pelvis_fwd = mv(D[:, 0], body.forward)
+    pelvis_fwd[:, 2] = 0.0
+    for k, side in enumerate("lr"):
+        leg = body.legs[k]
+        tracker = target.get(f"foot_{side}")
+        if tracker is not None:
+            ankle = tracker[:, :3, 3]
+            D_foot = tracker[:, :3, :3] @ body.ref[leg.end, :3, :3].T
+            contacts[:, k] = ankle[:, 2] < body.floor + body.ankle_height[k] + 0.03
+        else:
+            ankle = np.concatenate(
+                [plan.position[:, k], (body.floor + body.ankle_height[k] + plan.lift[:, k])[:, None]], axis=1
+            )
+            D_foot = rot_z(plan.yaw[:, k] - ref_yaw)
+        P[:, leg.root] = P[:, 0] + mv(D[:, 0], body.offsets[leg.root])
+        if tracker is None:
+            ankle = _heel_raise(leg, P[:, leg.root], ankle, o.leg_soft)
+        foot_fwd = mv(D_foot, body.forward)
+        foot_fwd[:, 2] = 0.0
+        pole = normalize(foot_fwd) + normalize(pelvis_fwd)
+        if o.pole_smoothing > 0:
+            pole = gaussian_smooth(pole, o.pole_smoothing / frame_time)
+        sol = solve_limb(leg, P[:, leg.root], ankle, pole, mv(D[:, 0], leg.hinge))
+        D[:, leg.root], D[:, leg.mid], D[:, leg.end] = sol.upper, sol.lower, D_foot
+        P[:, leg.mid], P[:, leg.end] = sol.mid, sol.end
+        flex[:, 2 + k] = sol.flex
+        reach[f"foot_{side}"] = sol.reachable
+        toe = f"toe_{side}"
+        if toe in body.names:
+            j = body.index(toe)
+            D[:, j] = D_foot
+            P[:, j] = P[:, leg.end] + mv(D_foot, body.offsets[j])
+    return contacts
