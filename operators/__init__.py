@@ -3,9 +3,9 @@
 
 import bpy
 
-from . import bake, chains, live
+from . import bake, chains, live, robots
 
-classes = (*bake.classes, *chains.classes)
+classes = (*bake.classes, *chains.classes, *robots.classes)
 
 _register, _unregister = bpy.utils.register_classes_factory(classes)
 

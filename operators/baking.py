@@ -201,8 +201,8 @@ def _initial_q(p: PreparedChain, rotvecs: np.ndarray) -> np.ndarray:
         if joint.kind is JointKind.BALL:
             parts.append(rotvecs[pb_index])
         elif joint.dof == 1:
-            R = rot.rotvec_to_matrix(rotvecs[pb_index])
-            parts.append([float(np.arctan2(R[2, 1], R[1, 1]))])  # rotation about local X
+            # The angle about the hinge axis of the bone's current rotation (swing discarded).
+            parts.append([float(rot.twist_angle(rot.rotvec_to_quat(rotvecs[pb_index]), joint.axis))])
     return np.concatenate(parts) if parts else np.zeros(0)
 
 

@@ -140,8 +140,8 @@ def chain_skeleton(
     The base frame is the frame the root bone's rest pose is expressed in: its parent bone's
     posed frame (armature space for a root bone). Targets must be given in that frame (see
     :func:`..sampling.base_matrix`). Each bone is a BALL joint whose variables are the rotation
-    vector of its pose rotation; a bone whose three IK axes are locked is FIXED at its current
-    rotation. The effector ``"tip"`` sits on the tip bone's tail (or head with ``use_tail`` off).
+    vector of its pose rotation; a bone with exactly one unlocked IK axis is a REVOLUTE hinge
+    about that local axis; a bone whose three IK axes are locked is FIXED at its current rotation. The effector ``"tip"`` sits on the tip bone's tail (or head with ``use_tail`` off).
     With ``hinge_middle`` (the two-bone solver) the second of two bones is a hinge about its
     local X axis, limited by its X range.
 
@@ -165,6 +165,14 @@ def chain_skeleton(
                 raise BridgeError(f"the two-bone solver needs a chain of exactly 2 bones, this one has {len(bones)}")
             lo, hi = (limit.lower[0], limit.upper[0]) if limit is not None else (-np.pi, np.pi)
             joints.append(Joint(pb.name, JointKind.REVOLUTE, parent=0, origin=origin, axis=(1.0, 0.0, 0.0),
+                                lower=lo, upper=hi, stiffness=stiffness))
+        elif limit is not None and sum(not lk for lk in limit.locked) == 1:
+            # Two locked axes: a hinge about the free one, exact and cheaper than a limited ball.
+            n = limit.locked.index(False)
+            lo, hi = limit.lower[n], limit.upper[n]
+            if hi - lo >= 2 * np.pi - 1e-9:
+                lo, hi = -np.inf, np.inf
+            joints.append(Joint(pb.name, JointKind.REVOLUTE, parent=k - 1, origin=origin, axis=np.eye(3)[n],
                                 lower=lo, upper=hi, stiffness=stiffness))
         elif limit is not None and all(limit.locked):
             current = np.eye(4)

@@ -1,0 +1,336 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Robot arms: add a preset or a URDF as a rig, import, check and export joint trajectories."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import bpy
+import numpy as np
+
+from ..ik_core import ArticulateError, load_urdf, robots
+from ..ik_core.trajectory import (
+    JointTrajectory,
+    check_trajectory,
+    read_joint_csv,
+    read_joint_json,
+    read_pose_csv,
+    resample,
+    write_joint_csv,
+    write_joint_json,
+)
+from ..ik_core.urdf import parse_urdf
+from ..ik_core.urdf_visuals import parse_visuals
+from . import bridge, compat
+from .bridge.robot import build_robot_rig, read_joint_values, robot_info, write_joint_values
+
+CHECK_MARKER = "Robot check"
+
+
+def _preset_items(_self, _context):
+    return [(name, robots.preset_info(name).get("display_name", name), "") for name in robots.list_presets()]
+
+
+def _robot(context: bpy.types.Context) -> bpy.types.Object:
+    obj = context.object
+    robot_info(obj)  # raises BridgeError naming the problem
+    return obj
+
+
+def _fail(op: bpy.types.Operator, err: Exception) -> set[str]:
+    op.report({"ERROR"}, str(err))
+    return {"CANCELLED"}
+
+
+class ARTICULATE_OT_robot_add(bpy.types.Operator):
+    """Add a robot arm from a preset, with its true kinematics and joint limits"""
+
+    bl_idname = "articulate.robot_add"
+    bl_label = "Add Robot"
+    bl_options = {"REGISTER", "UNDO"}
+
+    preset: bpy.props.EnumProperty(name="Robot", items=_preset_items)
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        try:
+            skeleton = robots.load_preset(self.preset)
+            info = robots.preset_info(self.preset)
+            arm, _target, warnings = build_robot_rig(
+                skeleton, info.get("display_name", self.preset).replace(" ", "_"), home_q=info.get("home_q"),
+                metadata={"preset": self.preset, "source": info.get("source"),
+                          "acceleration": info.get("acceleration")},
+            )
+        except (ArticulateError, bridge.BridgeError) as err:
+            return _fail(self, err)
+        for w in warnings:
+            self.report({"WARNING"}, w)
+        context.view_layer.objects.active = arm
+        return {"FINISHED"}
+
+
+class ARTICULATE_OT_robot_import_urdf(bpy.types.Operator):
+    """Build a robot rig from a URDF file (kinematics, limits, link geometry where meshes resolve)"""
+
+    bl_idname = "articulate.robot_import_urdf"
+    bl_label = "Import URDF"
+    bl_options = {"REGISTER", "UNDO"}
+
+    filepath: bpy.props.StringProperty(name="URDF", subtype="FILE_PATH")
+    filter_glob: bpy.props.StringProperty(default="*.urdf;*.xml", options={"HIDDEN"})
+    tip_link: bpy.props.StringProperty(name="Tool Link", description="Tool frame link; empty for the only leaf")
+    base_link: bpy.props.StringProperty(name="Base Link", description="First link; empty for the root")
+    package_dir: bpy.props.StringProperty(
+        name="Package Folder", description="Folder that package:// mesh paths are resolved against", subtype="DIR_PATH"
+    )
+
+    def invoke(self, context, event):
+        context.window_manager.fileselect_add(self)
+        return {"RUNNING_MODAL"}
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        path = bpy.path.abspath(self.filepath)
+        try:
+            if not os.path.isfile(path):
+                raise bridge.BridgeError(f"URDF file not found: {path!r}")
+            model = parse_urdf(path)
+            tip = self.tip_link or _single_tip(model)
+            skeleton = load_urdf(path, base_link=self.base_link or None, tip_links=[tip])
+            skeleton = _with_tool(skeleton, tip)
+            joint_of_link = {j.child: j.name for j in model.joints}
+            arm, _target, warnings = build_robot_rig(
+                skeleton, model.name, joint_of_link=joint_of_link, visuals=parse_visuals(path),
+                urdf_dir=os.path.dirname(path),
+                package_dirs=[bpy.path.abspath(self.package_dir)] if self.package_dir else [],
+                metadata={"urdf": path, "tool_link": tip},
+            )
+        except (ArticulateError, bridge.BridgeError) as err:
+            return _fail(self, err)
+        for w in warnings:
+            self.report({"WARNING"}, w)
+        context.view_layer.objects.active = arm
+        return {"FINISHED"}
+
+
+def _single_tip(model) -> str:
+    """The tool link when it is unambiguous: the deepest leaf reached through moving joints."""
+    leaves = model.leaf_links()
+    if len(leaves) == 1:
+        return leaves[0]
+    for preferred in ("tool0", "tcp", "flange", "ee_link", "end_effector"):
+        if preferred in leaves:
+            return preferred
+    raise bridge.BridgeError(f"the URDF has several leaf links ({', '.join(leaves)}); choose the Tool Link")
+
+
+def _with_tool(skeleton, tip: str):
+    """The skeleton with its tip effector also named ``tool`` (what the rig builder expects)."""
+    from ..ik_core import Effector, Skeleton
+
+    eff = skeleton.effector(tip)
+    return Skeleton(skeleton.joints, [*skeleton.effectors, Effector("tool", eff.joint, eff.offset)],
+                    name=skeleton.name, preferred_q=skeleton.preferred_q)
+
+
+class ARTICULATE_OT_trajectory_import(bpy.types.Operator):
+    """Key a joint trajectory (CSV: time then one column per joint; or ROS JointTrajectory JSON)"""
+
+    bl_idname = "articulate.trajectory_import"
+    bl_label = "Import Joint Trajectory"
+    bl_options = {"REGISTER", "UNDO"}
+
+    filepath: bpy.props.StringProperty(name="File", subtype="FILE_PATH")
+    filter_glob: bpy.props.StringProperty(default="*.csv;*.json", options={"HIDDEN"})
+    start_frame: bpy.props.IntProperty(name="Start Frame", default=1)
+
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None and "articulate_robot" in context.object
+
+    def invoke(self, context, event):
+        context.window_manager.fileselect_add(self)
+        return {"RUNNING_MODAL"}
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        try:
+            arm = _robot(context)
+            names = [j["name"] for j in robot_info(arm)["joints"]]
+            path = bpy.path.abspath(self.filepath)
+            reader = read_joint_json if path.lower().endswith(".json") else read_joint_csv
+            traj = reader(path, names)
+            fps = context.scene.render.fps / context.scene.render.fps_base
+            traj = resample(traj, fps)
+            frames = self.start_frame + np.round((traj.times - traj.times[0]) * fps)
+        except (ArticulateError, bridge.BridgeError, OSError) as err:
+            return _fail(self, err)
+        write_joint_values(arm, frames, traj.positions)
+        context.scene.frame_end = max(context.scene.frame_end, int(frames[-1]))
+        self.report({"INFO"}, f"Keyed {len(frames)} frames of {len(names)} joints from {Path(path).name}")
+        return {"FINISHED"}
+
+
+class ARTICULATE_OT_cartesian_import(bpy.types.Operator):
+    """Animate the robot's target from a CSV of poses (time, x, y, z, qw, qx, qy, qz), ready to bake"""
+
+    bl_idname = "articulate.cartesian_import"
+    bl_label = "Import Cartesian Path"
+    bl_options = {"REGISTER", "UNDO"}
+
+    filepath: bpy.props.StringProperty(name="File", subtype="FILE_PATH")
+    filter_glob: bpy.props.StringProperty(default="*.csv", options={"HIDDEN"})
+    start_frame: bpy.props.IntProperty(name="Start Frame", default=1)
+    bake: bpy.props.BoolProperty(name="Bake", default=True, description="Solve the joints on every frame now")
+
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None and "articulate_robot" in context.object
+
+    def invoke(self, context, event):
+        context.window_manager.fileselect_add(self)
+        return {"RUNNING_MODAL"}
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        try:
+            arm = _robot(context)
+            if not arm.articulate.chains or arm.articulate.chains[0].target is None:
+                raise bridge.BridgeError(f"robot {arm.name!r} has no chain with a target to drive")
+            poses = read_pose_csv(bpy.path.abspath(self.filepath))
+            fps = context.scene.render.fps / context.scene.render.fps_base
+            poses = resample(poses, fps)
+        except (ArticulateError, bridge.BridgeError, OSError) as err:
+            return _fail(self, err)
+        target = arm.articulate.chains[0].target
+        frames = self.start_frame + np.round((poses.times - poses.times[0]) * fps)
+        target.rotation_mode = "QUATERNION"
+        channels = [compat.Channel("location", i, "Object Transforms") for i in range(3)]
+        channels += [compat.Channel("rotation_quaternion", i, "Object Transforms") for i in range(4)]
+        values = np.hstack([poses.positions, poses.quaternions])
+        compat.write_channels(target, channels, frames, values)
+        scene = context.scene
+        scene.frame_end = max(scene.frame_end, int(frames[-1]))
+        if self.bake:
+            return bpy.ops.articulate.bake(use_scene_settings=False, frame_start=int(frames[0]),
+                                           frame_end=int(frames[-1]), mark_missed=True)
+        return {"FINISHED"}
+
+
+def robot_check(context: bpy.types.Context, arm: bpy.types.Object, start: int, end: int, **thresholds):
+    """The core's per-frame trajectory check of a robot rig's keyed joints, frames ``start..end``."""
+    info = robot_info(arm)
+    chain = arm.articulate.chains[0]
+    bones = bridge.chain_bones(arm, chain)
+    skeleton = bridge.chain_skeleton(arm, bones, use_tail=False)
+    frames = np.arange(start, end + 1, dtype=float)
+    fps = context.scene.render.fps / context.scene.render.fps_base
+    names = [j["name"] for j in info["joints"]]
+    traj = JointTrajectory(tuple(names), (frames - frames[0]) / fps, read_joint_values(arm, frames))
+    order = [names.index(n) for n in skeleton.moving_joint_names]
+    velocity = [info["joints"][k]["velocity"] for k in order]
+    accel = info.get("acceleration")
+    accel = [accel[k] for k in order] if accel else None
+    return frames, check_trajectory(traj, skeleton, "tip", velocity_limits=velocity, acceleration_limits=accel,
+                                    **thresholds)
+
+
+class ARTICULATE_OT_trajectory_check(bpy.types.Operator):
+    """Check the robot's keyed trajectory: limits, velocity, acceleration, singularities, jumps"""
+
+    bl_idname = "articulate.trajectory_check"
+    bl_label = "Check Trajectory"
+    bl_options = {"REGISTER", "UNDO"}
+
+    report_path: bpy.props.StringProperty(name="Report", subtype="FILE_PATH",
+                                          description="Write the per-frame report (.json or .csv)")
+    singularity_threshold: bpy.props.FloatProperty(name="Singularity Threshold", default=1e-2, min=0.0)
+    jump_threshold: bpy.props.FloatProperty(name="Jump Threshold", default=0.5, min=1e-6, subtype="ANGLE")
+
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None and "articulate_robot" in context.object
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        scene = context.scene
+        try:
+            arm = _robot(context)
+            frames, report = robot_check(context, arm, scene.frame_start, scene.frame_end,
+                                         singularity_threshold=self.singularity_threshold,
+                                         jump_threshold=self.jump_threshold)
+        except (ArticulateError, bridge.BridgeError) as err:
+            return _fail(self, err)
+        for m in [m for m in scene.timeline_markers if m.name.startswith(CHECK_MARKER)]:
+            scene.timeline_markers.remove(m)
+        bad = ~np.asarray(report.frame_ok)
+        for f in frames[bad]:
+            scene.timeline_markers.new(f"{CHECK_MARKER}", frame=int(f))
+        summary = report.summary()
+        issues = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in summary["frames_per_issue"].items() if v)
+        scene.articulate.last_summary = f"{int(bad.sum())} of {len(frames)} frames flagged" + (
+            f": {issues}" if issues else ""
+        )
+        if self.report_path:
+            path = bpy.path.abspath(self.report_path)
+            os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
+            with open(path, "w", encoding="utf-8") as fh:
+                if path.lower().endswith(".csv"):
+                    fh.write(report.to_csv())
+                else:
+                    data = report.to_dict()
+                    data["frames"]["frame"] = frames.astype(int).tolist()
+                    json.dump({"armature": arm.name, **data}, fh, indent=1)
+        self.report({"WARNING"} if bad.any() else {"INFO"}, scene.articulate.last_summary)
+        return {"FINISHED"}
+
+
+class ARTICULATE_OT_trajectory_export(bpy.types.Operator):
+    """Export the robot's keyed joint trajectory (CSV or ROS JointTrajectory JSON) at a chosen rate"""
+
+    bl_idname = "articulate.trajectory_export"
+    bl_label = "Export Joint Trajectory"
+    bl_options = {"REGISTER"}
+
+    filepath: bpy.props.StringProperty(name="File", subtype="FILE_PATH")
+    rate: bpy.props.FloatProperty(name="Rate (Hz)", default=0.0, min=0.0,
+                                  description="Samples per second; 0 for the scene's frame rate")
+
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None and "articulate_robot" in context.object
+
+    def invoke(self, context, event):
+        context.window_manager.fileselect_add(self)
+        return {"RUNNING_MODAL"}
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        scene = context.scene
+        try:
+            arm = _robot(context)
+            if not self.filepath:
+                raise bridge.BridgeError("choose a file to export to (.csv or .json)")
+            traj = export_trajectory(context, arm, scene.frame_start, scene.frame_end, self.rate)
+            path = bpy.path.abspath(self.filepath)
+            (write_joint_json if path.lower().endswith(".json") else write_joint_csv)(path, traj)
+        except (ArticulateError, bridge.BridgeError, OSError) as err:
+            return _fail(self, err)
+        self.report({"INFO"}, f"Wrote {len(traj.times)} samples of {len(traj.joint_names)} joints to {path}")
+        return {"FINISHED"}
+
+
+def export_trajectory(context, arm, start: int, end: int, rate: float = 0.0) -> JointTrajectory:
+    """The rig's joint trajectory over frames ``start..end``, resampled to ``rate`` Hz (0: the scene's)."""
+    fps = context.scene.render.fps / context.scene.render.fps_base
+    rate = rate or fps
+    n = int(np.floor((end - start) / fps * rate + 1e-9)) + 1
+    frames = start + np.arange(n) * fps / rate
+    names = tuple(j["name"] for j in robot_info(arm)["joints"])
+    return JointTrajectory(names, (frames - start) / fps, read_joint_values(arm, frames))
+
+
+classes = (
+    ARTICULATE_OT_robot_add,
+    ARTICULATE_OT_robot_import_urdf,
+    ARTICULATE_OT_trajectory_import,
+    ARTICULATE_OT_cartesian_import,
+    ARTICULATE_OT_trajectory_check,
+    ARTICULATE_OT_trajectory_export,
+)

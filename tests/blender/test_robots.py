@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Robot rigs have the preset's true kinematics and limits; trajectories import, check and export."""
+
+import json
+from pathlib import Path
+
+import bpy
+import numpy as np
+import pytest
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "robots"
+
+
+@pytest.fixture
+def ur5(empty_scene, core):
+    assert bpy.ops.articulate.robot_add(preset="ur5") == {"FINISHED"}
+    return bpy.context.object
+
+
+def _tool_world(arm):
+    bpy.context.view_layer.update()
+    return np.array(arm.matrix_world @ arm.pose.bones["tool"].matrix)
+
+
+@pytest.mark.parametrize("preset", ["ur5", "panda", "lbr_iiwa_14_r820"])
+def test_rig_fk_matches_the_preset(empty_scene, core, addon_module, preset):
+    """Posing the rig's joint bones at random in-limit values puts the tool bone where the core's FK does."""
+    assert bpy.ops.articulate.robot_add(preset=preset) == {"FINISHED"}
+    arm = bpy.context.object
+    robot = addon_module("operators.bridge.robot")
+    skeleton = core.robots.load_preset(preset)
+    rng = np.random.default_rng(3)
+    lo, hi = np.maximum(skeleton.lower, -np.pi), np.minimum(skeleton.upper, np.pi)
+    for _ in range(5):
+        q = rng.uniform(lo, hi)
+        robot.set_joint_values(arm, skeleton, q)
+        expected = core.effector_poses(skeleton, q, "tool")
+        got = _tool_world(arm)
+        np.testing.assert_allclose(got[:3, 3], expected[:3, 3], atol=2e-5)
+        np.testing.assert_allclose(got[:3, :3], expected[:3, :3], atol=2e-5)
+
+
+def test_rig_limits_are_blender_limits(ur5, core):
+    """Each joint bone turns only about local Y, within the preset's range, as constraints and IK locks."""
+    info = json.loads(ur5["articulate_robot"])
+    for joint in info["joints"]:
+        pb = ur5.pose.bones[joint["name"]]
+        assert tuple(pb.lock_rotation) == (True, False, True) and pb.lock_ik_x and pb.lock_ik_z
+        con = next(c for c in pb.constraints if c.type == "LIMIT_ROTATION")
+        if joint["upper"] is not None and joint["upper"] - joint["lower"] < 2 * np.pi - 1e-9:
+            assert con.use_limit_y and con.min_y == pytest.approx(joint["lower"], abs=1e-6)
+
+
+def test_solving_to_the_target_reaches_the_pose(ur5, core):
+    """Moving the target and solving the frame puts the tool frame on the target (position and rotation)."""
+    target = ur5.articulate.chains[0].target
+    skeleton = core.robots.load_preset("ur5")
+    q = np.array([0.3, -1.2, 1.4, -0.9, 1.1, 0.4])
+    goal = core.effector_poses(skeleton, q, "tool")
+    from mathutils import Matrix
+
+    target.matrix_world = Matrix(goal.tolist())
+    bpy.context.view_layer.objects.active = ur5
+    assert bpy.ops.articulate.solve_frame() == {"FINISHED"}
+    got = _tool_world(ur5)
+    assert np.linalg.norm(got[:3, 3] - goal[:3, 3]) < 1e-4
+    assert np.allclose(got[:3, :3], goal[:3, :3], atol=1e-3)
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="shared robots not present")
+def test_import_urdf_warns_about_missing_meshes(empty_scene, core):
+    """A URDF whose meshes cannot be found still builds, with simple links and a warning naming files."""
+    assert bpy.ops.articulate.robot_import_urdf(filepath=str(SHARED / "panda.urdf"), tip_link="panda_link8") == {
+        "FINISHED"}
+    arm = bpy.context.object
+    assert len([b for b in arm.data.bones if b.name != "tool"]) == 7
+    assert any(o.parent == arm for o in bpy.data.objects if o.type == "MESH")
+
+
+def test_joint_trajectory_round_trip(ur5, tmp_path, core):
+    """A CSV joint trajectory at the scene rate imports as keys and exports back to the same numbers."""
+    names = [j["name"] for j in json.loads(ur5["articulate_robot"])["joints"]]
+    fps = bpy.context.scene.render.fps
+    t = np.arange(48) / fps
+    q = 0.3 * np.sin(np.outer(t, np.arange(1, 7)))
+    src = tmp_path / "in.csv"
+    core.trajectory.write_joint_csv(src, core.trajectory.JointTrajectory(tuple(names), t, q))
+    assert bpy.ops.articulate.trajectory_import(filepath=str(src), start_frame=1) == {"FINISHED"}
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 48
+    out = tmp_path / "out.json"
+    assert bpy.ops.articulate.trajectory_export(filepath=str(out)) == {"FINISHED"}
+    back = core.trajectory.read_joint_json(out, names)
+    np.testing.assert_allclose(back.positions, q, atol=1e-6)  # keys are float32
+    np.testing.assert_allclose(back.times, t, atol=1e-9)
+
+
+def test_check_flags_velocity_and_limits(ur5, tmp_path, core):
+    """A trajectory that moves a joint too fast is flagged on those frames, with markers and a report."""
+    names = [j["name"] for j in json.loads(ur5["articulate_robot"])["joints"]]
+    fps = bpy.context.scene.render.fps
+    t = np.arange(24) / fps
+    q = np.zeros((24, 6)) + [0.0, -1.5, 1.5, -1.5, 1.5, 0.0]
+    q[12:, 0] = 1.0  # an instant 1 rad step: far above pi rad/s
+    src = tmp_path / "fast.csv"
+    core.trajectory.write_joint_csv(src, core.trajectory.JointTrajectory(tuple(names), t, q))
+    assert bpy.ops.articulate.trajectory_import(filepath=str(src)) == {"FINISHED"}
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 24
+    report = tmp_path / "check.json"
+    assert bpy.ops.articulate.trajectory_check(report_path=str(report)) == {"FINISHED"}
+    data = json.loads(report.read_text())
+    frames = data["frames"]
+    assert frames["frame"][0] == 1 and len(frames["frame"]) == 24
+    flagged = [f for f, ok in zip(frames["frame"], frames["ok"]) if not ok]
+    assert flagged and set(flagged) <= {12, 13, 14}  # the step, seen by velocity and acceleration
+    assert data["summary"]["frames_per_issue"]["velocity"] >= 1
+    markers = sorted(m.frame for m in scene.timeline_markers)
+    assert markers == flagged
+
+
+def test_bad_trajectory_file_changes_nothing(ur5, tmp_path):
+    """A CSV naming an unknown joint, or with a non-numeric cell, is refused with the file and line."""
+    bad = tmp_path / "bad.csv"
+    bad.write_text("time,nope\n0,1\n")
+    with pytest.raises(RuntimeError, match="nope"):
+        bpy.ops.articulate.trajectory_import(filepath=str(bad))
+    names = [j["name"] for j in json.loads(ur5["articulate_robot"])["joints"]]
+    bad.write_text("time," + ",".join(names) + "\n0," + ",".join(["0"] * 6) + "\n0.1,x" + ",0" * 5 + "\n")
+    with pytest.raises(RuntimeError, match="line 3"):
+        bpy.ops.articulate.trajectory_import(filepath=str(bad))
+    assert ur5.animation_data is None or ur5.animation_data.action is None
