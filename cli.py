@@ -157,6 +157,58 @@ def cmd_bake(args: argparse.Namespace) -> int:
     return EXIT_MISSED if missed else EXIT_OK
 
 
+def _open_robot(args: argparse.Namespace):
+    """Open the .blend (if given), enable the add-on, and make the named robot rig active."""
+    import bpy
+
+    if args.blend:
+        if not Path(args.blend).is_file():
+            raise _UsageError(f"no such .blend file: {args.blend}")
+        bpy.ops.wm.open_mainfile(filepath=str(Path(args.blend).resolve()))
+    ensure_addon()
+    arm = bpy.data.objects.get(args.armature)
+    if arm is None or "articulate_robot" not in arm:
+        names = ", ".join(o.name for o in bpy.data.objects if "articulate_robot" in o) or "none"
+        raise _UsageError(f"no robot rig {args.armature!r}; robot rigs in the file: {names}")
+    bpy.context.view_layer.objects.active = arm
+    if args.frames:
+        bpy.context.scene.frame_start, bpy.context.scene.frame_end = args.frames[:2]
+    return arm
+
+
+class _UsageError(Exception):
+    """Bad arguments or input: exit code 2."""
+
+
+def _run_operator(op, **kwargs) -> set[str]:
+    try:
+        return op(**kwargs)
+    except RuntimeError as err:  # the operator reported an error
+        raise _UsageError(str(err).removeprefix("Error: ").strip()) from None
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Check a robot rig's keyed trajectory; exit 3 when frames are flagged."""
+    import bpy
+
+    _open_robot(args)
+    _run_operator(bpy.ops.articulate.trajectory_check, report_path=str(Path(args.report).resolve()),
+                  singularity_threshold=args.singularity, jump_threshold=args.jump)
+    summary = bpy.context.scene.articulate.last_summary
+    print(f"articulate: {summary}; wrote {args.report}")
+    return EXIT_OK if summary.startswith("0 of") else EXIT_MISSED
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Export a robot rig's keyed joint trajectory."""
+    import bpy
+
+    _open_robot(args)
+    _run_operator(bpy.ops.articulate.trajectory_export, filepath=str(Path(args.out).resolve()), rate=args.rate)
+    print(f"articulate: wrote {args.out}")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     parser = argparse.ArgumentParser(
@@ -185,6 +237,21 @@ def build_parser() -> argparse.ArgumentParser:
     bake.add_argument("--out", help="save the baked file here (default: do not save)")
     bake.add_argument("--report", help="write the JSON report (per frame and chain) here")
     bake.set_defaults(func=cmd_bake)
+    check = sub.add_parser("check", help="check a robot rig's trajectory: limits, velocity, singularities, jumps")
+    check.add_argument("blend", nargs="?", help=".blend to open (omit inside 'blender -b file.blend')")
+    check.add_argument("--armature", required=True, help="name of the robot rig")
+    check.add_argument("--frames", type=_parse_frames, help="range like 1-250 (default: the scene's)")
+    check.add_argument("--report", required=True, help="per-frame report, .json or .csv")
+    check.add_argument("--singularity", type=float, default=1e-2, help="smallest Jacobian singular value allowed")
+    check.add_argument("--jump", type=float, default=0.5, help="largest joint change between frames [rad or m]")
+    check.set_defaults(func=cmd_check)
+    export = sub.add_parser("export", help="export a robot rig's joint trajectory to CSV or JSON")
+    export.add_argument("blend", nargs="?", help=".blend to open (omit inside 'blender -b file.blend')")
+    export.add_argument("--armature", required=True, help="name of the robot rig")
+    export.add_argument("--frames", type=_parse_frames, help="range like 1-250 (default: the scene's)")
+    export.add_argument("--out", required=True, help="output file, .csv or .json (ROS JointTrajectory)")
+    export.add_argument("--rate", type=float, default=0.0, help="samples per second (default: the frame rate)")
+    export.set_defaults(func=cmd_export)
     return parser
 
 
@@ -197,6 +264,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     try:
         return args.func(args)
+    except _UsageError as exc:
+        print(f"articulate: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except Exception as exc:  # the farm needs a code and a message, not a hang
         import traceback
 

@@ -150,4 +150,34 @@ class ARTICULATE_PT_bake(_Panel, bpy.types.Panel):
             layout.label(text=settings.last_summary, icon="INFO")
 
 
-classes = (ARTICULATE_UL_chains, ARTICULATE_PT_main, ARTICULATE_PT_chain, ARTICULATE_PT_limits, ARTICULATE_PT_bake)
+class ARTICULATE_PT_robot(_Panel, bpy.types.Panel):
+    """Robot arms: add one, import trajectories, check and export them"""
+
+    bl_label = "Robot"
+    bl_idname = "ARTICULATE_PT_robot"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        layout = self.layout
+        row = layout.row(align=True)
+        row.operator_menu_enum("articulate.robot_add", "preset", text="Add Robot", icon="ADD")
+        row.operator("articulate.robot_import_urdf", icon="IMPORT")
+        obj = context.object
+        if obj is None or "articulate_robot" not in obj:
+            layout.label(text="Select a robot rig for trajectories", icon="INFO")
+            return
+        col = layout.column(align=True)
+        col.operator("articulate.trajectory_import", icon="IMPORT")
+        col.operator("articulate.cartesian_import", icon="ORIENTATION_GLOBAL")
+        col.operator("articulate.trajectory_check", icon="CHECKMARK")
+        col.operator("articulate.trajectory_export", icon="EXPORT")
+
+
+classes = (
+    ARTICULATE_UL_chains,
+    ARTICULATE_PT_main,
+    ARTICULATE_PT_chain,
+    ARTICULATE_PT_limits,
+    ARTICULATE_PT_bake,
+    ARTICULATE_PT_robot,
+)

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 CLI = Path(__file__).resolve().parents[2] / "cli.py"
@@ -83,3 +84,34 @@ def test_bake_exit_codes(ik_rig_blend, tmp_path):
     assert proc.returncode == 2 and "no such .blend" in proc.stderr
     proc = run_cli("bake", str(ik_rig_blend), "--armature", "Arm", "--frames", "9-3", tmp_path=tmp_path)
     assert proc.returncode == 2 and "reversed" in proc.stderr
+
+
+@pytest.mark.slow
+def test_robot_check_and_export_headless(tmp_path, empty_scene, core):
+    """A saved robot rig with a too-fast step: `check` exits 3 with a report, `export` writes the CSV."""
+    import bpy
+
+    assert bpy.ops.articulate.robot_add(preset="ur5") == {"FINISHED"}
+    arm = bpy.context.object
+    names = [j["name"] for j in json.loads(arm["articulate_robot"])["joints"]]
+    t = np.arange(24) / bpy.context.scene.render.fps
+    q = np.zeros((24, 6)) + [0.0, -1.5, 1.5, -1.5, 1.5, 0.0]
+    q[12:, 0] = 1.0
+    src = tmp_path / "q.csv"
+    core.trajectory.write_joint_csv(src, core.trajectory.JointTrajectory(tuple(names), t, q))
+    assert bpy.ops.articulate.trajectory_import(filepath=str(src)) == {"FINISHED"}
+    blend = tmp_path / "robot.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    report = tmp_path / "check.csv"
+    proc = run_cli("check", str(blend), "--armature", arm.name, "--frames", "1-24", "--report", str(report),
+                   tmp_path=tmp_path)
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    assert report.read_text().count("\n") >= 24
+    out = tmp_path / "out.csv"
+    proc = run_cli("export", str(blend), "--armature", arm.name, "--frames", "1-24", "--out", str(out),
+                   tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    back = core.trajectory.read_joint_csv(out, names)
+    np.testing.assert_allclose(back.positions, q, atol=1e-6)
+    proc = run_cli("check", str(blend), "--armature", "Nope", "--report", str(report), tmp_path=tmp_path)
+    assert proc.returncode == 2 and arm.name in proc.stderr

@@ -25,6 +25,12 @@ class RecordingLayout:
         assert search_prop in search_data.bl_rna.properties, search_prop
         self.log.append(("prop_search", prop))
 
+    def operator_menu_enum(self, idname, prop, **kwargs):
+        category, name = idname.split(".")
+        rna = getattr(getattr(bpy.ops, category), name).get_rna_type()
+        assert prop in rna.properties, f"operator {idname} has no property {prop!r}"
+        self.log.append(("operator", idname))
+
     def operator(self, idname, **kwargs):
         category, name = idname.split(".")
         op = getattr(getattr(bpy.ops, category), name)
@@ -51,7 +57,8 @@ def test_classes_and_properties_registered(addon):
     assert isinstance(bpy.context.object.articulate if bpy.context.object else bpy.types.Object.articulate, object)
 
 
-PANELS = ("ARTICULATE_PT_main", "ARTICULATE_PT_chain", "ARTICULATE_PT_limits", "ARTICULATE_PT_bake")
+PANELS = ("ARTICULATE_PT_main", "ARTICULATE_PT_chain", "ARTICULATE_PT_limits", "ARTICULATE_PT_bake",
+          "ARTICULATE_PT_robot")
 
 
 @pytest.mark.parametrize("with_armature", [False, True])
@@ -75,6 +82,16 @@ def test_panels_draw_only_real_names(empty_scene, addon_module, with_armature):
             assert ("operator", op) in log
         assert ("prop_search", "tip_bone") in log and ("prop", "ik_min_x") in log
         bpy.ops.object.mode_set(mode="OBJECT")
+
+
+def test_robot_panel_with_a_robot(empty_scene, addon):
+    """With a robot rig active the Robot panel shows its trajectory operators, all registered."""
+    assert bpy.ops.articulate.robot_add(preset="ur5") == {"FINISHED"}
+    log = []
+    bpy.types.ARTICULATE_PT_robot.draw(type("P", (), {"layout": RecordingLayout(log)})(), bpy.context)
+    for op in ("articulate.robot_add", "articulate.robot_import_urdf", "articulate.trajectory_import",
+               "articulate.cartesian_import", "articulate.trajectory_check", "articulate.trajectory_export"):
+        assert ("operator", op) in log
 
 
 def test_chain_list_draws_items(empty_scene, addon_module):
