@@ -141,7 +141,8 @@ def chain_skeleton(
     posed frame (armature space for a root bone). Targets must be given in that frame (see
     :func:`..sampling.base_matrix`). Each bone is a BALL joint whose variables are the rotation
     vector of its pose rotation; a bone with exactly one unlocked IK axis is a REVOLUTE hinge
-    about that local axis; a bone whose three IK axes are locked is FIXED at its current rotation. The effector ``"tip"`` sits on the tip bone's tail (or head with ``use_tail`` off).
+    about that local axis; a bone whose three IK axes are locked is FIXED at its current rotation.
+    The effector ``"tip"`` sits on the tip bone's tail (or head with ``use_tail`` off).
     With ``hinge_middle`` (the two-bone solver) the second of two bones is a hinge about its
     local X axis, limited by its X range.
 

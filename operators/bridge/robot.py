@@ -225,8 +225,8 @@ def _primitive(name: str, kind: str, size: Sequence[float]) -> bpy.types.Mesh:
         verts = [(0.0, 0.0, r)]
         for i in range(1, rings):
             p = math.pi * i / rings
-            verts += [(r * math.sin(p) * math.cos(2 * math.pi * j / seg), r * math.sin(p) * math.sin(2 * math.pi * j / seg),
-                       r * math.cos(p)) for j in range(seg)]
+            verts += [(r * math.sin(p) * math.cos(2 * math.pi * j / seg),
+                       r * math.sin(p) * math.sin(2 * math.pi * j / seg), r * math.cos(p)) for j in range(seg)]
         verts.append((0.0, 0.0, -r))
         last = len(verts) - 1
         faces = [(0, 1 + j, 1 + (j + 1) % seg) for j in range(seg)]
@@ -283,7 +283,8 @@ def _add_geometry(arm, skeleton, W, moving, joint_of_link, visuals, urdf_dir, pa
                 o.matrix_world = _to_matrix(world @ scale) @ o.matrix_world
                 _parent_keep(o, arm, bone)
         else:
-            obj = bpy.data.objects.new(f"{vis.link}.visual{vis_i}", _primitive(f"{vis.link}.visual", vis.kind, vis.size))
+            mesh = _primitive(f"{vis.link}.visual", vis.kind, vis.size)
+            obj = bpy.data.objects.new(f"{vis.link}.visual{vis_i}", mesh)
             obj.data.materials.append(link_mat)
             bpy.context.scene.collection.objects.link(obj)
             obj.matrix_world = _to_matrix(world)
