@@ -209,6 +209,40 @@ def cmd_export(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_body(args: argparse.Namespace) -> int:
+    """Bake a humanoid's whole body from head and hand trackers."""
+    import bpy
+
+    if args.blend:
+        if not Path(args.blend).is_file():
+            raise _UsageError(f"no such .blend file: {args.blend}")
+        bpy.ops.wm.open_mainfile(filepath=str(Path(args.blend).resolve()))
+    ensure_addon()
+    arm = bpy.data.objects.get(args.armature)
+    if arm is None or arm.type != "ARMATURE":
+        names = ", ".join(o.name for o in bpy.data.objects if o.type == "ARMATURE") or "none"
+        raise _UsageError(f"no armature {args.armature!r}; armatures in the file: {names}")
+    bpy.context.view_layer.objects.active = arm
+    body = arm.articulate.body
+    for name in ("head", "hand_l", "hand_r", "pelvis", "foot_l", "foot_r"):
+        obj_name = getattr(args, name)
+        if obj_name:
+            if obj_name not in bpy.data.objects:
+                raise _UsageError(f"no object {obj_name!r} for the {name} tracker")
+            setattr(body, name, bpy.data.objects[obj_name])
+    if args.reference_frame is not None:
+        body.reference_frame = args.reference_frame
+    start, end, _step = args.frames or (bpy.context.scene.frame_start, bpy.context.scene.frame_end, 1)
+    report = Path(args.report).resolve() if args.report else None
+    _run_operator(bpy.ops.articulate.body_bake, use_scene_range=False, frame_start=start, frame_end=end,
+                  report_path=str(report) if report else "")
+    if args.out:
+        bpy.ops.wm.save_as_mainfile(filepath=str(Path(args.out).resolve()), compress=True)
+        print(f"articulate: wrote {args.out}")
+    print(f"articulate: {body.last_summary}")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     parser = argparse.ArgumentParser(
@@ -252,6 +286,18 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--out", required=True, help="output file, .csv or .json (ROS JointTrajectory)")
     export.add_argument("--rate", type=float, default=0.0, help="samples per second (default: the frame rate)")
     export.set_defaults(func=cmd_export)
+    body = sub.add_parser("body", help="bake a humanoid's full body from head and hand trackers")
+    body.add_argument("blend", nargs="?", help=".blend to open (omit inside 'blender -b file.blend')")
+    body.add_argument("--armature", required=True, help="name of the humanoid armature")
+    for name, what in (("head", "head"), ("hand_l", "left hand"), ("hand_r", "right hand"),
+                       ("pelvis", "optional pelvis"), ("foot_l", "optional left foot"),
+                       ("foot_r", "optional right foot")):
+        body.add_argument(f"--{name.replace('_', '-')}", dest=name, help=f"object tracking the {what}")
+    body.add_argument("--reference-frame", type=int, help="standing calibration frame (default: as saved)")
+    body.add_argument("--frames", type=_parse_frames, help="range like 1-250 (default: the scene's)")
+    body.add_argument("--out", help="save the baked file here")
+    body.add_argument("--report", help="write the JSON report here")
+    body.set_defaults(func=cmd_body)
     return parser
 
 

@@ -3,9 +3,9 @@
 
 import bpy
 
-from . import bake, chains, live, robots
+from . import bake, chains, fullbody, live, robots
 
-classes = (*bake.classes, *chains.classes, *robots.classes)
+classes = (*bake.classes, *chains.classes, *robots.classes, *fullbody.classes)
 
 _register, _unregister = bpy.utils.register_classes_factory(classes)
 

@@ -173,11 +173,53 @@ class ARTICULATE_PT_robot(_Panel, bpy.types.Panel):
         col.operator("articulate.trajectory_export", icon="EXPORT")
 
 
+class ARTICULATE_UL_roles(bpy.types.UIList):
+    """Body roles and the bones that play them."""
+
+    bl_idname = "ARTICULATE_UL_roles"
+
+    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index=0):
+        row = layout.row(align=True)
+        row.label(text=item.role)
+        row.prop_search(item, "bone", context.object.data, "bones", text="")
+
+
+class ARTICULATE_PT_body(_Panel, bpy.types.Panel):
+    """Full body from head and hand trackers"""
+
+    bl_label = "Full Body"
+    bl_idname = "ARTICULATE_PT_body"
+    bl_parent_id = "ARTICULATE_PT_main"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    @classmethod
+    def poll(cls, context):
+        return _armature(context) is not None
+
+    def draw(self, context):
+        layout = self.layout
+        body = _armature(context).articulate.body
+        col = layout.column(align=True)
+        for name in ("head", "hand_l", "hand_r", "pelvis", "foot_l", "foot_r"):
+            col.prop(body, name)
+        layout.prop(body, "reference_frame")
+        layout.prop(body, "floor")
+        layout.operator("articulate.body_detect_roles", icon="ARMATURE_DATA")
+        layout.template_list("ARTICULATE_UL_roles", "", body, "roles", body, "roles", rows=4)
+        row = layout.row(align=True)
+        row.operator("articulate.trackers_import", icon="IMPORT")
+        row.operator("articulate.body_bake", icon="REC")
+        if body.last_summary:
+            layout.label(text=body.last_summary, icon="INFO")
+
+
 classes = (
     ARTICULATE_UL_chains,
+    ARTICULATE_UL_roles,
     ARTICULATE_PT_main,
     ARTICULATE_PT_chain,
     ARTICULATE_PT_limits,
     ARTICULATE_PT_bake,
+    ARTICULATE_PT_body,
     ARTICULATE_PT_robot,
 )

@@ -39,10 +39,35 @@ class ARTICULATE_PG_chain(bpy.types.PropertyGroup):
     )
 
 
+class ARTICULATE_PG_role(bpy.types.PropertyGroup):
+    """One humanoid role (pelvis, head, hand_l, ...) and the bone that plays it."""
+
+    role: bpy.props.StringProperty(name="Role")
+    bone: bpy.props.StringProperty(name="Bone")
+
+
+class ARTICULATE_PG_body(bpy.types.PropertyGroup):
+    """Full-body settings of a humanoid armature: its role map and its trackers."""
+
+    roles: bpy.props.CollectionProperty(type=ARTICULATE_PG_role)
+    head: bpy.props.PointerProperty(name="Head", type=bpy.types.Object, description="Head tracker")
+    hand_l: bpy.props.PointerProperty(name="Left Hand", type=bpy.types.Object, description="Left hand tracker")
+    hand_r: bpy.props.PointerProperty(name="Right Hand", type=bpy.types.Object, description="Right hand tracker")
+    pelvis: bpy.props.PointerProperty(name="Pelvis", type=bpy.types.Object, description="Optional pelvis tracker")
+    foot_l: bpy.props.PointerProperty(name="Left Foot", type=bpy.types.Object, description="Optional tracker")
+    foot_r: bpy.props.PointerProperty(name="Right Foot", type=bpy.types.Object, description="Optional tracker")
+    reference_frame: bpy.props.IntProperty(
+        name="Reference Frame", default=1, description="Frame where the body stands with its trackers on (calibration)"
+    )
+    floor: bpy.props.FloatProperty(name="Floor Height", default=0.0, subtype="DISTANCE")
+    last_summary: bpy.props.StringProperty(name="Last Full-Body Bake")
+
+
 class ARTICULATE_PG_armature(bpy.types.PropertyGroup):
-    """The chains of one armature object."""
+    """The chains of one armature object, and its full-body settings."""
 
     chains: bpy.props.CollectionProperty(type=ARTICULATE_PG_chain)
+    body: bpy.props.PointerProperty(type=ARTICULATE_PG_body)
     active_chain: bpy.props.IntProperty(name="Active Chain", default=0, min=0)
     live: bpy.props.BoolProperty(
         name="Live", description="Re-solve chains whenever a target or pole moves"
@@ -67,4 +92,4 @@ class ARTICULATE_PG_settings(bpy.types.PropertyGroup):
     last_summary: bpy.props.StringProperty(name="Last Bake", default="")
 
 
-classes = (ARTICULATE_PG_chain, ARTICULATE_PG_armature, ARTICULATE_PG_settings)
+classes = (ARTICULATE_PG_chain, ARTICULATE_PG_role, ARTICULATE_PG_body, ARTICULATE_PG_armature, ARTICULATE_PG_settings)

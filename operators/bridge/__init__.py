@@ -9,7 +9,14 @@
 
 from .build import create_armature
 from .errors import BridgeError
-from .keys import bone_rotation_channels, pose_rotations, set_pose_rotations, write_bone_rotations
+from .keys import (
+    bone_rotation_channels,
+    pose_rotations,
+    set_pose_rotations,
+    world_to_basis,
+    write_bone_poses,
+    write_bone_rotations,
+)
 from .rig import (
     bone_limit,
     chain_bones,
@@ -39,6 +46,8 @@ __all__ = [
     "set_pose_rotations",
     "target_matrix",
     "world_positions",
+    "world_to_basis",
+    "write_bone_poses",
     "write_bone_rotations",
     "write_ik_limits",
 ]

@@ -90,3 +90,48 @@ def set_pose_rotations(bones: Sequence[bpy.types.PoseBone], R: np.ndarray) -> No
         value = values[0]
         prop = channels[0].data_path.rsplit(".", 1)[1]
         setattr(pb, prop, value.tolist())
+
+
+def world_to_basis(arm_obj: bpy.types.Object, bone_world: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Pose-bone ``matrix_basis`` (N, 4, 4) that put bones at world frames (N, 4, 4).
+
+    Bones missing from ``bone_world`` keep their current basis and follow their parents, so
+    every solved bone's basis is computed from the pose its parent really has.
+    """
+    inv_obj = np.linalg.inv(matrix_to_array(arm_obj.matrix_world))
+    n = len(next(iter(bone_world.values())))
+    pose: dict[str, np.ndarray] = {}
+    basis: dict[str, np.ndarray] = {}
+    for bone in arm_obj.data.bones:  # parents come before children
+        rest = matrix_to_array(bone.matrix_local)
+        rest_rel = rest if bone.parent is None else np.linalg.inv(matrix_to_array(bone.parent.matrix_local)) @ rest
+        parent_pose = pose[bone.parent.name] if bone.parent is not None else np.eye(4)
+        if bone.name in bone_world:
+            P = inv_obj @ bone_world[bone.name]
+            basis[bone.name] = np.linalg.solve(parent_pose @ rest_rel, P)
+            pose[bone.name] = P
+        else:
+            current = matrix_to_array(arm_obj.pose.bones[bone.name].matrix_basis)
+            pose[bone.name] = parent_pose @ rest_rel @ np.broadcast_to(current, (n, 4, 4))
+    return basis
+
+
+def write_bone_poses(
+    arm_obj: bpy.types.Object, frames: np.ndarray, basis: dict[str, np.ndarray], location_bones: set[str]
+) -> int:
+    """Key rotations (each bone's mode) of every bone in ``basis``, and locations of ``location_bones``."""
+    names = list(basis)
+    bones = [arm_obj.pose.bones[n] for n in names]
+    R = np.stack([basis[n][:, :3, :3] for n in names], axis=1)
+    R = R / np.linalg.norm(R, axis=-2, keepdims=True)  # drop any scale picked up on the way
+    keys = write_bone_rotations(arm_obj, bones, frames, R, replace=(frames[0], frames[-1]))
+    channels, columns = [], []
+    for n in names:
+        if n in location_bones:
+            channels += compat.bone_channels(n, "location", 3)
+            columns.append(basis[n][:, :3, 3])
+    if channels:
+        compat.write_channels(arm_obj, channels, frames, np.concatenate(columns, axis=1),
+                              replace=(frames[0], frames[-1]))
+        keys += len(frames) * len(channels)
+    return keys

@@ -58,7 +58,7 @@ def test_classes_and_properties_registered(addon):
 
 
 PANELS = ("ARTICULATE_PT_main", "ARTICULATE_PT_chain", "ARTICULATE_PT_limits", "ARTICULATE_PT_bake",
-          "ARTICULATE_PT_robot")
+          "ARTICULATE_PT_body", "ARTICULATE_PT_robot")
 
 
 @pytest.mark.parametrize("with_armature", [False, True])
@@ -78,7 +78,7 @@ def test_panels_draw_only_real_names(empty_scene, addon_module, with_armature):
         panel.draw(type("P", (), {"layout": RecordingLayout(log)})(), bpy.context)
     if with_armature:
         for op in ("articulate.bake", "articulate.solve_frame", "articulate.clear_bake", "articulate.chain_add",
-                   "articulate.limits_to_ik"):
+                   "articulate.limits_to_ik", "articulate.body_bake", "articulate.body_detect_roles"):
             assert ("operator", op) in log
         assert ("prop_search", "tip_bone") in log and ("prop", "ik_min_x") in log
         bpy.ops.object.mode_set(mode="OBJECT")

@@ -1,0 +1,289 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Full body from three trackers: map roles, import tracker recordings, bake the body."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import time
+
+import bpy
+import numpy as np
+
+from ..ik_core import ArticulateError
+from ..ik_core.humanoid import TRACKERS, RoleMap, calibrate, detect_roles, solve_body
+from . import bridge, compat
+
+REQUIRED_TRACKERS = TRACKERS[:3]
+
+
+class BodyFailed(Exception):
+    """The full-body bake cannot run; nothing was changed. The message says why."""
+
+
+def _armature(context: bpy.types.Context) -> bpy.types.Object:
+    obj = context.object
+    try:
+        bridge.check_armature(obj)
+    except bridge.BridgeError as err:
+        raise BodyFailed(str(err)) from None
+    return obj
+
+
+def role_map(arm: bpy.types.Object) -> RoleMap:
+    """The armature's role map: the panel's entries when set, else detected from bone names.
+
+    Raises:
+        BodyFailed: Missing or duplicate roles, or bones that do not exist (the message names them).
+    """
+    entries = {r.role: r.bone for r in arm.articulate.body.roles if r.bone}
+    try:
+        if not entries:
+            return detect_roles((b.name, b.parent.name if b.parent else None) for b in arm.data.bones)
+        missing = sorted(b for b in entries.values() if b not in arm.data.bones)
+        if missing:
+            raise BodyFailed(f"the role map names bones that {arm.name!r} does not have: {', '.join(missing)}")
+        return RoleMap(entries, source="panel")
+    except ArticulateError as err:
+        raise BodyFailed(str(err)) from None
+
+
+def _tracker_objects(arm: bpy.types.Object) -> dict[str, bpy.types.Object]:
+    body = arm.articulate.body
+    objs = {name: getattr(body, name) for name in TRACKERS if getattr(body, name) is not None}
+    missing = [t for t in REQUIRED_TRACKERS if t not in objs]
+    if missing:
+        raise BodyFailed(f"set the {', '.join(missing)} tracker(s); head, hand_l and hand_r are required")
+    for name, obj in objs.items():
+        if obj.name not in bpy.data.objects:
+            raise BodyFailed(f"the {name} tracker was deleted; pick another object")
+        if obj == arm:
+            raise BodyFailed(f"the {name} tracker must be another object than the armature")
+    return objs
+
+
+def bake_body(context: bpy.types.Context, arm: bpy.types.Object, frames: range) -> dict:
+    """Solve the body on ``frames`` from the trackers and key the mapped bones; returns a report.
+
+    Raises:
+        BodyFailed: Any invalid input, detected before the scene is changed.
+    """
+    body_settings = arm.articulate.body
+    roles = role_map(arm)
+    trackers = _tracker_objects(arm)
+    if len(frames) == 0:
+        raise BodyFailed("the frame range is empty: the end frame must not precede the start frame")
+    scene = context.scene
+    names = [t for t in TRACKERS if t in trackers]
+    current = scene.frame_current
+    t0 = time.perf_counter()
+    try:
+        scene.frame_set(body_settings.reference_frame)
+        arm_world = bridge.matrix_to_array(arm.matrix_world)
+        reference = {b: arm_world @ bridge.matrix_to_array(arm.pose.bones[b].matrix) for b in roles.bones.values()}
+        ref_trackers = {n: bridge.matrix_to_array(trackers[n].matrix_world) for n in names}
+        samples = np.empty((len(frames), len(names), 4, 4))
+        for i, f in enumerate(frames):
+            scene.frame_set(int(f))
+            for k, n in enumerate(names):
+                samples[i, k] = bridge.matrix_to_array(trackers[n].matrix_world)
+    finally:
+        scene.frame_set(current)
+    animated = [n for k, n in enumerate(names) if len(frames) > 1 and np.ptp(samples[:, k, :3, 3], axis=0).max() == 0]
+    try:
+        body = calibrate(roles, reference, ref_trackers, floor=body_settings.floor)
+        fps = scene.render.fps / scene.render.fps_base
+        pose = solve_body(body, samples, frames.step / fps)
+    except ArticulateError as err:
+        raise BodyFailed(str(err)) from None
+    t_solved = time.perf_counter()
+    world = {bone: pose.world[:, j] for j, bone in enumerate(pose.bones)}
+    basis = bridge.world_to_basis(arm, world)
+    pelvis = roles.bones["pelvis"]
+    frame_numbers = np.asarray(frames, dtype=float)
+    keys = bridge.write_bone_poses(arm, frame_numbers, basis, location_bones={pelvis})
+    error = pose.tracker_error[:, :3]
+    reachable = pose.reachable[:, :3]
+    report = {
+        "armature": arm.name,
+        "roles": dict(roles.bones),
+        "role_source": roles.source,
+        "trackers": names,
+        "frames": [int(f) for f in frames],
+        "tracker_error_m": error.tolist(),
+        "reachable": reachable.tolist(),
+        "held_frames": pose.held_counts,
+        "jumps": {k: [int(frames[i]) for i in v] for k, v in pose.jumps.items()},
+        "not_animated": animated,
+        "max_reachable_error_m": float(np.max(np.where(reachable, error, 0.0), initial=0.0)),
+        "keys_written": keys,
+        "seconds": {"solve": t_solved - t0, "total": time.perf_counter() - t0},
+    }
+    return report
+
+
+def _summary(report: dict) -> str:
+    held = sum(report["held_frames"].values())
+    jumps = sum(len(v) for v in report["jumps"].values())
+    text = f"{len(report['frames'])} frames, trackers within {report['max_reachable_error_m'] * 1000:.2g} mm"
+    if held:
+        text += f", {held} NaN tracker frames held"
+    if jumps:
+        text += f", {jumps} tracker jumps"
+    if report["not_animated"]:
+        text += f", not animated: {', '.join(report['not_animated'])}"
+    return text
+
+
+class ARTICULATE_OT_body_detect_roles(bpy.types.Operator):
+    """Map the armature's bones to body roles from their names (Rigify, Mixamo, CMU/BVH, VRM, ...)"""
+
+    bl_idname = "articulate.body_detect_roles"
+    bl_label = "Detect Roles"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None and context.object.type == "ARMATURE"
+
+    def execute(self, context):
+        arm = context.object
+        arm.articulate.body.roles.clear()
+        try:
+            roles = role_map(arm)
+        except BodyFailed as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        for role, bone in roles.bones.items():
+            item = arm.articulate.body.roles.add()
+            item.role, item.bone = role, bone
+        self.report({"INFO"}, f"{len(roles.bones)} roles mapped ({roles.source})")
+        return {"FINISHED"}
+
+
+class ARTICULATE_OT_body_bake(bpy.types.Operator):
+    """Solve the whole body from the head and hand trackers on every frame and key the bones"""
+
+    bl_idname = "articulate.body_bake"
+    bl_label = "Bake Full Body"
+    bl_options = {"REGISTER", "UNDO"}
+
+    frame_start: bpy.props.IntProperty(name="Start", default=1)
+    frame_end: bpy.props.IntProperty(name="End", default=250)
+    use_scene_range: bpy.props.BoolProperty(name="Scene Range", default=True)
+    report_path: bpy.props.StringProperty(name="Report", subtype="FILE_PATH")
+
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None and context.object.type == "ARMATURE"
+
+    def execute(self, context):
+        scene = context.scene
+        start, end = (scene.frame_start, scene.frame_end) if self.use_scene_range else (self.frame_start,
+                                                                                          self.frame_end)
+        try:
+            arm = _armature(context)
+            report = bake_body(context, arm, range(start, end + 1))
+        except BodyFailed as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        if self.report_path:
+            path = bpy.path.abspath(self.report_path)
+            os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
+            with open(path, "w", encoding="utf-8") as fh:
+                json.dump(report, fh, indent=1)
+        arm.articulate.body.last_summary = _summary(report)
+        problems = report["not_animated"] or report["jumps"] or sum(report["held_frames"].values())
+        self.report({"WARNING"} if problems else {"INFO"}, arm.articulate.body.last_summary)
+        return {"FINISHED"}
+
+
+def read_tracker_csv(path: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Times (N,) and tracker poses name -> (N, 7) [x, y, z, qw, qx, qy, qz] from a CSV.
+
+    The header is ``time`` then ``<tracker>_x, _y, _z, _qw, _qx, _qy, _qz`` for head, hand_l,
+    hand_r (required) and optionally pelvis, foot_l, foot_r. Empty or ``nan`` cells are NaN
+    (held by the solve and counted).
+
+    Raises:
+        BodyFailed: A missing file or column, a non-numeric cell (with its line), or times
+            that do not increase.
+    """
+    fields = ("x", "y", "z", "qw", "qx", "qy", "qz")
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            rows = list(csv.reader(fh))
+    except OSError as err:
+        raise BodyFailed(f"cannot read tracker file {path!r}: {err.strerror}") from None
+    if not rows:
+        raise BodyFailed(f"{path}: the file is empty")
+    header = [h.strip() for h in rows[0]]
+    if not header or header[0] != "time":
+        raise BodyFailed(f"{path}: the first column must be 'time', got {header[:1]}")
+    cols: dict[str, list[int]] = {}
+    for name in TRACKERS:
+        wanted = [f"{name}_{f}" for f in fields]
+        present = [w in header for w in wanted]
+        if all(present):
+            cols[name] = [header.index(w) for w in wanted]
+        elif any(present) or name in REQUIRED_TRACKERS:
+            missing = [w for w, p in zip(wanted, present) if not p]
+            raise BodyFailed(f"{path}: missing column(s) {', '.join(missing)}")
+    data = np.empty((len(rows) - 1, len(header)))
+    for i, row in enumerate(rows[1:], start=2):
+        if len(row) != len(header):
+            raise BodyFailed(f"{path}, line {i}: {len(row)} cells, the header has {len(header)}")
+        for k, cell in enumerate(row):
+            try:
+                data[i - 2, k] = float(cell) if cell.strip() else np.nan
+            except ValueError:
+                raise BodyFailed(f"{path}, line {i}, column {header[k]!r}: {cell!r} is not a number") from None
+    times = data[:, 0]
+    if len(times) == 0 or not np.all(np.isfinite(times)) or np.any(np.diff(times) <= 0):
+        raise BodyFailed(f"{path}: times must be finite and strictly increasing")
+    return times, {name: data[:, idx] for name, idx in cols.items()}
+
+
+class ARTICULATE_OT_trackers_import(bpy.types.Operator):
+    """Import a tracker recording (CSV: time, then position and quaternion per tracker) as animated empties"""
+
+    bl_idname = "articulate.trackers_import"
+    bl_label = "Import Trackers"
+    bl_options = {"REGISTER", "UNDO"}
+
+    filepath: bpy.props.StringProperty(name="File", subtype="FILE_PATH")
+    filter_glob: bpy.props.StringProperty(default="*.csv", options={"HIDDEN"})
+    start_frame: bpy.props.IntProperty(name="Start Frame", default=1)
+
+    def invoke(self, context, event):
+        context.window_manager.fileselect_add(self)
+        return {"RUNNING_MODAL"}
+
+    def execute(self, context):
+        try:
+            times, poses = read_tracker_csv(bpy.path.abspath(self.filepath))
+        except BodyFailed as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        fps = context.scene.render.fps / context.scene.render.fps_base
+        frames = self.start_frame + (times - times[0]) * fps
+        arm = context.object if context.object is not None and context.object.type == "ARMATURE" else None
+        for name, values in poses.items():
+            empty = bpy.data.objects.new(f"tracker.{name}", None)
+            empty.empty_display_type, empty.empty_display_size = "ARROWS", 0.1
+            empty.rotation_mode = "QUATERNION"
+            context.scene.collection.objects.link(empty)
+            channels = [compat.Channel("location", i, "Object Transforms") for i in range(3)]
+            channels += [compat.Channel("rotation_quaternion", i, "Object Transforms") for i in range(4)]
+            # NaN samples (dropouts) are keyed as they are: the body solve holds the last good
+            # pose on those frames and counts them in its report.
+            compat.write_channels(empty, channels, frames, values)
+            if arm is not None:
+                setattr(arm.articulate.body, name, empty)
+        context.scene.frame_end = max(context.scene.frame_end, int(np.ceil(frames[-1])))
+        self.report({"INFO"}, f"Imported {len(poses)} trackers, {len(times)} samples")
+        return {"FINISHED"}
+
+
+classes = (ARTICULATE_OT_body_detect_roles, ARTICULATE_OT_body_bake, ARTICULATE_OT_trackers_import)

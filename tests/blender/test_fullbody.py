@@ -1,0 +1,100 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Full-body bake on a CMU skeleton imported with Blender's BVH importer: head and hands meet the trackers."""
+
+import json
+from pathlib import Path
+
+import bpy
+import numpy as np
+import pytest
+
+MOCAP = Path(__file__).resolve().parents[3] / "shared" / "mocap" / "cmu_131_02.bvh"
+FRAMES = 40
+
+
+@pytest.fixture
+def cmu(empty_scene, addon):
+    """The CMU skeleton with its motion, and three empties keyed on its head and hands (the trackers)."""
+    if not MOCAP.is_file():
+        pytest.skip("shared mocap not present")
+    bpy.ops.import_anim.bvh(filepath=str(MOCAP), frame_start=1, use_fps_scale=False)
+    arm = bpy.context.object
+    scene = bpy.context.scene
+    bones = {"head": "Head", "hand_l": "LeftWrist", "hand_r": "RightWrist"}  # the CMU joints' bones
+    samples = {k: [] for k in bones}
+    for f in range(1, FRAMES + 1):
+        scene.frame_set(f)
+        for k, b in bones.items():
+            samples[k].append(np.array(arm.matrix_world @ arm.pose.bones[b].matrix))
+    trackers = {}
+    for k, mats in samples.items():
+        empty = bpy.data.objects.new(f"tracker.{k}", None)
+        scene.collection.objects.link(empty)
+        for f, M in enumerate(mats, start=1):
+            empty.matrix_world = __import__("mathutils").Matrix(M.tolist())
+            empty.keyframe_insert("location", frame=f)
+            empty.keyframe_insert("rotation_euler", frame=f)
+        trackers[k] = empty
+        setattr(arm.articulate.body, k, empty)
+    arm.articulate.body.reference_frame = 1
+    bpy.context.view_layer.objects.active = arm
+    return arm, trackers
+
+
+def test_roles_are_detected_on_the_cmu_skeleton(cmu):
+    """Detect Roles maps the CMU bone names (hips, spine, arms, legs) into the panel's list."""
+    arm, _ = cmu
+    assert bpy.ops.articulate.body_detect_roles() == {"FINISHED"}
+    roles = {r.role: r.bone for r in arm.articulate.body.roles}
+    assert roles["pelvis"] == "Hips" and roles["head"] == "Head"
+    assert roles["hand_l"] == "LeftWrist" and roles["forearm_r"] == "RightElbow"
+    assert roles["thigh_l"] == "LeftHip" and roles["shin_r"] == "RightKnee"
+
+
+def test_bake_puts_head_and_hands_on_their_trackers(cmu, tmp_path):
+    """After the bake, the head and hand bones sit within 1 mm of their trackers on every frame."""
+    arm, trackers = cmu
+    report = tmp_path / "body.json"
+    assert bpy.ops.articulate.body_bake(use_scene_range=False, frame_start=1, frame_end=FRAMES,
+                                        report_path=str(report)) == {"FINISHED"}
+    data = json.loads(report.read_text())
+    assert data["max_reachable_error_m"] < 1e-3
+    scene = bpy.context.scene
+    for f in (1, 17, FRAMES):
+        scene.frame_set(f)
+        for k, b in {"head": "Head", "hand_l": "LeftWrist", "hand_r": "RightWrist"}.items():
+            bone = np.array(arm.matrix_world @ arm.pose.bones[b].head)
+            assert np.linalg.norm(bone - np.array(trackers[k].matrix_world.translation)) < 2e-3
+
+
+def test_missing_tracker_and_bad_roles_fail_cleanly(cmu):
+    """No hand tracker, or a role map naming a missing bone: a clear error and no new keys."""
+    arm, _ = cmu
+    before = len(arm.animation_data.action.fcurves) if hasattr(arm.animation_data.action, "fcurves") else None
+    arm.articulate.body.hand_r = None
+    with pytest.raises(RuntimeError, match="hand_r"):
+        bpy.ops.articulate.body_bake()
+    arm.articulate.body.hand_r = bpy.data.objects["tracker.hand_r"]
+    item = arm.articulate.body.roles.add()
+    item.role, item.bone = "pelvis", "NoSuchBone"
+    with pytest.raises(RuntimeError, match="NoSuchBone"):
+        bpy.ops.articulate.body_bake()
+    if before is not None:
+        assert len(arm.animation_data.action.fcurves) == before
+
+
+def test_tracker_csv_import_and_errors(empty_scene, addon, tmp_path):
+    """A tracker CSV becomes three animated empties; a bad cell is reported with its line."""
+    fields = ("x", "y", "z", "qw", "qx", "qy", "qz")
+    cols = ["time"] + [f"{t}_{f}" for t in ("head", "hand_l", "hand_r") for f in fields]
+    pose = [1.6, 0, 0, 1, 0, 0, 0, 0.3, 0.4, 1.0, 1, 0, 0, 0, -0.3, 0.4, 1.0, 1, 0, 0, 0]
+    rows = [[i / 24] + pose for i in range(10)]
+    path = tmp_path / "trackers.csv"
+    path.write_text(",".join(cols) + "\n" + "\n".join(",".join(str(v) for v in r) for r in rows) + "\n")
+    assert bpy.ops.articulate.trackers_import(filepath=str(path)) == {"FINISHED"}
+    assert {"tracker.head", "tracker.hand_l", "tracker.hand_r"} <= set(bpy.data.objects.keys())
+    lines = path.read_text().splitlines()
+    lines[3] = lines[3].replace("1.6", "abc", 1)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(RuntimeError, match="line 4"):
+        bpy.ops.articulate.trackers_import(filepath=str(path))
