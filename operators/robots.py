@@ -326,7 +326,84 @@ def export_trajectory(context, arm, start: int, end: int, rate: float = 0.0) -> 
     return JointTrajectory(names, (frames - start) / fps, read_joint_values(arm, frames))
 
 
+MAX_JOINTS = 32  # size of ARTICULATE_PG_branch.values
+
+
+class ARTICULATE_OT_robot_branches(bpy.types.Operator):
+    """List the distinct joint solutions (IK branches) reaching the robot's target on this frame"""
+
+    bl_idname = "articulate.robot_branches"
+    bl_label = "Find IK Branches"
+    bl_options = {"REGISTER", "UNDO"}
+
+    seeds: bpy.props.IntProperty(name="Seeds", default=64, min=1, max=4096)
+
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None and "articulate_robot" in context.object
+
+    def execute(self, context):
+        from ..ik_core.branches import distinct_solutions
+        from ..ik_core.solvers import make_solver
+        from ..ik_core.tracking import to_base_frame
+
+        try:
+            arm = _robot(context)
+            chain = arm.articulate.chains[0]
+            bones = bridge.chain_bones(arm, chain)
+            skeleton = bridge.chain_skeleton(arm, bones, use_tail=False)
+            if skeleton.dof > MAX_JOINTS:
+                raise bridge.BridgeError(f"at most {MAX_JOINTS} joints are supported, this robot has {skeleton.dof}")
+            base = bridge.base_matrix(arm, bones[0])
+            target = to_base_frame(base[None], bridge.target_matrix(chain.target, chain.target_bone)[None])[0]
+            current = np.array([pb.rotation_euler[1] for pb in bones if pb.name in skeleton.moving_joint_names])
+            solver = make_solver("dls", skeleton, "tip", mode="full", tolerance=chain.tolerance,
+                                 rotation_tolerance=1e-4, restarts=0)
+            found = distinct_solutions(solver, target, reference=current, seeds=self.seeds)
+        except (ArticulateError, bridge.BridgeError) as err:
+            return _fail(self, err)
+        arm.articulate.branches.clear()
+        for k, q in enumerate(found.q):
+            item = arm.articulate.branches.add()
+            item.name = f"Branch {k + 1}: " + " ".join(f"{np.degrees(v):.0f}" for v in q)
+            item.values = [*q.tolist(), *[0.0] * (MAX_JOINTS - len(q))]
+        arm.articulate.active_branch = 0
+        if not len(found):
+            self.report({"WARNING"}, "no solution reaches the target from any seed")
+        else:
+            self.report({"INFO"}, f"{len(found)} distinct branch(es); the first is nearest the current pose")
+        return {"FINISHED"}
+
+
+class ARTICULATE_OT_robot_use_branch(bpy.types.Operator):
+    """Pose the robot on the chosen branch and key it on this frame, so a bake from here keeps it"""
+
+    bl_idname = "articulate.robot_use_branch"
+    bl_label = "Use Branch"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        obj = context.object
+        return obj is not None and "articulate_robot" in obj and len(obj.articulate.branches) > 0
+
+    def execute(self, context):
+        arm = context.object
+        data = arm.articulate
+        if not 0 <= data.active_branch < len(data.branches):
+            self.report({"ERROR"}, "choose a branch from the list first")
+            return {"CANCELLED"}
+        joints = robot_info(arm)["joints"]
+        q = np.array(data.branches[data.active_branch].values[: len(joints)])
+        frame = float(context.scene.frame_current)
+        write_joint_values(arm, np.array([frame]), q[None])
+        context.scene.frame_set(int(frame))
+        return {"FINISHED"}
+
+
 classes = (
+    ARTICULATE_OT_robot_branches,
+    ARTICULATE_OT_robot_use_branch,
     ARTICULATE_OT_robot_add,
     ARTICULATE_OT_robot_import_urdf,
     ARTICULATE_OT_trajectory_import,

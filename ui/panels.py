@@ -171,6 +171,11 @@ class ARTICULATE_PT_robot(_Panel, bpy.types.Panel):
         col.operator("articulate.cartesian_import", icon="ORIENTATION_GLOBAL")
         col.operator("articulate.trajectory_check", icon="CHECKMARK")
         col.operator("articulate.trajectory_export", icon="EXPORT")
+        layout.operator("articulate.robot_branches", icon="OUTLINER_DATA_ARMATURE")
+        data = obj.articulate
+        if len(data.branches):
+            layout.template_list("UI_UL_list", "articulate_branches", data, "branches", data, "active_branch", rows=3)
+            layout.operator("articulate.robot_use_branch", icon="CHECKMARK")
 
 
 class ARTICULATE_UL_roles(bpy.types.UIList):

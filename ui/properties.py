@@ -63,11 +63,20 @@ class ARTICULATE_PG_body(bpy.types.PropertyGroup):
     last_summary: bpy.props.StringProperty(name="Last Full-Body Bake")
 
 
+class ARTICULATE_PG_branch(bpy.types.PropertyGroup):
+    """One IK solution of a robot for its current target."""
+
+    name: bpy.props.StringProperty(name="Branch")
+    values: bpy.props.FloatVectorProperty(name="Joint Values", size=32)
+
+
 class ARTICULATE_PG_armature(bpy.types.PropertyGroup):
     """The chains of one armature object, and its full-body settings."""
 
     chains: bpy.props.CollectionProperty(type=ARTICULATE_PG_chain)
     body: bpy.props.PointerProperty(type=ARTICULATE_PG_body)
+    branches: bpy.props.CollectionProperty(type=ARTICULATE_PG_branch)
+    active_branch: bpy.props.IntProperty(name="Branch", default=0, min=0)
     active_chain: bpy.props.IntProperty(name="Active Chain", default=0, min=0)
     live: bpy.props.BoolProperty(
         name="Live", description="Re-solve chains whenever a target or pole moves"
@@ -92,4 +101,11 @@ class ARTICULATE_PG_settings(bpy.types.PropertyGroup):
     last_summary: bpy.props.StringProperty(name="Last Bake", default="")
 
 
-classes = (ARTICULATE_PG_chain, ARTICULATE_PG_role, ARTICULATE_PG_body, ARTICULATE_PG_armature, ARTICULATE_PG_settings)
+classes = (
+    ARTICULATE_PG_chain,
+    ARTICULATE_PG_role,
+    ARTICULATE_PG_body,
+    ARTICULATE_PG_branch,
+    ARTICULATE_PG_armature,
+    ARTICULATE_PG_settings,
+)

@@ -129,3 +129,31 @@ def test_bad_trajectory_file_changes_nothing(ur5, tmp_path):
     with pytest.raises(RuntimeError, match="line 3"):
         bpy.ops.articulate.trajectory_import(filepath=str(bad))
     assert ur5.animation_data is None or ur5.animation_data.action is None
+
+
+def test_branches_listed_and_used_for_the_bake(ur5, core):
+    """Several distinct branches are listed; using one poses and keys it, and a bake from there keeps it."""
+    target = ur5.articulate.chains[0].target
+    skeleton = core.robots.load_preset("ur5")
+    q = np.array([0.3, -1.2, 1.4, -0.9, 1.1, 0.4])
+    from mathutils import Matrix
+
+    target.matrix_world = Matrix(core.effector_poses(skeleton, q, "tool").tolist())
+    bpy.context.view_layer.objects.active = ur5
+    assert bpy.ops.articulate.robot_branches(seeds=48) == {"FINISHED"}
+    branches = ur5.articulate.branches
+    assert len(branches) >= 2
+    far = max(range(len(branches)), key=lambda k: np.max(np.abs(np.array(branches[k].values[:6]) - q)))
+    ur5.articulate.active_branch = far
+    chosen = np.array(branches[far].values[:6])
+    assert bpy.ops.articulate.robot_use_branch() == {"FINISHED"}
+    # The target then moves a little over 10 frames: the bake must stay on the chosen branch.
+    target.animation_data_clear()
+    for f in range(1, 11):
+        target.location.x += 0.003
+        target.keyframe_insert("location", frame=f)
+    assert bpy.ops.articulate.bake(use_scene_settings=False, frame_start=1, frame_end=10) == {"FINISHED"}
+    robot = __import__("importlib").import_module(__import__("conftest").ADDON_MODULE + ".operators.bridge.robot")
+    values = robot.read_joint_values(ur5, np.arange(1.0, 11.0))
+    assert np.max(np.abs(values[0] - chosen)) < 0.1
+    assert np.max(np.abs(np.diff(values, axis=0))) < 0.1
