@@ -10,3 +10,11 @@ os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="articul
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED = REPO_ROOT.parent / "shared"
+
+try:  # the same examples on every run and machine: a red CI must be reproducible
+    from hypothesis import settings
+
+    settings.register_profile("articulate", derandomize=True, database=None, deadline=None)
+    settings.load_profile("articulate")
+except ImportError:  # hypothesis is in every dev environment; tolerate its absence elsewhere
+    pass
