@@ -88,7 +88,8 @@ def prepare_chains(arm: bpy.types.Object, chains: Sequence) -> list[PreparedChai
     return prepared
 
 
-def _solver_for(chain, skeleton, scale: float):
+def solver_for(chain, skeleton, scale: float):
+    """The chain's solver for its skeleton, tolerance converted to base-frame units."""
     options = {
         "mode": "full" if chain.use_rotation else "position",
         "tolerance": chain.tolerance / scale,
@@ -165,8 +166,8 @@ def bake_chains(
     wm = context.window_manager if write_keys else None
     try:
         for p, s, q0 in zip(prepared, samples, q_start):
-            solver = _solver_for(p.settings, p.skeleton, scale)
-            q0_vec = _initial_q(p, q0)
+            solver = solver_for(p.settings, p.skeleton, scale)
+            q0_vec = initial_q(p, q0)
             results.append(track_chain(
                 solver, s.base, s.target, q0_vec, pole=s.pole, use_rotation=p.settings.use_rotation, scale=scale,
                 progress=_progress(f"Articulate {arm.name}:{p.settings.name}", len(frames), wm),
@@ -192,7 +193,7 @@ def bake_chains(
     return report
 
 
-def _initial_q(p: PreparedChain, rotvecs: np.ndarray) -> np.ndarray:
+def initial_q(p: PreparedChain, rotvecs: np.ndarray) -> np.ndarray:
     """The chain's current pose as a configuration of its skeleton (moving joints only)."""
     from ..ik_core import JointKind
 

@@ -84,12 +84,32 @@ def write_bone_rotations(
 
 
 def set_pose_rotations(bones: Sequence[bpy.types.PoseBone], R: np.ndarray) -> None:
-    """Set the current pose rotation of ``bones`` from ``R`` (B, 3, 3), in each bone's mode."""
+    """Set the current pose rotation of ``bones`` from ``R`` (B, 3, 3), in each bone's mode.
+
+    Bones are converted per rotation mode in one batch (this runs on every live update).
+    """
+    by_mode: dict[str, list[int]] = {}
     for k, pb in enumerate(bones):
-        channels, values = bone_rotation_channels(pb, R[k : k + 1])
-        value = values[0]
-        prop = channels[0].data_path.rsplit(".", 1)[1]
-        setattr(pb, prop, value.tolist())
+        by_mode.setdefault(pb.rotation_mode, []).append(k)
+    for mode, idx in by_mode.items():
+        Rm = R[idx]
+        if mode == "QUATERNION":
+            q = rot.matrix_to_quat(Rm)
+            for k, value in zip(idx, q):
+                current = np.array(bones[k].rotation_quaternion)
+                bones[k].rotation_quaternion = (value if np.dot(value, current) >= 0 else -value).tolist()
+        elif mode in EULER_ORDERS:
+            e = rot.matrix_to_euler(Rm, mode)
+            ref = np.array([tuple(bones[k].rotation_euler) for k in idx])
+            e = rot.euler_compatible(e, ref, mode)
+            for k, value in zip(idx, e):
+                bones[k].rotation_euler = value.tolist()
+        elif mode == "AXIS_ANGLE":
+            axis, angle = rot.matrix_to_axis_angle(Rm)
+            for k, a, ang in zip(idx, axis, angle):
+                bones[k].rotation_axis_angle = (float(ang), *a.tolist())
+        else:
+            raise BridgeError(f"bone {bones[idx[0]].name!r} has unknown rotation mode {mode!r}")
 
 
 def world_to_basis(arm_obj: bpy.types.Object, bone_world: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -60,26 +60,63 @@ class ChainSource:
     pole_bone: str = ""
 
 
+def _pose_buffer(arm_obj: bpy.types.Object) -> np.ndarray:
+    """(B, 4, 4) armature-space pose matrices of every bone, in one call."""
+    n = len(arm_obj.pose.bones)
+    buf = np.empty(n * 16, dtype=np.float32)
+    arm_obj.pose.bones.foreach_get("matrix", buf)
+    return buf.reshape(n, 4, 4).transpose(0, 2, 1)  # foreach_get is column-major
+
+
 def sample_chains(
     scene: bpy.types.Scene, frames: Sequence[int], sources: Sequence[ChainSource]
 ) -> list[ChainSamples]:
-    """Evaluate every chain's base, target and pole on every frame; the current frame is restored."""
+    """Evaluate every chain's base, target and pole on every frame; the current frame is restored.
+
+    The frame loop only copies raw matrices (one ``foreach_get`` per armature, one matrix per
+    object); all products and inverses happen afterwards on whole arrays.
+    """
     n = len(frames)
-    out = [
-        ChainSamples(np.empty((n, 4, 4)), np.empty((n, 4, 4)), np.empty((n, 3)) if s.pole is not None else None)
-        for s in sources
-    ]
+    objects: dict[str, bpy.types.Object] = {}
+    armatures: dict[str, bpy.types.Object] = {}
+    for src in sources:
+        armatures[src.arm_obj.name] = src.arm_obj
+        for obj, bone in ((src.target, src.target_bone), (src.pole, src.pole_bone)):
+            if obj is not None:
+                (armatures if bone else objects)[obj.name] = obj
+                if bone:
+                    target_matrix(obj, bone)  # validates the bone name before the loop
+    world = {name: np.empty((n, 4, 4)) for name in {**objects, **armatures}}
+    poses = {name: np.empty((n, len(obj.pose.bones), 4, 4)) for name, obj in armatures.items()}
     current = scene.frame_current, scene.frame_subframe
     try:
         for i, frame in enumerate(frames):
             scene.frame_set(int(frame))
-            for src, samples in zip(sources, out):
-                samples.base[i] = base_matrix(src.arm_obj, src.root)
-                samples.target[i] = target_matrix(src.target, src.target_bone)
-                if src.pole is not None:
-                    samples.pole[i] = target_matrix(src.pole, src.pole_bone)[:3, 3]
+            for name, obj in objects.items():
+                world[name][i] = obj.matrix_world
+            for name, obj in armatures.items():
+                world[name][i] = obj.matrix_world
+                poses[name][i] = _pose_buffer(obj)
     finally:
         scene.frame_set(current[0], subframe=current[1])
+    bone_index = {name: {b.name: k for k, b in enumerate(obj.pose.bones)} for name, obj in armatures.items()}
+
+    def world_of(obj: bpy.types.Object, bone: str) -> np.ndarray:
+        if not bone:
+            return world[obj.name]
+        return world[obj.name] @ poses[obj.name][:, bone_index[obj.name][bone]]
+
+    out = []
+    for src in sources:
+        arm = src.arm_obj
+        parent = src.root.parent
+        if parent is None:
+            base = world[arm.name].copy()
+        else:
+            rest_inv = np.linalg.inv(matrix_to_array(parent.bone.matrix_local))
+            base = world[arm.name] @ poses[arm.name][:, bone_index[arm.name][parent.name]] @ rest_inv
+        pole = world_of(src.pole, src.pole_bone)[:, :3, 3].copy() if src.pole is not None else None
+        out.append(ChainSamples(base, world_of(src.target, src.target_bone).copy(), pole))
     return out
 
 
