@@ -32,17 +32,20 @@ def solve_track(
     solver: Solver,
     targets: np.ndarray,
     q0: np.ndarray | None = None,
-    max_jump: float = 0.25,
+    max_jump: float = 0.1,
     progress=None,
+    segment: int = 32,
     **options: np.ndarray,
 ) -> IKResult:
-    """Solve a take: every frame at once from ``q0``, then repair frames that missed or jumped.
+    """Solve a take in batched segments, each warm-started from the previous one, then repair.
 
-    Solving the whole take as one batch is what makes a bake fast (numpy's cost is per call,
-    not per frame), and starting every frame from the same pose keeps the solution a smooth
-    function of the target with no drift over a long take. Frames that did not converge, or
-    whose configuration jumps by more than ``max_jump`` from the previous frame, are solved
-    again in order, warm-started from the previous frame, and the better answer is kept.
+    Frames are solved ``segment`` at a time in one batch, every frame of a segment starting
+    from the last solved frame of the segment before (the first from ``q0``). Batches make a
+    bake fast (numpy's cost is per call, not per frame), and short segments keep each frame
+    close to its start so the answer stays on the same IK branch over a long path. Frames that
+    did not converge, or whose configuration jumps by more than ``max_jump`` from the previous
+    frame, are solved again in order, warm-started from the previous frame, and the better
+    answer is kept.
 
     Args:
         solver: Any solver.
@@ -51,16 +54,27 @@ def solve_track(
         max_jump: Largest change of any variable between consecutive frames [rad or m] that is
             accepted without a warm-started retry.
         progress: Optional ``progress(done, total)`` callback.
+        segment: Frames per batch (>= 1).
         **options: Per-frame solver options with a leading N axis (for example ``pole``).
 
     Returns:
         An :class:`IKResult` of batch shape (N,).
     """
     n = len(targets)
-    result = solver.solve(targets, q0, **options)
-    if progress is not None:
-        progress(max(n - 1, 0), n)
-    fields = {f: np.array(getattr(result, f)) for f in IKResult.__dataclass_fields__}
+    if segment < 1:
+        raise InvalidInputError(f"segment must be >= 1, got {segment}")
+    start = solver.skeleton.preferred_q if q0 is None else np.asarray(q0, dtype=float)
+    parts = []
+    for lo in range(0, n, segment):
+        hi = min(lo + segment, n)
+        part = solver.solve(targets[lo:hi], start, **_frame_options(options, slice(lo, hi)))
+        parts.append(part)
+        start = part.q[-1]
+        if progress is not None:
+            progress(hi, n)
+    if not parts:
+        return solver.solve(targets, q0, **options)
+    fields = {f: np.concatenate([getattr(p, f) for p in parts]) for f in IKResult.__dataclass_fields__}
     q = fields["q"]
     for i in range(1, n):
         jump = float(np.max(np.abs(q[i] - q[i - 1]), initial=0.0))
@@ -76,8 +90,6 @@ def solve_track(
         if better:
             for f in fields:
                 fields[f][i] = getattr(retry, f)
-    if progress is not None:
-        progress(n, n)
     return IKResult(**fields)
 
 
