@@ -1,0 +1,291 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Robot IK benchmark (TRAC-IK's protocol): our DLS solver against roboticstoolbox and ikpy.
+
+Run from the repo root: ``.venvs/bench/bin/python bench/bench_robots.py [--n 10000]
+[--robots ur5,panda,iiwa] [--json] [--quick]``. The bench venv holds the peers
+(bench/requirements-peers.txt); ``ik_core`` is imported from this checkout.
+
+Protocol: for each robot (official URDFs in /work/shared/robots, tool frame 'tool0', or
+'panda_link8' for the Panda), n configurations drawn uniformly inside the URDF limits with a
+fixed seed; the target is the tool frame's full pose; every solve starts from the middle of
+the limits. Success: position error <= 1e-5 m and rotation error <= 1e-5 rad, recomputed with
+OUR forward kinematics from each solver's answer, every joint inside its limits, and (for
+targets solved one at a time) a wall time of at most 5 ms. Rows:
+
+* dls/batch: all n targets in one call (success within the 5 ms per-target budget is implied
+  by the amortized time); median/p99 do not apply.
+* dls/single, rtb-ik_LM/single, ikpy/single: targets one at a time on a subsample.
+* dls/track: smooth joint paths (sums of sines inside the limits), their tool poses as
+  targets, each frame warm-started from the previous answer (frame 0 from the path's own
+  start, as when a rig is already posed); success is per frame, ``max_jump_rad`` the largest
+  joint change between consecutive frames (goal: <= 0.1 rad).
+
+Timings are wall-clock on whatever else the machine runs (BLAS limited to one thread); the
+table says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+import warnings
+from pathlib import Path
+
+# One BLAS thread: the machine is shared, and the batched solver's products are small anyway.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ik_core.kinematics import effector_poses  # noqa: E402
+from ik_core.rotations import rotation_error  # noqa: E402
+from ik_core.solvers.dls import DLSSolver  # noqa: E402
+from ik_core.urdf import load_urdf, parse_urdf  # noqa: E402
+
+ROBOTS_DIR = ROOT.parent / "shared" / "robots"
+ROBOTS = {
+    "ur5": ("ur5.urdf", "tool0"),
+    "panda": ("panda.urdf", "panda_link8"),
+    "iiwa": ("lbr_iiwa_14_r820.urdf", "tool0"),
+}
+POS_TOL, ROT_TOL, BUDGET_S = 1e-5, 1e-5, 0.005
+SEED = 20240607
+
+
+def make_solver(skeleton, tip: str, time_budget_s: float | None) -> DLSSolver:
+    """Our solver as benchmarked: full pose, the protocol's tolerances, default tuning."""
+    return DLSSolver(
+        skeleton, tip, mode="full", tolerance=POS_TOL, rotation_tolerance=ROT_TOL,
+        max_iterations=300, restarts=100, time_budget_s=time_budget_s, seed=0,
+    )
+
+
+def check(skeleton, q: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """(N,) protocol success of answers q (N, dof) for target poses (N, 4, 4), ignoring time."""
+    q = np.asarray(q, dtype=float)
+    finite = np.all(np.isfinite(q), axis=-1)
+    q = np.where(finite[:, None], q, 0.0)
+    poses = effector_poses(skeleton, q, 0)
+    pos = np.linalg.norm(poses[:, :3, 3] - targets[:, :3, 3], axis=-1)
+    rot = rotation_error(poses[:, :3, :3], targets[:, :3, :3])
+    inside = np.all((q >= skeleton.lower) & (q <= skeleton.upper), axis=-1)
+    return finite & (pos <= POS_TOL) & (rot <= ROT_TOL) & inside
+
+
+def row(robot: str, solver: str, mode: str, ok: np.ndarray, times: np.ndarray | None, total: float, **extra) -> dict:
+    out = {
+        "robot": robot, "solver": solver, "mode": mode, "n": int(len(ok)),
+        "success_rate": float(np.mean(ok)) if len(ok) else float("nan"),
+        "median_ms": None if times is None else float(np.median(times) * 1e3),
+        "p99_ms": None if times is None else float(np.percentile(times, 99) * 1e3),
+        "amortized_ms": total / max(len(ok), 1) * 1e3,
+    }
+    out.update(extra)
+    return out
+
+
+def bench_batch(robot, skeleton, tip, targets, mid) -> dict:
+    solver = make_solver(skeleton, tip, BUDGET_S)
+    solver.solve(targets[:8], mid)  # first-call imports and caches out of the timing
+    t0 = time.perf_counter()
+    res = solver.solve(targets, mid)
+    total = time.perf_counter() - t0
+    ok = check(skeleton, res.q, targets)
+    return row(robot, "dls", "batch", ok, None, total, mean_iterations=float(res.iterations.mean()))
+
+
+def bench_single(robot, skeleton, tip, targets, mid) -> dict:
+    solver = make_solver(skeleton, tip, BUDGET_S)
+    solver.solve(targets[0], mid)
+    qs, times = [], []
+    for T in targets:
+        t0 = time.perf_counter()
+        res = solver.solve(T, mid)
+        times.append(time.perf_counter() - t0)
+        qs.append(res.q)
+    times = np.array(times)
+    reached = check(skeleton, np.array(qs), targets)
+    return row(robot, "dls", "single", reached & (times <= BUDGET_S), times, float(times.sum()),
+               success_no_budget=float(np.mean(reached)))
+
+
+def _strip_meshes(text: str) -> str:
+    # roboticstoolbox resolves package:// meshes when it reads a URDF; the kinematics need none.
+    return re.sub(r"<visual>.*?</visual>|<collision>.*?</collision>", "", text, flags=re.S)
+
+
+def bench_rtb(robot, skeleton, path, tip, targets, mid) -> dict | None:
+    try:
+        import roboticstoolbox as rtb
+        from roboticstoolbox.models.URDF.URDFRobot import URDF_file
+    except ImportError:
+        return None
+    elinks, name, _ = URDF_file(str(path), patch=_strip_meshes)
+    ets = rtb.Robot(elinks, name=name).ets(end=tip)
+    # Same joint order as ours: compare forward kinematics once.
+    q_probe = np.linspace(-0.5, 0.5, skeleton.dof)
+    assert np.allclose(ets.fkine(q_probe).A, effector_poses(skeleton, q_probe, 0), atol=1e-9)
+    qs, times = [], []
+    ets.ik_LM(targets[0], q0=mid, ilimit=30, slimit=100, tol=1e-12, joint_limits=True)
+    for T in targets:
+        t0 = time.perf_counter()
+        sol = ets.ik_LM(T, q0=mid, ilimit=30, slimit=100, tol=1e-12, joint_limits=True)
+        times.append(time.perf_counter() - t0)
+        qs.append(np.asarray(sol.q, dtype=float))
+    times = np.array(times)
+    ok = check(skeleton, np.array(qs), targets) & (times <= BUDGET_S)
+    return row(robot, "rtb-ik_LM", "single", ok, times, float(times.sum()),
+               success_no_budget=float(np.mean(check(skeleton, np.array(qs), targets))))
+
+
+def bench_ikpy(robot, skeleton, path, tip, targets, mid) -> dict | None:
+    try:
+        from ikpy.chain import Chain
+    except ImportError:
+        return None
+    model = parse_urdf(path)
+    by_child = {j.child: j for j in model.joints}
+    elements = [tip]
+    while elements[-1] in by_child:  # link, joint, link, ... from the tip up to the root
+        j = by_child[elements[-1]]
+        elements += [j.name, j.parent]
+    elements.reverse()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        chain = Chain.from_urdf_file(str(path), base_elements=elements)
+        active = np.array([link.joint_type != "fixed" for link in chain.links])
+        chain = Chain.from_urdf_file(str(path), base_elements=elements, active_links_mask=list(active))
+    start = np.zeros(len(chain.links))
+    start[active] = mid
+    qs, times = [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for T in targets:
+            t0 = time.perf_counter()
+            sol = chain.inverse_kinematics(T[:3, 3], T[:3, :3], orientation_mode="all", initial_position=start)
+            times.append(time.perf_counter() - t0)
+            qs.append(np.asarray(sol)[active])
+    times = np.array(times)
+    ok = check(skeleton, np.array(qs), targets) & (times <= BUDGET_S)
+    return row(robot, "ikpy", "single", ok, times, float(times.sum()),
+               success_no_budget=float(np.mean(check(skeleton, np.array(qs), targets))))
+
+
+def smooth_paths(skeleton, paths: int, frames: int, rng: np.random.Generator) -> np.ndarray:
+    """(paths, frames, dof) joint paths: two sines per joint, inside the limits, <= ~0.04 rad/frame."""
+    lo, hi = skeleton.lower, skeleton.upper
+    half = np.minimum(0.5 * (hi - lo), np.pi)
+    mid = 0.5 * (lo + hi)
+    t = np.arange(frames)[:, None] / frames
+    out = np.empty((paths, frames, skeleton.dof))
+    for p in range(paths):
+        center = mid + rng.uniform(-0.25, 0.25, skeleton.dof) * half
+        a1, a2 = rng.uniform(0.15, 0.35, (2, skeleton.dof)) * half
+        f1, f2 = rng.integers(1, 4, (2, skeleton.dof))
+        ph1, ph2 = rng.uniform(0, 2 * np.pi, (2, skeleton.dof))
+        out[p] = center + a1 * np.sin(2 * np.pi * f1 * t + ph1) + a2 * np.sin(2 * np.pi * f2 * t + ph2)
+    return np.clip(out, lo, hi)
+
+
+def bench_track(robot, skeleton, tip, paths: int, frames: int, rng) -> dict:
+    solver = make_solver(skeleton, tip, None)
+    qpaths = smooth_paths(skeleton, paths, frames, rng)
+    oks, times, jumps = [], [], []
+    for qp in qpaths:
+        targets = effector_poses(skeleton, qp, 0)
+        q = qp[0]
+        prev = q
+        qs = []
+        for T in targets:
+            t0 = time.perf_counter()
+            res = solver.solve(T, q)
+            times.append(time.perf_counter() - t0)
+            q = res.q
+            qs.append(q)
+            jumps.append(float(np.max(np.abs(q - prev))))
+            prev = q
+        oks.append(check(skeleton, np.array(qs), targets))
+    times = np.array(times)
+    jumps = np.array(jumps)
+    return row(robot, "dls", "track", np.concatenate(oks), times, float(times.sum()),
+               max_jump_rad=float(jumps.max()), jumps_over_0_1_rad=int(np.count_nonzero(jumps > 0.1)))
+
+
+def fmt(value, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=10_000, help="targets per robot (batch row)")
+    parser.add_argument("--robots", default="ur5,panda,iiwa", help=f"comma list of {', '.join(ROBOTS)}")
+    parser.add_argument("--json", action="store_true", help="print one JSON object per row")
+    parser.add_argument("--quick", action="store_true", help="small sizes for development")
+    parser.add_argument("--single", type=int, default=1000, help="targets solved one at a time (ours)")
+    parser.add_argument("--rtb", type=int, default=2000, help="targets for roboticstoolbox (0: skip)")
+    parser.add_argument("--ikpy", type=int, default=100, help="targets for ikpy (0: skip)")
+    parser.add_argument("--paths", type=int, default=3, help="tracking paths per robot")
+    parser.add_argument("--frames", type=int, default=1000, help="frames per tracking path")
+    args = parser.parse_args()
+    if args.quick:
+        args.n, args.single, args.rtb, args.ikpy, args.paths, args.frames = 500, 100, 100, 10, 1, 300
+    robots = [r.strip() for r in args.robots.split(",") if r.strip()]
+    unknown = [r for r in robots if r not in ROBOTS]
+    if unknown:
+        parser.error(f"unknown robot(s) {', '.join(unknown)}; valid: {', '.join(ROBOTS)}")
+
+    rows = []
+    started = time.perf_counter()
+    for robot in robots:
+        file, tip = ROBOTS[robot]
+        path = ROBOTS_DIR / file
+        skeleton = load_urdf(path, tip_links=tip)
+        rng = np.random.default_rng(SEED)
+        q_true = rng.uniform(skeleton.lower, skeleton.upper, (args.n, skeleton.dof))
+        targets = effector_poses(skeleton, q_true, 0)
+        mid = skeleton.mid_q()
+        rows.append(bench_batch(robot, skeleton, tip, targets, mid))
+        rows.append(bench_single(robot, skeleton, tip, targets[: args.single], mid))
+        if args.rtb:
+            r = bench_rtb(robot, skeleton, path, tip, targets[: args.rtb], mid)
+            rows += [r] if r else []
+        if args.ikpy:
+            r = bench_ikpy(robot, skeleton, path, tip, targets[: args.ikpy], mid)
+            rows += [r] if r else []
+        if args.paths and args.frames:
+            rows.append(bench_track(robot, skeleton, tip, args.paths, args.frames, rng))
+    if args.json:
+        for r in rows:
+            print(json.dumps(r))
+        return 0
+    head = (
+        f"{'robot':6s} {'solver':10s} {'mode':6s} {'n':>6s} {'success':>8s} {'median_ms':>9s} {'p99_ms':>8s} "
+        f"{'amort_ms':>8s}  notes"
+    )
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        notes = []
+        if "success_no_budget" in r:
+            notes.append(f"{r['success_no_budget'] * 100:.2f}% reached regardless of time")
+        if "max_jump_rad" in r:
+            notes.append(f"max joint jump {r['max_jump_rad']:.3f} rad, {r['jumps_over_0_1_rad']} frames > 0.1 rad")
+        if "mean_iterations" in r:
+            notes.append(f"{r['mean_iterations']:.1f} iterations/target")
+        print(
+            f"{r['robot']:6s} {r['solver']:10s} {r['mode']:6s} {r['n']:6d} {r['success_rate'] * 100:7.2f}% "
+            f"{fmt(r['median_ms'], '9.3f')} {fmt(r['p99_ms'], '8.3f')} {r['amortized_ms']:8.4f}  {'; '.join(notes)}"
+        )
+    print(f"numpy {np.__version__}; wall-clock times on a shared machine; total {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,386 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Damped least squares (Levenberg-Marquardt) IK, batched over targets, with random restarts."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from ..limits import project_configuration
+from ..skeleton import JointKind, Skeleton
+from .base import Solver, Targets
+from .dls_kinematics import EffectorModel, rotation_log
+from .dls_linalg import spd_solve
+from .dls_restarts import Particles, RestartPolicy
+from .dls_seeds import SeedLibrary
+
+# Rows of the 6-D error (x, y, z, rx, ry, rz) each mode drives.
+_MODE_ROWS = {"position": 3, "aim": 6, "full": 6}
+# Above this batch size einsum's matrix-vector products beat batched matmul's.
+_EINSUM_BATCH = 256
+# Weighted error norm below which the null-space pull fades in proportion.
+_NULL_FADE = 0.1
+# Component orders of the cross product a x b = a[_C1] b[_C2] - a[_C2] b[_C1].
+_C1, _C2 = np.array([1, 2, 0]), np.array([2, 0, 1])
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cross products over the last axis; far cheaper than ``np.cross`` on small arrays."""
+    return a[..., _C1] * b[..., _C2] - a[..., _C2] * b[..., _C1]
+
+
+class DLSSolver(Solver):
+    """Levenberg-Marquardt damped least squares on the SE(3) log error, with random restarts.
+
+    All targets of a batch iterate together: per iteration one batched forward-kinematics and
+    Jacobian evaluation and one batched (m x m) solve, where m is the number of task rows.
+    The damping adapts per target (smaller after a step that lowers the weighted error,
+    larger after one that does not, which is then undone), so steps are Gauss-Newton near a
+    solution and gradient-like near singularities. Every step is clamped to the joint limits;
+    on redundant chains a null-space term pulls toward ``skeleton.preferred_q``, joints with
+    ``stiffness`` s move (1 - s) times as readily. Targets whose error stalls restart, several
+    seeds at a time, from the entries of a seeded library of in-limit configurations whose
+    effector poses lie nearest the target (then from uniform draws): identical calls give
+    identical results, and warm starts that converge never restart, so they keep the nearby
+    solution.
+
+    Args:
+        skeleton: The skeleton to pose.
+        effectors: Effector name(s) or index(es) driven by the targets.
+        mode: "position", "aim" (position plus ``aim_axis`` of the effector along the target's
+            same axis) or "full" (6-D pose).
+        tolerance: Position tolerance [m].
+        rotation_tolerance: Rotation (or aim) tolerance [rad].
+        max_iterations: Iteration budget per target, restarts included.
+        aim_axis: (3,) axis in the effector frame used by "aim" mode.
+        weights: (6,) non-negative weights of the error rows x, y, z [1/m^2] and rx, ry, rz
+            [1/rad^2] (world axes); they shape the path, not the convergence test.
+        damping: Initial Levenberg-Marquardt damping [m^2].
+        min_damping: Damping floor [m^2]; keeps every system positive definite.
+        null_space_gain: Pull per iteration toward ``preferred_q`` on redundant chains, as a
+            fraction of the distance (0 disables it).
+        restarts: Restart seeds allowed per target (0 disables restarts).
+        restart_batch: Seeds started in parallel at a target's first restart.
+        stall_iterations: Iterations an attempt may go without cutting its weighted error by
+            30 % before it is abandoned for a restart.
+        time_budget_s: Wall-clock budget per target [s]; a batch of N targets stops after
+            N times this. ``None`` means only the iteration budget applies.
+        seed: Seed of the seed library and of the uniform restart draws.
+        limit_passes: Times a step is solved again without the joints it pushed onto a limit.
+        library_size: Configurations in the restart library (0: uniform restarts only).
+
+    Raises:
+        InvalidInputError: A weight is negative or all are zero, or a parameter is out of range.
+    """
+
+    name = "dls"
+
+    def __init__(
+        self,
+        skeleton: Skeleton,
+        effectors: str | int | Sequence[str | int] = 0,
+        *,
+        mode: str = "full",
+        tolerance: float = 1e-5,
+        rotation_tolerance: float = 1e-5,
+        max_iterations: int = 100,
+        aim_axis: Sequence[float] = (0.0, 0.0, 1.0),
+        weights: Sequence[float] = (1.0, 1.0, 1.0, 1.0, 1.0, 1.0),
+        damping: float = 1.0,
+        min_damping: float = 1e-9,
+        null_space_gain: float = 0.05,
+        restarts: int = 50,
+        restart_batch: int = 4,
+        stall_iterations: int = 6,
+        time_budget_s: float | None = None,
+        seed: int = 0,
+        limit_passes: int = 1,
+        library_size: int = 2048,
+    ) -> None:
+        super().__init__(
+            skeleton, effectors, mode=mode, tolerance=tolerance, rotation_tolerance=rotation_tolerance,
+            max_iterations=max_iterations, aim_axis=aim_axis,
+        )
+        w = np.asarray(weights, dtype=float)
+        if w.shape != (6,) or not np.all(np.isfinite(w)) or np.any(w < 0) or not np.any(w[: _MODE_ROWS[mode]] > 0):
+            raise InvalidInputError(
+                f"weights must be 6 finite values >= 0 (x, y, z, rx, ry, rz), not all zero for mode "
+                f"{mode!r}; got {weights!r}"
+            )
+        for label, value in (("damping", damping), ("min_damping", min_damping)):
+            if not (np.isfinite(value) and value > 0):
+                raise InvalidInputError(f"{label} must be a finite number > 0, got {value!r}")
+        if not (np.isfinite(null_space_gain) and 0 <= null_space_gain <= 1):
+            raise InvalidInputError(f"null_space_gain must be in [0, 1], got {null_space_gain!r}")
+        if time_budget_s is not None and not time_budget_s > 0:
+            raise InvalidInputError(f"time_budget_s must be > 0 s or None, got {time_budget_s!r}")
+        if int(limit_passes) < 0:
+            raise InvalidInputError(f"limit_passes must be >= 0, got {limit_passes!r}")
+        self.policy = RestartPolicy(
+            restarts=restarts, batch=restart_batch, stall_iterations=stall_iterations, seed=seed
+        )
+        self.weights = w
+        self.damping = float(damping)
+        self.min_damping = float(min_damping)
+        self.null_space_gain = float(null_space_gain)
+        self.time_budget_s = time_budget_s
+        self.limit_passes = int(limit_passes)
+        self.model = EffectorModel(skeleton, self.effector_ids)
+        rows = _MODE_ROWS[mode]
+        self._sqrt_w = np.tile(np.sqrt(w[:rows]), len(self.effector_ids))
+        self._weighted = bool(np.any(self._sqrt_w != 1.0))
+        self._eye = {k: np.eye(k) for k in {len(self._sqrt_w), skeleton.dof}}
+        self._lo, self._hi = np.asarray(skeleton.lower), np.asarray(skeleton.upper)
+        # Ball joints with cone/twist limits need a projection beyond the box clamp.
+        self._project = any(j.kind is JointKind.BALL and j.limit is not None and j.dof for j in skeleton.joints)
+        self._pref = np.asarray(skeleton.preferred_q)
+        # Stiff joints get proportionally shorter columns, hence smaller steps.
+        self._col_scale = 1.0 - np.asarray(skeleton.stiffness)
+        self._scaled = bool(np.any(self._col_scale != 1.0))
+        self._null = null_space_gain > 0 and skeleton.dof > len(self._sqrt_w)
+        lo, hi = np.asarray(skeleton.lower), np.asarray(skeleton.upper)
+        span = np.where(np.isfinite(hi - lo), hi - lo, 2.0 * np.pi)
+        # Null-space pull in range-normalised units, so wide joints are not favoured.
+        self._null_w = null_space_gain * (np.pi / span) ** 2 * np.where(np.isfinite(hi - lo), 1.0, 0.0)
+        self._reach = [self.model.reach(k) for k in range(len(self.effector_ids))]
+        self._last_restarts: np.ndarray | None = None
+        self._cache: tuple | None = None
+        if int(library_size) < 0:
+            raise InvalidInputError(f"library_size must be >= 0, got {library_size!r}")
+        self.library_size = int(library_size)
+        self._library: SeedLibrary | None = None
+        if self.policy.restarts > 0:
+            self.seed_library()  # built now (a few ms) rather than inside the first timed solve
+
+    def seed_library(self) -> SeedLibrary | None:
+        """The restart library (built on first use), or None when ``library_size`` is 0."""
+        if self._library is None and self.library_size > 0:
+            reach = max((r for _, r in self._reach), default=0.0)
+            self._library = SeedLibrary(
+                self.model, self._lo, self._hi, self.library_size, self.mode, self.aim_axis,
+                rotation_scale=0.3 * reach if reach > 0 else 0.3, seed=self.policy.seed,
+            )
+        return self._library
+
+    # --- residuals -------------------------------------------------------------------------
+    def _residual(
+        self, poses: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, J: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray]:
+        """Weighted error rows and Jacobian, plus the worst position and rotation errors.
+
+        Args:
+            poses: (P, E, 3, 4) effector poses.
+            tp: (P, E, 3) target positions [m].
+            tr: (P, E, 3, 3) target rotations ("full"), (P, E, 3) target aim directions
+                ("aim") or None ("position").
+            J: Optional (P, E, 6, dof) Jacobians.
+
+        Returns:
+            ew (P, m), Jw (P, m, dof) or None, position error (P,) [m], rotation error (P,) [rad].
+        """
+        P, E = poses.shape[:2]
+        dp = tp - poses[..., 3]
+        pos_err = np.hypot.reduce(dp, -1)
+        pos_err = pos_err[:, 0] if E == 1 else pos_err.max(axis=1)
+        if self.mode == "position":
+            e, Jr, rot_err = dp, None if J is None else J[:, :, :3], np.zeros(P)
+        elif self.mode == "full":
+            w, angle = rotation_log(tr @ poses[..., :3].swapaxes(-1, -2))
+            e = np.concatenate([dp, w.reshape(P, E, 3)], axis=-1)
+            Jr, rot_err = J, (angle if E == 1 else angle.reshape(P, E).max(axis=1))
+        else:
+            e, Jr, rot_err = self._aim_residual(poses, dp, tr, J)
+        ew = e.reshape(P, -1)
+        if self._weighted:
+            ew = ew * self._sqrt_w
+        if Jr is None:
+            return ew, None, pos_err, rot_err
+        Jw = Jr.reshape(P, -1, Jr.shape[-1])
+        if self._weighted:
+            Jw = Jw * self._sqrt_w[:, None]
+        if self._scaled:
+            Jw = Jw * self._col_scale
+        return ew, Jw, pos_err, rot_err
+
+    def _aim_residual(
+        self, poses: np.ndarray, dp: np.ndarray, b: np.ndarray, J: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        """Error rows (P, E, 6), Jacobians (P, E, 6, dof) and worst angle (P,) of "aim" mode."""
+        a = poses[..., :3] @ self.aim_axis
+        cross = _cross(a, b)
+        sn = np.hypot.reduce(cross, -1)
+        angle = np.arctan2(sn, np.add.reduce(a * b, -1))
+        flip = sn < 1e-12
+        if flip.any():
+            # Opposite axes: any perpendicular rotation axis works; take one through a helper.
+            helper = np.where(np.abs(a[..., :1]) < 0.9, [1.0, 0.0, 0.0], [0.0, 1.0, 0.0])
+            alt = _cross(a, helper)
+            cross = np.where(flip[..., None], alt, cross)
+            sn = np.where(flip, np.linalg.norm(alt, axis=-1), sn)
+        w = cross * (angle / np.maximum(sn, 1e-300))[..., None]
+        Jr = None
+        if J is not None:
+            # Spinning about the effector's own aim axis leaves the error unchanged: drop it.
+            Jang = J[:, :, 3:]
+            Jang = Jang - a[..., :, None] * (a[..., None, :] @ Jang)
+            Jr = np.concatenate([J[:, :, :3], Jang], axis=2)
+        return np.concatenate([dp, w], axis=-1), Jr, angle.max(axis=1)
+
+    def _evaluate(self, q: np.ndarray, tp: np.ndarray, tr: np.ndarray | None) -> tuple[np.ndarray, ...]:
+        """ew, Jw, 0.5 |ew|^2, position and rotation errors for configurations q (P, dof)."""
+        poses, J = self.model.poses_and_jacobians(q)
+        ew, Jw, pe, re = self._residual(poses, tp, tr, J)
+        return ew, Jw, 0.5 * np.add.reduce(ew * ew, -1), pe, re
+
+    def _direction(self, ew: np.ndarray, Jw: np.ndarray, lam: np.ndarray, z: np.ndarray | None) -> np.ndarray:
+        """Damped least-squares step (P, dof) for weighted errors ew (P, m), Jacobians Jw (P, m, dof).
+
+        ``z`` (P, dof) is an optional joint-space motion projected onto the (damped) null space.
+        """
+        P, m, n = Jw.shape
+        big = P > _EINSUM_BATCH
+        # A contiguous transpose makes the batched products several times faster.
+        JwT = np.ascontiguousarray(Jw.transpose(0, 2, 1))
+        if m <= n:
+            A = Jw @ JwT
+            A.reshape(P, m * m)[:, :: m + 1] += lam[:, None]
+            if z is not None:
+                # (I - Jw^+ Jw) z + Jw^+ ew = z + Jw^+ (ew - Jw z): one right-hand side, not two.
+                ew = ew - (np.einsum("pij,pj->pi", Jw, z) if big else (Jw @ z[..., None])[..., 0])
+            y = spd_solve(A, ew[..., None])
+            dq = np.einsum("pij,pi->pj", Jw, y[..., 0]) if big else (JwT @ y)[..., 0]
+            return dq if z is None else dq + z
+        A = JwT @ Jw
+        A.reshape(P, n * n)[:, :: n + 1] += lam[:, None]
+        return spd_solve(A, (JwT @ ew[..., None]))[..., 0]
+
+    def _step(self, q: np.ndarray, ew: np.ndarray, Jw: np.ndarray, E: np.ndarray, lam: np.ndarray) -> np.ndarray:
+        """One damped least-squares step from q (P, dof), kept inside the limits.
+
+        Joints the step would push past a limit are stopped on it and the step is solved again
+        for the other joints, with the error left by the stopped ones: plain clamping would
+        leave that error to the next iteration, which stalls on every limit.
+        """
+        z = None
+        if self._null:
+            # Fading the pull with the error keeps its second-order effect below the error.
+            fade = np.minimum(np.sqrt(2.0 * E) * (1.0 / _NULL_FADE), 1.0)
+            z = (self._pref - q) * (self._null_w * fade[:, None])
+        dq = self._direction(ew, Jw, lam, z)
+        if self._scaled:
+            dq = dq * self._col_scale
+        lo, hi = self._lo, self._hi
+        q_new = q + dq
+        out = (q_new < lo) | (q_new > hi)
+        if not out.any():
+            return project_configuration(self.skeleton, q_new) if self._project else q_new
+        rows = np.nonzero(out.any(axis=-1))[0]
+        for _ in range(self.limit_passes):
+            if not len(rows):
+                break
+            qr, held, Jr = q[rows], out[rows], Jw[rows]
+            fixed = np.where(held, np.minimum(np.maximum(q_new[rows], lo), hi) - qr, 0.0)
+            free = ~held
+            # Columns are in scaled units when stiffness applies: undo the scale on the fixed part.
+            fixed_scaled = fixed / self._col_scale if self._scaled else fixed
+            er = ew[rows] - (Jr @ fixed_scaled[..., None])[..., 0]
+            zr = None if z is None else z[rows] * free
+            d = self._direction(er, Jr * free[:, None, :], lam[rows], zr) * free
+            if self._scaled:
+                d = d * self._col_scale
+            qn = qr + fixed + d
+            q_new[rows] = qn
+            out_r = ((qn < lo) | (qn > hi)) & free
+            out[rows] = held | out_r
+            rows = rows[out_r.any(axis=-1)]
+        q_new = np.minimum(np.maximum(q_new, lo), hi)
+        return project_configuration(self.skeleton, q_new) if self._project else q_new
+
+    # --- the solve -------------------------------------------------------------------------
+    def _solve(self, targets: Targets, q0: np.ndarray, **options: object) -> tuple[np.ndarray, np.ndarray]:
+        if options:
+            raise InvalidInputError(
+                f"DLSSolver.solve takes no per-call options, got {', '.join(sorted(options))}; set "
+                "weights, damping, restarts and budgets in the constructor"
+            )
+        start = time.perf_counter()
+        batch = targets.batch_shape
+        dof = self.skeleton.dof
+        N = int(np.prod(batch, dtype=int))
+        if N == 0:
+            self._last_restarts = np.zeros(batch, dtype=int)
+            return q0, np.zeros(batch, dtype=int)
+        E = len(self.effector_ids)
+        tp = targets.positions.reshape(N, E, 3)
+        if self.mode == "full":
+            tr = targets.rotations.reshape(N, E, 3, 3)
+        elif self.mode == "aim":
+            tr = targets.rotations.reshape(N, E, 3, 3) @ self.aim_axis
+        else:
+            tr = None
+        deadline = None if self.time_budget_s is None else start + self.time_budget_s * max(N, 1)
+        pts = Particles(self, q0.reshape(N, dof), tp, tr)
+        k = 0
+        while pts.size and k < self.max_iterations:
+            if deadline is not None and time.perf_counter() > deadline:
+                break
+            k += 1
+            q_new = self._step(pts.q, pts.ew, pts.Jw, pts.E, pts.lam)
+            pts.update(q_new, *self._evaluate(q_new, pts.tp, pts.tr), k)
+        pts.finish(k)
+        self._last_restarts = pts.restarts.reshape(batch)
+        q = pts.best_q.reshape(*batch, dof)
+        # The template measures the errors of the answer next; they were just computed.
+        self._cache = (targets, q.copy(), pts.best_pe.reshape(batch), pts.best_re.reshape(batch))
+        return q, pts.iterations.reshape(batch)
+
+    def errors(self, q: np.ndarray, tg: Targets) -> tuple[np.ndarray, np.ndarray]:
+        """(...,) worst position error [m] and rotation (or aim) error [rad] over the effectors."""
+        cache, self._cache = self._cache, None
+        if cache is not None and cache[0] is tg and cache[1].shape == q.shape and np.array_equal(cache[1], q):
+            return cache[2], cache[3]
+        batch = q.shape[:-1]
+        N = int(np.prod(batch, dtype=int))
+        if N == 0:
+            return np.zeros(batch), np.zeros(batch)
+        E = len(self.effector_ids)
+        poses = self.model.poses(q.reshape(N, -1))
+        tr = None
+        if self.mode != "position" and tg.rotations is not None:
+            tr = np.broadcast_to(tg.rotations, (*batch, E, 3, 3)).reshape(N, E, 3, 3)
+            if self.mode == "aim":
+                tr = tr @ self.aim_axis
+        tp = np.broadcast_to(tg.positions, (*batch, E, 3)).reshape(N, E, 3)
+        if tr is None and self.mode != "position":
+            pe = np.sqrt(np.sum((tp - poses[..., 3]) ** 2, axis=-1)).max(axis=1)
+            return pe.reshape(batch), np.zeros(batch)
+        _, _, pe, re = self._residual(poses, tp, tr)
+        return pe.reshape(batch), re.reshape(batch)
+
+    def _unreached_reason(
+        self, tg: Targets, q: np.ndarray, idx: tuple[int, ...], pos_err: float, rot_err: float
+    ) -> str:
+        """Explain one unconverged target: out of reach, held by limits, or out of budget."""
+        for k, (base, reach) in enumerate(self._reach):
+            dist = float(np.linalg.norm(tg.positions[idx][k] - base))
+            if dist > reach + self.tolerance:
+                name = self.skeleton.effectors[self.effector_ids[k]].name
+                return (
+                    f"target {dist:.3g} m from the base exceeds the reach of {reach:.3g} m of "
+                    f"effector {name!r}"
+                )
+        n = 0 if self._last_restarts is None else int(self._last_restarts[idx])
+        errs = f"position error {pos_err:.3g} m"
+        if self.mode != "position":
+            errs += f", {'aim' if self.mode == 'aim' else 'rotation'} error {rot_err:.3g} rad"
+        lo, hi = self.skeleton.lower, self.skeleton.upper
+        qi = q[idx]
+        on_limit = np.isclose(qi, lo, atol=1e-9) | np.isclose(qi, hi, atol=1e-9)
+        if np.any(on_limit):
+            names = np.asarray(self.skeleton.moving_joint_names, dtype=object)
+            held = ", ".join(names[on_limit[: len(names)]][:4]) if len(names) == len(qi) else "some joints"
+            return f"joint limits prevent reaching the target ({held} on a limit; {errs}; after {n} restarts)"
+        return f"iteration or time budget exhausted after {n} restarts ({errs})"
