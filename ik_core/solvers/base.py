@@ -95,12 +95,15 @@ def as_targets(targets: np.ndarray, n_effectors: int) -> Targets:
         if t.ndim < 3 or t.shape[-3] != n_effectors:
             raise InvalidInputError(f"pose targets must have shape (..., {n_effectors}, 4, 4), got {t.shape}")
         R = t[..., :3, :3]
-        # A scaled or sheared target has no single orientation to reach: orthonormalise it.
-        U, _, Vt = np.linalg.svd(R)
-        D = np.ones(R.shape[:-1])
-        D[..., -1] = np.sign(np.linalg.det(U @ Vt))
-        R = (U * D[..., None, :]) @ Vt
-        return Targets(t[..., :3, 3].copy(), R)
+        # A scaled or sheared target has no single orientation to reach: orthonormalise it (the
+        # SVD is skipped in the common case of targets that already are rotations).
+        RtR = np.swapaxes(R, -1, -2) @ R
+        if not np.allclose(RtR, np.eye(3), atol=1e-9) or np.any(np.linalg.det(R) <= 0):
+            U, _, Vt = np.linalg.svd(R)
+            D = np.ones(R.shape[:-1])
+            D[..., -1] = np.sign(np.linalg.det(U @ Vt))
+            R = (U * D[..., None, :]) @ Vt
+        return Targets(t[..., :3, 3].copy(), R.copy())
     if t.ndim >= 1 and t.shape[-1] == 3:
         if n_effectors == 1:
             t = t[..., None, :]
@@ -228,7 +231,7 @@ class Solver(abc.ABC):
                     reason[idx] = "numerical failure; returned the warm start"
                 else:
                     reason[idx] = self._unreached_reason(tg, q, idx, pos_err[idx], rot_err[idx])
-        at_limit = np.isclose(q, self.skeleton.lower, atol=1e-9) | np.isclose(q, self.skeleton.upper, atol=1e-9)
+        at_limit = (np.abs(q - self.skeleton.lower) <= 1e-9) | (np.abs(q - self.skeleton.upper) <= 1e-9)
         return IKResult(
             q=q,
             converged=converged,
