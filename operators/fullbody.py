@@ -49,6 +49,24 @@ def role_map(arm: bpy.types.Object) -> RoleMap:
         raise BodyFailed(str(err)) from None
 
 
+DRIVING_CONSTRAINTS = {"COPY_TRANSFORMS", "COPY_ROTATION", "CHILD_OF", "ARMATURE", "DAMPED_TRACK", "TRACK_TO"}
+
+
+def _check_not_driven(arm: bpy.types.Object, roles: RoleMap) -> None:
+    """Refuse bones whose pose constraints override their keys (a bake would change nothing)."""
+    driven = sorted(
+        bone for bone in roles.bones.values()
+        if any(c.type in DRIVING_CONSTRAINTS and not c.mute and c.influence > 0
+               for c in arm.pose.bones[bone].constraints)
+    )
+    if driven:
+        shown = ", ".join(driven[:6]) + (" ..." if len(driven) > 6 else "")
+        raise BodyFailed(
+            f"{len(driven)} mapped bone(s) follow constraints that override keys ({shown}); map the roles to "
+            "bones you animate directly (for a generated Rigify rig, its FK controls), or bake the metarig"
+        )
+
+
 def _tracker_objects(arm: bpy.types.Object) -> dict[str, bpy.types.Object]:
     body = arm.articulate.body
     objs = {name: getattr(body, name) for name in TRACKERS if getattr(body, name) is not None}
@@ -71,6 +89,7 @@ def bake_body(context: bpy.types.Context, arm: bpy.types.Object, frames: range) 
     """
     body_settings = arm.articulate.body
     roles = role_map(arm)
+    _check_not_driven(arm, roles)
     trackers = _tracker_objects(arm)
     if len(frames) == 0:
         raise BodyFailed("the frame range is empty: the end frame must not precede the start frame")

@@ -98,3 +98,12 @@ def test_tracker_csv_import_and_errors(empty_scene, addon, tmp_path):
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(RuntimeError, match="line 4"):
         bpy.ops.articulate.trackers_import(filepath=str(path))
+
+
+def test_constraint_driven_bones_are_refused(cmu):
+    """A mapped bone driven by Copy Transforms would ignore its keys: the bake refuses and says why."""
+    arm, _ = cmu
+    con = arm.pose.bones["LeftElbow"].constraints.new("COPY_TRANSFORMS")
+    con.target = bpy.data.objects["tracker.head"]
+    with pytest.raises(RuntimeError, match="follow constraints.*LeftElbow"):
+        bpy.ops.articulate.body_bake()
