@@ -84,11 +84,11 @@ def test_bake_respects_the_bones_ik_limits(demo):
         assert abs(e.y) < 1e-4
 
 
-def test_only_the_baked_range_is_replaced(demo):
+def test_only_the_baked_range_is_replaced(demo, addon_module):
     """Keys outside the baked range stay exactly as they were."""
     assert _bake() == {"FINISHED"}
     arm = bpy.data.objects["Arm"]
-    compat = __import__("importlib").import_module(__import__("conftest").ADDON_MODULE + ".operators.compat")
+    compat = addon_module("operators.compat")
     outside = {(fc.data_path, fc.array_index): [tuple(k.co) for k in fc.keyframe_points if k.co[0] > 20]
                for fc in compat.iter_fcurves(arm)}
     assert _bake(frame_start=5, frame_end=20) == {"FINISHED"}
@@ -112,13 +112,13 @@ def test_unreachable_frames_are_reported_and_marked(demo, tmp_path):
     assert [m.frame for m in bpy.context.scene.timeline_markers if m.name.startswith("IK miss")] == [10, 11, 12]
 
 
-def test_clear_bake_removes_the_range(demo):
+def test_clear_bake_removes_the_range(demo, addon_module):
     """Clearing removes the chain bones' rotation keys inside the scene's bake range only."""
     assert _bake() == {"FINISHED"}
     settings = bpy.context.scene.articulate
     settings.frame_start, settings.frame_end = 10, 19
     assert bpy.ops.articulate.clear_bake() == {"FINISHED"}
-    compat = __import__("importlib").import_module(__import__("conftest").ADDON_MODULE + ".operators.compat")
+    compat = addon_module("operators.compat")
     for fc in compat.iter_fcurves(bpy.data.objects["Arm"]):
         frames = [k.co[0] for k in fc.keyframe_points]
         assert frames == [f for f in range(1, 31) if not 10 <= f <= 19]
@@ -216,13 +216,13 @@ def test_linked_armature_is_refused(demo, tmp_path):
 
 
 @pytest.mark.parametrize("mode", ["QUATERNION", "XYZ", "ZXY", "YZX", "AXIS_ANGLE"])
-def test_bake_keys_each_rotation_mode_continuously(demo, mode):
+def test_bake_keys_each_rotation_mode_continuously(demo, addon_module, mode):
     """Bones in any rotation mode are keyed in that mode, reach the target, and never flip between frames."""
     arm, target = bpy.data.objects["Arm"], bpy.data.objects["Target"]
     for pb in arm.pose.bones:
         pb.rotation_mode = mode
     assert _bake() == {"FINISHED"}
-    compat = __import__("importlib").import_module(__import__("conftest").ADDON_MODULE + ".operators.compat")
+    compat = addon_module("operators.compat")
     prop = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}.get(mode, "rotation_euler")
     curves = compat.iter_fcurves(arm)
     assert curves and all(fc.data_path.endswith(prop) for fc in curves)

@@ -131,7 +131,7 @@ def test_bad_trajectory_file_changes_nothing(ur5, tmp_path):
     assert ur5.animation_data is None or ur5.animation_data.action is None
 
 
-def test_branches_listed_and_used_for_the_bake(ur5, core):
+def test_branches_listed_and_used_for_the_bake(ur5, core, addon_module):
     """Several distinct branches are listed; using one poses and keys it, and a bake from there keeps it."""
     target = ur5.articulate.chains[0].target
     skeleton = core.robots.load_preset("ur5")
@@ -153,7 +153,7 @@ def test_branches_listed_and_used_for_the_bake(ur5, core):
         target.location.x += 0.003
         target.keyframe_insert("location", frame=f)
     assert bpy.ops.articulate.bake(use_scene_settings=False, frame_start=1, frame_end=10) == {"FINISHED"}
-    robot = __import__("importlib").import_module(__import__("conftest").ADDON_MODULE + ".operators.bridge.robot")
+    robot = addon_module("operators.bridge.robot")
     values = robot.read_joint_values(ur5, np.arange(1.0, 11.0))
     assert np.max(np.abs(values[0] - chosen)) < 0.1
     assert np.max(np.abs(np.diff(values, axis=0))) < 0.1

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from shared_data import shared_file
 
 from ik_core.bvh import Y_UP_TO_Z_UP, BVHError, parse_bvh, read_bvh
 from ik_core.errors import InvalidInputError
 from ik_core.kinematics import forward_kinematics
 from ik_core.rotations import euler_to_matrix, matrix_to_rotvec
 
-MOCAP = Path(__file__).resolve().parents[3] / "shared" / "mocap"
 TAKES = {"cmu_131_01": 995, "cmu_131_02": 1248, "cmu_131_03": 1248}
 
 TINY = """HIERARCHY
@@ -50,7 +50,7 @@ Frame Time: 0.04
 
 @pytest.fixture(scope="module", params=sorted(TAKES))
 def take(request: pytest.FixtureRequest):
-    return request.param, read_bvh(MOCAP / f"{request.param}.bvh")
+    return request.param, read_bvh(shared_file("mocap", f"{request.param}.bvh"))
 
 
 def test_shared_files_parse(take) -> None:

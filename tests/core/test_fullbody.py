@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shared_data import shared_file
 
 from ik_core.bvh import read_bvh
 from ik_core.errors import InvalidInputError
@@ -23,7 +22,6 @@ from ik_core.humanoid import (
 )
 from ik_core.rotations import rotvec_to_matrix
 
-MOCAP = Path(__file__).resolve().parents[3] / "shared" / "mocap"
 FT = 1 / 60
 SETTINGS = settings(max_examples=25, deadline=None)
 
@@ -83,7 +81,7 @@ def body():
 
 @pytest.fixture(scope="module")
 def cmu():
-    bvh = read_bvh(MOCAP / "cmu_131_02.bvh")
+    bvh = read_bvh(shared_file("mocap", "cmu_131_02.bvh"))
     roles = detect_roles(bvh.bones())
     world = bvh.world_transforms(frames=slice(0, 600, 2), z_up=True)
     gt = world[:, [bvh.index(roles[r]) for r in roles.roles]]

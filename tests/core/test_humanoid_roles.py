@@ -4,16 +4,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from shared_data import shared_file
 
 from ik_core.bvh import read_bvh
 from ik_core.errors import InvalidInputError
 from ik_core.humanoid import MappingError, RoleMap, detect_roles, load_presets, preset_dir
 from ik_core.humanoid.naming import parse_name
-
-MOCAP = Path(__file__).resolve().parents[3] / "shared" / "mocap"
 
 
 def chain(parent: str | None, *names: str) -> list[tuple[str, str | None]]:
@@ -278,7 +276,7 @@ def test_rigify_org_layer_used_without_deform_bones() -> None:
 @pytest.mark.parametrize("take", ["cmu_131_01", "cmu_131_02", "cmu_131_03"])
 def test_real_cmu_files(take: str) -> None:
     """The shared CMU BVH files map: 3ds Max names where Shoulder is the upper arm, Collar the clavicle."""
-    bones = read_bvh(MOCAP / f"{take}.bvh").bones()
+    bones = read_bvh(shared_file("mocap", f"{take}.bvh")).bones()
     for use_presets in (True, False):
         roles = detect_roles(bones, use_presets=use_presets)
         assert roles.spine == ("lowerback", "Chest", "Chest2")
