@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import json
-import os
-
 import bpy
 
 from ..ik_core.solvers import SOLVER_NAMES
 from . import bridge, compat
 from .baking import BakeFailed, bake_chains, frame_range, frame_runs, summary_line
+from .files import write_report
 
 _SOLVER_LABELS = {"fabrik": "FABRIK", "ccd": "CCD", "dls": "DLS", "two_bone": "Two-bone"}
 SOLVER_ITEMS = [(name, _SOLVER_LABELS.get(name, name), "") for name in SOLVER_NAMES]
@@ -86,10 +84,7 @@ class ARTICULATE_OT_bake(_ChainOperator, bpy.types.Operator):
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
         if self.report_path:
-            path = bpy.path.abspath(self.report_path)
-            os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
-            with open(path, "w", encoding="utf-8") as fh:
-                json.dump(report, fh, indent=1)
+            write_report(self.report_path, report)
         settings.last_summary = summary_line(report)
         missed = report["missed_frames"]
         if missed:

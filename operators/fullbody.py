@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import csv
-import json
-import os
 import time
 
 import bpy
@@ -14,6 +12,7 @@ import numpy as np
 from ..ik_core import ArticulateError
 from ..ik_core.humanoid import TRACKERS, RoleMap, calibrate, detect_roles, solve_body
 from . import bridge, compat
+from .files import FileBrowserMixin, write_report
 
 REQUIRED_TRACKERS = TRACKERS[:3]
 
@@ -208,10 +207,7 @@ class ARTICULATE_OT_body_bake(bpy.types.Operator):
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
         if self.report_path:
-            path = bpy.path.abspath(self.report_path)
-            os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
-            with open(path, "w", encoding="utf-8") as fh:
-                json.dump(report, fh, indent=1)
+            write_report(self.report_path, report)
         arm.articulate.body.last_summary = _summary(report)
         problems = report["not_animated"] or report["jumps"] or sum(report["held_frames"].values())
         self.report({"WARNING"} if problems else {"INFO"}, arm.articulate.body.last_summary)
@@ -264,7 +260,7 @@ def read_tracker_csv(path: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     return times, {name: data[:, idx] for name, idx in cols.items()}
 
 
-class ARTICULATE_OT_trackers_import(bpy.types.Operator):
+class ARTICULATE_OT_trackers_import(FileBrowserMixin, bpy.types.Operator):
     """Import a tracker recording (CSV: time, then position and quaternion per tracker) as animated empties"""
 
     bl_idname = "articulate.trackers_import"
@@ -274,10 +270,6 @@ class ARTICULATE_OT_trackers_import(bpy.types.Operator):
     filepath: bpy.props.StringProperty(name="File", subtype="FILE_PATH")
     filter_glob: bpy.props.StringProperty(default="*.csv", options={"HIDDEN"})
     start_frame: bpy.props.IntProperty(name="Start Frame", default=1)
-
-    def invoke(self, context, event):
-        context.window_manager.fileselect_add(self)
-        return {"RUNNING_MODAL"}
 
     def execute(self, context):
         try:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from ..ik_core.urdf import parse_urdf
 from ..ik_core.urdf_visuals import parse_visuals
 from . import bridge, compat
 from .bridge.robot import build_robot_rig, read_joint_values, robot_info, write_joint_values
+from .files import FileBrowserMixin, write_report
 
 CHECK_MARKER = "Robot check"
 
@@ -70,7 +70,7 @@ class ARTICULATE_OT_robot_add(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class ARTICULATE_OT_robot_import_urdf(bpy.types.Operator):
+class ARTICULATE_OT_robot_import_urdf(FileBrowserMixin, bpy.types.Operator):
     """Build a robot rig from a URDF file (kinematics, limits, link geometry where meshes resolve)"""
 
     bl_idname = "articulate.robot_import_urdf"
@@ -84,10 +84,6 @@ class ARTICULATE_OT_robot_import_urdf(bpy.types.Operator):
     package_dir: bpy.props.StringProperty(
         name="Package Folder", description="Folder that package:// mesh paths are resolved against", subtype="DIR_PATH"
     )
-
-    def invoke(self, context, event):
-        context.window_manager.fileselect_add(self)
-        return {"RUNNING_MODAL"}
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         path = bpy.path.abspath(self.filepath)
@@ -133,7 +129,7 @@ def _with_tool(skeleton, tip: str):
                     name=skeleton.name, preferred_q=skeleton.preferred_q)
 
 
-class ARTICULATE_OT_trajectory_import(bpy.types.Operator):
+class ARTICULATE_OT_trajectory_import(FileBrowserMixin, bpy.types.Operator):
     """Key a joint trajectory (CSV: time then one column per joint; or ROS JointTrajectory JSON)"""
 
     bl_idname = "articulate.trajectory_import"
@@ -147,10 +143,6 @@ class ARTICULATE_OT_trajectory_import(bpy.types.Operator):
     @classmethod
     def poll(cls, context):
         return context.object is not None and "articulate_robot" in context.object
-
-    def invoke(self, context, event):
-        context.window_manager.fileselect_add(self)
-        return {"RUNNING_MODAL"}
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         try:
@@ -170,7 +162,7 @@ class ARTICULATE_OT_trajectory_import(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class ARTICULATE_OT_cartesian_import(bpy.types.Operator):
+class ARTICULATE_OT_cartesian_import(FileBrowserMixin, bpy.types.Operator):
     """Animate the robot's target from a CSV of poses (time, x, y, z, qw, qx, qy, qz), ready to bake"""
 
     bl_idname = "articulate.cartesian_import"
@@ -185,10 +177,6 @@ class ARTICULATE_OT_cartesian_import(bpy.types.Operator):
     @classmethod
     def poll(cls, context):
         return context.object is not None and "articulate_robot" in context.object
-
-    def invoke(self, context, event):
-        context.window_manager.fileselect_add(self)
-        return {"RUNNING_MODAL"}
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         try:
@@ -269,20 +257,17 @@ class ARTICULATE_OT_trajectory_check(bpy.types.Operator):
             f": {issues}" if issues else ""
         )
         if self.report_path:
-            path = bpy.path.abspath(self.report_path)
-            os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
-            with open(path, "w", encoding="utf-8") as fh:
-                if path.lower().endswith(".csv"):
-                    fh.write(report.to_csv())
-                else:
-                    data = report.to_dict()
-                    data["frames"]["frame"] = frames.astype(int).tolist()
-                    json.dump({"armature": arm.name, **data}, fh, indent=1)
+            if self.report_path.lower().endswith(".csv"):
+                write_report(self.report_path, report.to_csv())
+            else:
+                data = report.to_dict()
+                data["frames"]["frame"] = frames.astype(int).tolist()
+                write_report(self.report_path, {"armature": arm.name, **data})
         self.report({"WARNING"} if bad.any() else {"INFO"}, scene.articulate.last_summary)
         return {"FINISHED"}
 
 
-class ARTICULATE_OT_trajectory_export(bpy.types.Operator):
+class ARTICULATE_OT_trajectory_export(FileBrowserMixin, bpy.types.Operator):
     """Export the robot's keyed joint trajectory (CSV or ROS JointTrajectory JSON) at a chosen rate"""
 
     bl_idname = "articulate.trajectory_export"
@@ -296,10 +281,6 @@ class ARTICULATE_OT_trajectory_export(bpy.types.Operator):
     @classmethod
     def poll(cls, context):
         return context.object is not None and "articulate_robot" in context.object
-
-    def invoke(self, context, event):
-        context.window_manager.fileselect_add(self)
-        return {"RUNNING_MODAL"}
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         scene = context.scene
