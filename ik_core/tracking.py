@@ -24,6 +24,12 @@ def to_base_frame(base: np.ndarray, world: np.ndarray) -> np.ndarray:
     return np.linalg.solve(base, world)
 
 
+# A change of velocity between consecutive frames above this fraction of max_jump ends a segment.
+_ACCELERATION = 0.25
+# Task rows per effector of each solver mode (an aim leaves the spin about the axis free).
+_MODE_ROWS = {"position": 3, "aim": 5, "full": 6}
+
+
 def _frame_options(options: dict, index: int | slice) -> dict:
     return {k: v[index] for k, v in options.items()}
 
@@ -39,58 +45,115 @@ def solve_track(
 ) -> IKResult:
     """Solve a take in batched segments, each warm-started from the previous one, then repair.
 
-    Frames are solved ``segment`` at a time in one batch, every frame of a segment starting
-    from the last solved frame of the segment before (the first from ``q0``). Batches make a
-    bake fast (numpy's cost is per call, not per frame), and short segments keep each frame
-    close to its start so the answer stays on the same IK branch over a long path. Frames that
-    did not converge, or whose configuration jumps by more than ``max_jump`` from the previous
-    frame, are solved again in order, warm-started from the previous frame, and the better
-    answer is kept.
+    Frames are solved ``segment`` at a time in one batch, frame k of a segment starting from
+    the last solved frame of the segment before (the first from ``q0``) moved on k frames at
+    that frame's velocity. Batches make a bake fast (numpy's cost is per call, not per frame),
+    and short segments keep each frame close to its start so the answer stays on the same IK
+    branch over a long path. Solvers that take a ``radius`` option (:class:`DLSSolver`) solve
+    frame k inside a box of k times ``max_jump`` around its start first, without restarts,
+    which keeps it on the start's branch. On non-redundant chains a converged frame whose
+    velocity changes by more than a quarter of ``max_jump`` from the frame before (a likely
+    switch between branches that meet at a singularity) ends its segment, and the next
+    segment starts from the frame before it. Frames that did not converge, or whose
+    configuration jumps by more than ``max_jump`` from the previous frame, are solved again in
+    order, warm-started from the previous frame (box ``max_jump``), and the better answer is
+    kept. Frames that cannot be reached are reported (``converged`` False with a reason), not
+    raised.
 
     Args:
         solver: Any solver.
         targets: (N, ...) per-frame targets as accepted by ``solver.solve``.
         q0: (dof,) start pose; ``None`` uses the solver's preferred pose.
         max_jump: Largest change of any variable between consecutive frames [rad or m] that is
-            accepted without a warm-started retry.
+            accepted without a warm-started retry (> 0).
         progress: Optional ``progress(done, total)`` callback.
         segment: Frames per batch (>= 1).
         **options: Per-frame solver options with a leading N axis (for example ``pole``).
 
     Returns:
         An :class:`IKResult` of batch shape (N,).
+
+    Raises:
+        InvalidInputError: ``segment`` < 1 or ``max_jump`` not > 0, or what ``solver.solve``
+            raises for bad targets.
     """
     n = len(targets)
     if segment < 1:
         raise InvalidInputError(f"segment must be >= 1, got {segment}")
+    if not (np.isfinite(max_jump) and max_jump > 0):
+        raise InvalidInputError(f"max_jump must be a finite number > 0 [rad or m], got {max_jump!r}")
     start = solver.skeleton.preferred_q if q0 is None else np.asarray(q0, dtype=float)
-    parts = []
-    for lo in range(0, n, segment):
+    # Solvers with a local mode keep each frame inside a box around its start: frame k of a
+    # segment may move k times max_jump, so no frame drifts far onto another IK branch.
+    local = "radius" in solver.call_options and "radius" not in options
+    # On redundant chains the self-motion changes speed on its own: only cut the others.
+    rows = _MODE_ROWS.get(solver.mode, 6) * len(solver.effector_ids)
+    cut_at = _ACCELERATION * max_jump if solver.skeleton.dof <= rows else np.inf
+    parts: list[IKResult] = []
+    velocity = np.zeros_like(start)
+    prev_ok = True
+    lo = 0
+    while lo < n:
         hi = min(lo + segment, n)
-        part = solver.solve(targets[lo:hi], start, **_frame_options(options, slice(lo, hi)))
+        steps = np.arange(1, hi - lo + 1)
+        extra = {"radius": max_jump * steps} if local else {}
+        # Each frame starts from the last frame moved on at its velocity: where two branches
+        # meet at a singularity, the prediction lies on the branch the motion continues on (the
+        # last frame alone is as near to both), and nearer starts need fewer iterations.
+        guess = start + steps[:, None] * velocity
+        part = solver.solve(targets[lo:hi], guess, **_frame_options(options, slice(lo, hi)), **extra)
+        # A frame whose velocity changes abruptly has likely switched branch where two meet
+        # (two elbow or wrist branches near a singularity lie within max_jump of each other):
+        # keep the frames before it and start the next segment there, from its predecessor.
+        dq = np.diff(np.concatenate([start[None], part.q]), axis=0)
+        accel = np.max(np.abs(np.diff(np.concatenate([velocity[None], dq]), axis=0)), axis=-1)
+        ok = part.converged & np.concatenate([[prev_ok], part.converged[:-1]])
+        cut = np.flatnonzero(ok[1:] & (accel[1:] > cut_at))
+        if len(cut):
+            keep = int(cut[0]) + 1
+            part = IKResult(**{f: getattr(part, f)[:keep] for f in IKResult.__dataclass_fields__})
+            hi = lo + keep
         parts.append(part)
-        start = part.q[-1]
+        prev_q = part.q[-2] if len(part.q) > 1 else start
+        last_pair_ok = bool(part.converged[-1]) and (bool(part.converged[-2]) if len(part.q) > 1 else prev_ok)
+        start, prev_ok = part.q[-1], bool(part.converged[-1])
+        velocity = _velocity(start, prev_q, last_pair_ok, max_jump)
+        lo = hi
         if progress is not None:
             progress(hi, n)
     if not parts:
         return solver.solve(targets, q0, **options)
     fields = {f: np.concatenate([getattr(p, f) for p in parts]) for f in IKResult.__dataclass_fields__}
-    q = fields["q"]
+    q, ok = fields["q"], fields["converged"]
     for i in range(1, n):
         jump = float(np.max(np.abs(q[i] - q[i - 1]), initial=0.0))
-        if fields["converged"][i] and jump <= max_jump:
+        if ok[i] and jump <= max_jump:
             continue
-        if not fields["converged"][i] and not fields["converged"][i - 1]:
+        if not ok[i] and not ok[i - 1]:
             continue  # a run of misses (an unreachable stretch): the batch answer is the best effort
-        retry = solver.solve(targets[i], q[i - 1], **_frame_options(options, i))
+        extra = {"radius": max_jump} if local else {}
+        guess = q[i - 1] + (_velocity(q[i - 1], q[i - 2], ok[i - 1] and ok[i - 2], max_jump) if i > 1 else 0.0)
+        retry = solver.solve(targets[i], guess, **_frame_options(options, i), **extra)
         retry_jump = float(np.max(np.abs(retry.q - q[i - 1]), initial=0.0))
-        better = (bool(retry.converged) and (not fields["converged"][i] or retry_jump < jump)) or (
-            not fields["converged"][i] and retry.position_error < fields["position_error"][i]
+        better = (bool(retry.converged) and (not ok[i] or retry_jump < jump)) or (
+            not ok[i] and retry.position_error < fields["position_error"][i]
         )
         if better:
             for f in fields:
-                fields[f][i] = getattr(retry, f)
+                value = np.asarray(getattr(retry, f))
+                # [()] unwraps 0-d fields: an object array would otherwise store the array itself.
+                fields[f][i] = value[()] if value.ndim == 0 else value
     return IKResult(**fields)
+
+
+def _velocity(q: np.ndarray, prev: np.ndarray, valid: bool, max_jump: float) -> np.ndarray:
+    """(dof,) per-frame velocity ``q - prev`` for predicting the next frame, capped at max_jump.
+
+    Zero when either frame missed its target: a best-effort answer says nothing of the motion.
+    """
+    if not valid:
+        return np.zeros_like(q)
+    return np.clip(q - prev, -max_jump, max_jump)
 
 
 def track_chain(

@@ -12,24 +12,18 @@ from ..errors import InvalidInputError
 from ..limits import project_configuration
 from ..skeleton import JointKind, Skeleton
 from .base import Solver, Targets
-from .dls_kinematics import EffectorModel, rotation_log
-from .dls_linalg import spd_solve
+from .dls_kinematics import EffectorModel, aim_residual, rotation_log
+from .dls_linalg import dls_direction
 from .dls_restarts import Particles, RestartPolicy
 from .dls_seeds import SeedLibrary
 
 # Rows of the 6-D error (x, y, z, rx, ry, rz) each mode drives.
 _MODE_ROWS = {"position": 3, "aim": 6, "full": 6}
-# Above this batch size einsum's matrix-vector products beat batched matmul's.
-_EINSUM_BATCH = 256
 # Weighted error norm below which the null-space pull fades in proportion.
 _NULL_FADE = 0.1
-# Component orders of the cross product a x b = a[_C1] b[_C2] - a[_C2] b[_C1].
-_C1, _C2 = np.array([1, 2, 0]), np.array([2, 0, 1])
-
-
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Cross products over the last axis; far cheaper than ``np.cross`` on small arrays."""
-    return a[..., _C1] * b[..., _C2] - a[..., _C2] * b[..., _C1]
+# While tracking, a joint within this fraction of its range from a limit is pulled toward the
+# preferred pose unfaded, growing to the full null-space gain on the limit.
+_LIMIT_MARGIN = 0.15
 
 
 class DLSSolver(Solver):
@@ -72,11 +66,18 @@ class DLSSolver(Solver):
         limit_passes: Times a step is solved again without the joints it pushed onto a limit.
         library_size: Configurations in the restart library (0: uniform restarts only).
 
+    ``solve`` takes one per-call option, ``radius`` (scalar or batch-shaped) [rad or m]: each
+    target is first solved inside a box of that half-width around its start, without restarts,
+    so it stays on the start's IK branch (frame-to-frame tracking); on non-redundant chains the
+    start also holds the joints along near-singular directions. Targets that fail there get
+    the ordinary solve, restarts included.
+
     Raises:
         InvalidInputError: A weight is negative or all are zero, or a parameter is out of range.
     """
 
     name = "dls"
+    call_options = ("radius",)
 
     def __init__(
         self,
@@ -145,6 +146,8 @@ class DLSSolver(Solver):
         span = np.where(np.isfinite(hi - lo), hi - lo, 2.0 * np.pi)
         # Null-space pull in range-normalised units, so wide joints are not favoured.
         self._null_w = null_space_gain * (np.pi / span) ** 2 * np.where(np.isfinite(hi - lo), 1.0, 0.0)
+        # Unbounded variables are infinitely far from a limit: inf * this gives no pull, not NaN.
+        self._margin_inv = 1.0 / (_LIMIT_MARGIN * span)
         self._reach = [self.model.reach(k) for k in range(len(self.effector_ids))]
         self._last_restarts: np.ndarray | None = None
         self._cache: tuple | None = None
@@ -192,7 +195,7 @@ class DLSSolver(Solver):
             e = np.concatenate([dp, w.reshape(P, E, 3)], axis=-1)
             Jr, rot_err = J, (angle if E == 1 else angle.reshape(P, E).max(axis=1))
         else:
-            e, Jr, rot_err = self._aim_residual(poses, dp, tr, J)
+            e, Jr, rot_err = aim_residual(poses, dp, tr, J, self.aim_axis)
         ew = e.reshape(P, -1)
         if self._weighted:
             ew = ew * self._sqrt_w
@@ -205,60 +208,21 @@ class DLSSolver(Solver):
             Jw = Jw * self._col_scale
         return ew, Jw, pos_err, rot_err
 
-    def _aim_residual(
-        self, poses: np.ndarray, dp: np.ndarray, b: np.ndarray, J: np.ndarray | None
-    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-        """Error rows (P, E, 6), Jacobians (P, E, 6, dof) and worst angle (P,) of "aim" mode."""
-        a = poses[..., :3] @ self.aim_axis
-        cross = _cross(a, b)
-        sn = np.hypot.reduce(cross, -1)
-        angle = np.arctan2(sn, np.add.reduce(a * b, -1))
-        flip = sn < 1e-12
-        if flip.any():
-            # Opposite axes: any perpendicular rotation axis works; take one through a helper.
-            helper = np.where(np.abs(a[..., :1]) < 0.9, [1.0, 0.0, 0.0], [0.0, 1.0, 0.0])
-            alt = _cross(a, helper)
-            cross = np.where(flip[..., None], alt, cross)
-            sn = np.where(flip, np.linalg.norm(alt, axis=-1), sn)
-        w = cross * (angle / np.maximum(sn, 1e-300))[..., None]
-        Jr = None
-        if J is not None:
-            # Spinning about the effector's own aim axis leaves the error unchanged: drop it.
-            Jang = J[:, :, 3:]
-            Jang = Jang - a[..., :, None] * (a[..., None, :] @ Jang)
-            Jr = np.concatenate([J[:, :, :3], Jang], axis=2)
-        return np.concatenate([dp, w], axis=-1), Jr, angle.max(axis=1)
-
     def _evaluate(self, q: np.ndarray, tp: np.ndarray, tr: np.ndarray | None) -> tuple[np.ndarray, ...]:
         """ew, Jw, 0.5 |ew|^2, position and rotation errors for configurations q (P, dof)."""
         poses, J = self.model.poses_and_jacobians(q)
         ew, Jw, pe, re = self._residual(poses, tp, tr, J)
         return ew, Jw, 0.5 * np.add.reduce(ew * ew, -1), pe, re
 
-    def _direction(self, ew: np.ndarray, Jw: np.ndarray, lam: np.ndarray, z: np.ndarray | None) -> np.ndarray:
-        """Damped least-squares step (P, dof) for weighted errors ew (P, m), Jacobians Jw (P, m, dof).
-
-        ``z`` (P, dof) is an optional joint-space motion projected onto the (damped) null space.
-        """
-        P, m, n = Jw.shape
-        big = P > _EINSUM_BATCH
-        # A contiguous transpose makes the batched products several times faster.
-        JwT = np.ascontiguousarray(Jw.transpose(0, 2, 1))
-        if m <= n:
-            A = Jw @ JwT
-            A.reshape(P, m * m)[:, :: m + 1] += lam[:, None]
-            if z is not None:
-                # (I - Jw^+ Jw) z + Jw^+ ew = z + Jw^+ (ew - Jw z): one right-hand side, not two.
-                ew = ew - (np.einsum("pij,pj->pi", Jw, z) if big else (Jw @ z[..., None])[..., 0])
-            y = spd_solve(A, ew[..., None])
-            dq = np.einsum("pij,pi->pj", Jw, y[..., 0]) if big else (JwT @ y)[..., 0]
-            return dq if z is None else dq + z
-        A = JwT @ Jw
-        A.reshape(P, n * n)[:, :: n + 1] += lam[:, None]
-        return spd_solve(A, (JwT @ ew[..., None]))[..., 0]
-
-    def _step(self, q: np.ndarray, ew: np.ndarray, Jw: np.ndarray, E: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    def _step(
+        self, q: np.ndarray, ew: np.ndarray, Jw: np.ndarray, E: np.ndarray, lam: np.ndarray,
+        lo: np.ndarray | None = None, hi: np.ndarray | None = None, pref: np.ndarray | None = None,
+    ) -> np.ndarray:
         """One damped least-squares step from q (P, dof), kept inside the limits.
+
+        ``lo``/``hi`` (P, dof) optionally replace the limits (a local solve's box around its
+        start); ``pref`` (P, dof) is a local solve's start, held along near-singular directions
+        of non-redundant chains.
 
         Joints the step would push past a limit are stopped on it and the step is solved again
         for the other joints, with the error left by the stopped ones: plain clamping would
@@ -268,11 +232,24 @@ class DLSSolver(Solver):
         if self._null:
             # Fading the pull with the error keeps its second-order effect below the error.
             fade = np.minimum(np.sqrt(2.0 * E) * (1.0 / _NULL_FADE), 1.0)
-            z = (self._pref - q) * (self._null_w * fade[:, None])
-        dq = self._direction(ew, Jw, lam, z)
+            w = self._null_w * fade[:, None]
+            if lo is not None:
+                # Tracking: a joint nearing a limit is pulled back at full strength, or the
+                # self-motion drifts onto the limit, where the path later forces a jump.
+                near = 1.0 - np.minimum(np.minimum(q - self._lo, self._hi - q) * self._margin_inv, 1.0)
+                w = np.maximum(w, self._null_w * near)
+            z = (self._pref - q) * w
+        elif pref is not None:
+            # A local solve on a non-redundant chain: the damped pseudo-inverse cancels this pull
+            # except along near-singular directions, where it holds the joints at the start
+            # instead of letting them slide along the family of singular solutions.
+            z = pref - q
+        dq = dls_direction(ew, Jw, lam, z)
         if self._scaled:
             dq = dq * self._col_scale
-        lo, hi = self._lo, self._hi
+        per_row = lo is not None
+        if not per_row:
+            lo, hi = self._lo, self._hi
         q_new = q + dq
         out = (q_new < lo) | (q_new > hi)
         if not out.any():
@@ -282,29 +259,38 @@ class DLSSolver(Solver):
             if not len(rows):
                 break
             qr, held, Jr = q[rows], out[rows], Jw[rows]
-            fixed = np.where(held, np.minimum(np.maximum(q_new[rows], lo), hi) - qr, 0.0)
+            lo_r, hi_r = (lo[rows], hi[rows]) if per_row else (lo, hi)
+            fixed = np.where(held, np.minimum(np.maximum(q_new[rows], lo_r), hi_r) - qr, 0.0)
             free = ~held
             # Columns are in scaled units when stiffness applies: undo the scale on the fixed part.
             fixed_scaled = fixed / self._col_scale if self._scaled else fixed
             er = ew[rows] - (Jr @ fixed_scaled[..., None])[..., 0]
             zr = None if z is None else z[rows] * free
-            d = self._direction(er, Jr * free[:, None, :], lam[rows], zr) * free
+            d = dls_direction(er, Jr * free[:, None, :], lam[rows], zr) * free
             if self._scaled:
                 d = d * self._col_scale
             qn = qr + fixed + d
             q_new[rows] = qn
-            out_r = ((qn < lo) | (qn > hi)) & free
+            out_r = ((qn < lo_r) | (qn > hi_r)) & free
             out[rows] = held | out_r
             rows = rows[out_r.any(axis=-1)]
         q_new = np.minimum(np.maximum(q_new, lo), hi)
         return project_configuration(self.skeleton, q_new) if self._project else q_new
 
     # --- the solve -------------------------------------------------------------------------
-    def _solve(self, targets: Targets, q0: np.ndarray, **options: object) -> tuple[np.ndarray, np.ndarray]:
+    def _solve(
+        self, targets: Targets, q0: np.ndarray, radius: float | np.ndarray | None = None, **options: object
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Solve all targets together, locally first when ``radius`` is given.
+
+        A local solve keeps every target inside a box of half-width ``radius`` (scalar or
+        batch-shaped) [rad or m] around its start, without restarts, so the answer stays on the
+        start's IK branch; only targets that fail there get the ordinary solve with restarts.
+        """
         if options:
             raise InvalidInputError(
-                f"DLSSolver.solve takes no per-call options, got {', '.join(sorted(options))}; set "
-                "weights, damping, restarts and budgets in the constructor"
+                f"DLSSolver.solve takes only the per-call option 'radius', got {', '.join(sorted(options))}; "
+                "set weights, damping, restarts and budgets in the constructor"
             )
         start = time.perf_counter()
         batch = targets.batch_shape
@@ -322,20 +308,59 @@ class DLSSolver(Solver):
         else:
             tr = None
         deadline = None if self.time_budget_s is None else start + self.time_budget_s * max(N, 1)
-        pts = Particles(self, q0.reshape(N, dof), tp, tr)
+        q0 = q0.reshape(N, dof)
+        if radius is not None:
+            r = np.asarray(radius, dtype=float)
+            if not (np.all(np.isfinite(r)) and np.all(r > 0)):
+                raise InvalidInputError(f"radius must be finite and > 0 [rad or m], got {radius!r}")
+            try:
+                r = np.broadcast_to(r, batch).reshape(N, 1)
+            except ValueError:
+                raise InvalidInputError(f"radius of shape {r.shape} does not broadcast to batch {batch}") from None
+        pts = Particles(self, q0, tp, tr)
+        if radius is None:
+            pts.finish(self._run(pts, deadline, self.max_iterations))
+            self._last_restarts = pts.restarts.reshape(batch)
+            q = pts.best_q.reshape(*batch, dof)
+            # The template measures the errors of the answer next; they were just computed.
+            self._cache = (targets, q.copy(), pts.best_pe.reshape(batch), pts.best_re.reshape(batch))
+            return q, pts.iterations.reshape(batch)
+        pts.policy = RestartPolicy(
+            restarts=0, batch=1, stall_iterations=self.policy.stall_iterations, seed=self.policy.seed
+        )
+        lo, hi = np.maximum(self._lo, q0 - r), np.minimum(self._hi, q0 + r)
+        pts.lo, pts.hi = lo[pts.t], hi[pts.t]
+        if not self._null:
+            pts.pref = q0[pts.t]
+        k = self._run(pts, deadline, self.max_iterations)
+        pts.finish(k)
+        miss = np.flatnonzero(pts.best_E >= 0.0)  # converged targets carry best_E = -1
+        q, iters, pe, re = pts.best_q, pts.iterations, pts.best_pe, pts.best_re
+        restarts = np.zeros(N, dtype=int)
+        if len(miss) and (deadline is None or time.perf_counter() < deadline):
+            # Off the start's branch (or out of the box): the ordinary solve, restarts included.
+            far = Particles(self, q0[miss], tp[miss], None if tr is None else tr[miss])
+            far.finish(self._run(far, deadline, max(self.max_iterations - k, 1)))
+            better = far.best_E < pts.best_E[miss]
+            take = miss[better]
+            q[take], pe[take], re[take] = far.best_q[better], far.best_pe[better], far.best_re[better]
+            iters[miss] += far.iterations
+            restarts[miss] = far.restarts
+        self._last_restarts = restarts.reshape(batch)
+        out = q.reshape(*batch, dof)
+        self._cache = (targets, out.copy(), pe.reshape(batch), re.reshape(batch))
+        return out, iters.reshape(batch)
+
+    def _run(self, pts: Particles, deadline: float | None, budget: int) -> int:
+        """Iterate the particles until they finish, ``budget`` iterations or the deadline; returns k."""
         k = 0
-        while pts.size and k < self.max_iterations:
+        while pts.size and k < budget:
             if deadline is not None and time.perf_counter() > deadline:
                 break
             k += 1
-            q_new = self._step(pts.q, pts.ew, pts.Jw, pts.E, pts.lam)
+            q_new = self._step(pts.q, pts.ew, pts.Jw, pts.E, pts.lam, pts.lo, pts.hi, pts.pref)
             pts.update(q_new, *self._evaluate(q_new, pts.tp, pts.tr), k)
-        pts.finish(k)
-        self._last_restarts = pts.restarts.reshape(batch)
-        q = pts.best_q.reshape(*batch, dof)
-        # The template measures the errors of the answer next; they were just computed.
-        self._cache = (targets, q.copy(), pts.best_pe.reshape(batch), pts.best_re.reshape(batch))
-        return q, pts.iterations.reshape(batch)
+        return k
 
     def errors(self, q: np.ndarray, tg: Targets) -> tuple[np.ndarray, np.ndarray]:
         """(...,) worst position error [m] and rotation (or aim) error [rad] over the effectors."""

@@ -266,3 +266,48 @@ def rotation_log(R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         sign = np.where(np.einsum("pi,pi->p", a, v[idx]) < 0.0, -1.0, 1.0)
         w[idx] = a * (sign * angle[idx])[:, None]
     return w, angle
+
+
+# Component orders of the cross product a x b = a[_C1] b[_C2] - a[_C2] b[_C1].
+_C1, _C2 = np.array([1, 2, 0]), np.array([2, 0, 1])
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cross products over the last axis; far cheaper than ``np.cross`` on small arrays."""
+    return a[..., _C1] * b[..., _C2] - a[..., _C2] * b[..., _C1]
+
+
+def aim_residual(
+    poses: np.ndarray, dp: np.ndarray, b: np.ndarray, J: np.ndarray | None, aim_axis: np.ndarray
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """Error rows, Jacobians and worst angle of the DLS solver's "aim" mode.
+
+    Args:
+        poses: (P, E, 3, 4) effector poses.
+        dp: (P, E, 3) position errors [m].
+        b: (P, E, 3) unit target aim directions.
+        J: Optional (P, E, 6, dof) Jacobians.
+        aim_axis: (3,) unit aim axis in the effector frame.
+
+    Returns:
+        Errors (P, E, 6) [m, rad], Jacobians (P, E, 6, dof) or None, worst angle (P,) [rad].
+    """
+    a = poses[..., :3] @ aim_axis
+    cross = _cross(a, b)
+    sn = np.hypot.reduce(cross, -1)
+    angle = np.arctan2(sn, np.add.reduce(a * b, -1))
+    flip = sn < 1e-12
+    if flip.any():
+        # Opposite axes: any perpendicular rotation axis works; take one through a helper.
+        helper = np.where(np.abs(a[..., :1]) < 0.9, [1.0, 0.0, 0.0], [0.0, 1.0, 0.0])
+        alt = _cross(a, helper)
+        cross = np.where(flip[..., None], alt, cross)
+        sn = np.where(flip, np.linalg.norm(alt, axis=-1), sn)
+    w = cross * (angle / np.maximum(sn, 1e-300))[..., None]
+    Jr = None
+    if J is not None:
+        # Spinning about the effector's own aim axis leaves the error unchanged: drop it.
+        Jang = J[:, :, 3:]
+        Jang = Jang - a[..., :, None] * (a[..., None, :] @ Jang)
+        Jr = np.concatenate([J[:, :, :3], Jang], axis=2)
+    return np.concatenate([dp, w], axis=-1), Jr, angle.max(axis=1)

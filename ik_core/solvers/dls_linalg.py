@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+# Above this batch size einsum's matrix-vector products beat batched matmul's.
+_EINSUM_BATCH = 256
 # Above this batch size a vectorised Cholesky over the batch axis beats LAPACK's per-matrix loop.
 _SOA_BATCH = 256
 try:  # numpy's own batched LAPACK solve, without np.linalg.solve's per-call Python checks
@@ -65,3 +67,35 @@ def spd_solve(A: np.ndarray, B: np.ndarray) -> np.ndarray:
             v = v - L[k][i] * x[k]
         x[i] = v * inv_diag[i]
     return np.moveaxis(np.stack(x), -1, 0)
+
+
+def dls_direction(ew: np.ndarray, Jw: np.ndarray, lam: np.ndarray, z: np.ndarray | None = None) -> np.ndarray:
+    """Damped least-squares steps for a batch of weighted errors and Jacobians.
+
+    Args:
+        ew: (P, m) weighted errors.
+        Jw: (P, m, n) weighted Jacobians.
+        lam: (P,) damping (> 0).
+        z: Optional (P, n) joint-space motion projected onto the (damped) null space (used when
+            m <= n only).
+
+    Returns:
+        (P, n) steps ``Jw^T (Jw Jw^T + lam I)^-1 ew`` (plus the projected z), or the normal
+        equations' equivalent when m > n.
+    """
+    P, m, n = Jw.shape
+    big = P > _EINSUM_BATCH
+    # A contiguous transpose makes the batched products several times faster.
+    JwT = np.ascontiguousarray(Jw.transpose(0, 2, 1))
+    if m <= n:
+        A = Jw @ JwT
+        A.reshape(P, m * m)[:, :: m + 1] += lam[:, None]
+        if z is not None:
+            # (I - Jw^+ Jw) z + Jw^+ ew = z + Jw^+ (ew - Jw z): one right-hand side, not two.
+            ew = ew - (np.einsum("pij,pj->pi", Jw, z) if big else (Jw @ z[..., None])[..., 0])
+        y = spd_solve(A, ew[..., None])
+        dq = np.einsum("pij,pi->pj", Jw, y[..., 0]) if big else (JwT @ y)[..., 0]
+        return dq if z is None else dq + z
+    A = JwT @ Jw
+    A.reshape(P, n * n)[:, :: n + 1] += lam[:, None]
+    return spd_solve(A, (JwT @ ew[..., None]))[..., 0]

@@ -61,11 +61,18 @@ class Particles:
         tr: Target rotations or aim directions (see ``DLSSolver._residual``), or None.
     """
 
-    _FIELDS = ("q", "ew", "Jw", "E", "pe", "re", "lam", "tp", "tr", "t", "ref_E", "check_at", "first")
+    _FIELDS = (
+        "q", "ew", "Jw", "E", "pe", "re", "lam", "tp", "tr", "t", "ref_E", "check_at", "first", "lo", "hi", "pref",
+    )
 
     def __init__(self, solver: DLSSolver, q0: np.ndarray, tp: np.ndarray, tr: np.ndarray | None) -> None:
         self.solver = solver
+        # A local solve replaces the policy (no restarts) and sets per-particle bounds and start
+        # configurations (P, dof) after construction; None means the solver's own.
         self.policy = solver.policy
+        self.lo: np.ndarray | None = None
+        self.hi: np.ndarray | None = None
+        self.pref: np.ndarray | None = None
         self.tol, self.rot_tol = solver.tolerance, solver.rotation_tolerance
         self.min_damping = solver.min_damping
         N = q0.shape[0]
@@ -129,6 +136,10 @@ class Particles:
             "ref_E": E.copy(), "check_at": np.full(n, k + self.policy.stall_iterations),
             "first": np.full(n, first),
         }
+        if self.lo is not None:
+            # Restarts of a bounded (local) solve search the whole range.
+            lo, hi = self.solver._lo, self.solver._hi
+            new.update(lo=np.broadcast_to(lo, q.shape).copy(), hi=np.broadcast_to(hi, q.shape).copy())
         if not len(self.t):
             for name, value in new.items():
                 setattr(self, name, value)

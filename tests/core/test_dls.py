@@ -349,3 +349,61 @@ def test_seed_library_ranks_entries_by_pose_distance(arm: Skeleton) -> None:
     want = np.argsort(dist, axis=1)[group, ranks]
     np.testing.assert_array_equal(got, want)
     assert np.all(arm.within_limits(lib.q, tol=0.0))
+
+
+def test_radius_keeps_warm_starts_inside_their_box(arm: Skeleton) -> None:
+    """With ``radius`` r, answers from starts near the solution converge within r of the start."""
+    q, targets = reachable(arm, 20, seed=11)
+    rng = np.random.default_rng(11)
+    q0 = np.clip(q + rng.normal(scale=0.02, size=q.shape), arm.lower, arm.upper)
+    solver = DLSSolver(arm, "tool")
+    res = solver.solve(targets, q0, radius=0.15)
+    assert res.converged.all()
+    assert np.abs(res.q - q0).max() <= 0.15 + 1e-12
+    assert np.all(solver._last_restarts == 0)
+
+
+def test_radius_falls_back_to_the_ordinary_solve(arm: Skeleton) -> None:
+    """Targets with no answer inside the box still converge: the ordinary solve (restarts) takes over."""
+    _, targets = reachable(arm, 20, seed=12)
+    solver = DLSSolver(arm, "tool")
+    plain = solver.solve(targets)
+    local = solver.solve(targets, radius=1e-3)
+    assert local.converged.mean() >= plain.converged.mean() - 0.05
+    assert arm.within_limits(local.q).all() and np.all(np.isfinite(local.q))
+
+
+def test_radius_per_target_broadcasts_over_the_batch(arm: Skeleton) -> None:
+    """A batch-shaped radius gives each target its own box."""
+    q, targets = reachable(arm, 6, seed=13)
+    q0 = np.clip(q + 0.01, arm.lower, arm.upper)
+    radius = np.linspace(0.05, 0.3, 6).reshape(2, 3)
+    res = DLSSolver(arm, "tool").solve(targets.reshape(2, 3, 4, 4), q0.reshape(2, 3, -1), radius=radius)
+    assert res.converged.all()
+    assert np.all(np.abs(res.q - q0.reshape(2, 3, -1)).max(axis=-1) <= radius + 1e-12)
+
+
+@pytest.mark.parametrize("radius", [0.0, -1.0, float("nan"), np.ones(4)])
+def test_bad_radius_raises(arm: Skeleton, radius: object) -> None:
+    """A radius that is not finite and > 0, or does not broadcast to the batch, raises InvalidInputError."""
+    _, targets = reachable(arm, 3, seed=14)
+    with pytest.raises(InvalidInputError, match="radius"):
+        DLSSolver(arm, "tool").solve(targets, radius=radius)
+
+
+def test_radius_on_a_redundant_arm_with_unbounded_joints_stays_finite() -> None:
+    """Continuous (unbounded) joints on a redundant arm: the local solve converges, finite, in its box."""
+    rng = np.random.default_rng(15)
+    joints = [
+        Joint(f"j{i}", JointKind.CONTINUOUS if i % 2 else JointKind.REVOLUTE, i - 1, _transform(rng),
+              axis=rng.normal(size=3), **({} if i % 2 else {"lower": -2.5, "upper": 2.5}))
+        for i in range(7)
+    ]
+    arm = Skeleton(joints, [Effector("tool", 6, _transform(rng, 0.1))], name="mixed")
+    q = np.clip(rng.uniform(-2.0, 2.0, (8, 7)), arm.lower, arm.upper)
+    targets = effector_poses(arm, q, 0)
+    q0 = np.clip(q + 0.02, arm.lower, arm.upper)
+    res = DLSSolver(arm, "tool").solve(targets, q0, radius=0.2)
+    assert np.all(np.isfinite(res.q)) and res.converged.all()
+    assert np.abs(res.q - q0).max() <= 0.2 + 1e-12
+    assert res.iterations.max() <= 6  # solved by the local steps themselves, no fallback

@@ -1,0 +1,150 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Tests of ik_core.tracking: continuity of solve_track through singularities, segments, repair, misses."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ik_core import InvalidInputError, robots
+from ik_core.kinematics import effector_poses
+from ik_core.solvers.base import Targets
+from ik_core.solvers.dls import DLSSolver
+from ik_core.tracking import solve_track
+
+FRAMES = 200
+MAX_JUMP = 0.1
+# UR5 path crossing the elbow (q3 = 0) and wrist (q5 = 0) singularities in the same stretch,
+# where the elbow-up/down and wrist branches meet.
+UR5_PATH = ([0.3, -1.2, 0.6, -1.0, 0.25, 0.4], [0.9, -1.6, -0.5, -0.6, -0.3, 0.9])
+# Panda path through its shoulder singularity (q2 = 0, joints 1 and 3 coaxial).
+PANDA_PATH = ([0.2, 0.5, -0.3, -2.0, 0.3, 1.8, 0.5], [-0.4, -0.5, 0.4, -1.5, -0.4, 1.2, -0.2])
+
+
+def joint_path(ends: tuple[list[float], list[float]], frames: int = FRAMES) -> np.ndarray:
+    """(frames, dof) eased straight line in joint space between two configurations."""
+    qa, qb = (np.asarray(e, dtype=float) for e in ends)
+    s = 0.5 - 0.5 * np.cos(np.linspace(0.0, np.pi, frames))[:, None]
+    return qa + s * (qb - qa)
+
+
+def solver_for(skeleton, cls=DLSSolver) -> DLSSolver:
+    return cls(skeleton, 0, mode="full", tolerance=1e-6, rotation_tolerance=1e-6, restarts=4)
+
+
+def max_jump(q: np.ndarray) -> float:
+    return float(np.max(np.abs(np.diff(q, axis=0))))
+
+
+@pytest.fixture(scope="module")
+def ur5():
+    return robots.load_preset("ur5")
+
+
+@pytest.fixture(scope="module")
+def ur5_take(ur5) -> tuple[np.ndarray, np.ndarray]:
+    q_path = joint_path(UR5_PATH)
+    return q_path, effector_poses(ur5, q_path, 0)
+
+
+def test_ur5_keeps_its_branch_through_elbow_and_wrist_singularities(ur5, ur5_take) -> None:
+    """Every frame converges, no joint jumps > 0.1 rad, and the answer stays on the path's own branch."""
+    q_path, targets = ur5_take
+    res = solve_track(solver_for(ur5), targets, q_path[0])
+    assert res.converged.all()
+    assert max_jump(res.q) <= MAX_JUMP
+    # Where elbow branches meet (q3 = 0), the motion continues onto the path's side.
+    assert np.abs(res.q - q_path).max() < 0.02
+
+
+def test_seven_dof_arm_tracks_through_its_shoulder_singularity_without_jumps() -> None:
+    """A redundant arm (Panda preset) converges on every frame and no joint jumps > 0.1 rad."""
+    panda = robots.load_preset("panda")
+    q_path = joint_path(PANDA_PATH)
+    res = solve_track(solver_for(panda), effector_poses(panda, q_path, 0), q_path[0])
+    assert res.converged.all()
+    assert max_jump(res.q) <= MAX_JUMP
+    assert panda.within_limits(res.q).all()
+
+
+@pytest.mark.parametrize("segment", [1, 7, FRAMES])
+def test_any_segment_length_gives_the_same_continuous_answer(ur5, ur5_take, segment: int) -> None:
+    """One frame per call, odd segments and the whole take in one batch all follow the path's branch."""
+    q_path, targets = ur5_take
+    res = solve_track(solver_for(ur5), targets, q_path[0], segment=segment)
+    assert res.converged.all() and res.q.shape == q_path.shape
+    assert max_jump(res.q) <= MAX_JUMP
+    assert np.abs(res.q - q_path).max() < 0.02
+
+
+class _FlakyBatches(DLSSolver):
+    """Answers batch calls with a 2 pi turn of the last joint on their 4th target (same pose, far q)."""
+
+    def _solve(self, targets: Targets, q0: np.ndarray, **options: object) -> tuple[np.ndarray, np.ndarray]:
+        q, iterations = super()._solve(targets, q0, **options)
+        if q.ndim == 2 and len(q) > 3:
+            q = q.copy()
+            q[3, -1] -= 2.0 * np.pi
+        return q, iterations
+
+
+def test_repair_re_solves_a_frame_that_jumped_from_its_predecessor(ur5, ur5_take) -> None:
+    """A converged frame that jumps > max_jump is solved again from the previous frame, continuously."""
+    q_path, targets = ur5_take
+    solver = solver_for(ur5, _FlakyBatches)
+    raw = solver.solve(targets[:8], q_path[0])
+    assert raw.converged[3] and abs(raw.q[3, -1] - q_path[3, -1]) > 6.0  # the flaw is there to repair
+    res = solve_track(solver, targets, q_path[0], segment=16)
+    assert res.converged.all()
+    assert max_jump(res.q) <= MAX_JUMP
+
+
+class _NoRadius(DLSSolver):
+    call_options = ()
+
+
+def test_solvers_without_a_local_mode_are_still_tracked(ur5, ur5_take) -> None:
+    """A solver without the ``radius`` option is only warm-started (predicted), and still tracks."""
+    q_path, targets = ur5_take
+    res = solve_track(solver_for(ur5, _NoRadius), targets, q_path[0])
+    assert res.converged.all()
+    assert max_jump(res.q) <= MAX_JUMP
+
+
+def test_unreachable_stretch_is_reported_not_raised(ur5, ur5_take) -> None:
+    """Frames moved out of reach come back unconverged with a reach reason; the rest converge, in limits."""
+    q_path, targets = ur5_take
+    targets = targets.copy()
+    gap = slice(80, 100)
+    targets[gap, :3, 3] *= 4.0  # several reaches away from the base
+    res = solve_track(solver_for(ur5), targets, q_path[0])
+    assert not res.converged[gap].any()
+    assert all(isinstance(reason, str) for reason in res.reason)  # repaired frames included
+    assert all("reach" in reason for reason in res.reason[gap])
+    assert res.converged[:80].all() and res.converged[100:].mean() >= 0.95
+    assert np.all(np.isfinite(res.q)) and ur5.within_limits(res.q).all()
+    assert max_jump(res.q[:80]) <= MAX_JUMP
+
+
+def test_progress_reports_every_frame_in_order(ur5, ur5_take) -> None:
+    """progress(done, total) is called with increasing counts ending at (N, N)."""
+    q_path, targets = ur5_take
+    calls: list[tuple[int, int]] = []
+    solve_track(solver_for(ur5), targets[:50], q_path[0], segment=16, progress=lambda d, t: calls.append((d, t)))
+    done = [d for d, _ in calls]
+    assert done == sorted(done) and calls[-1] == (50, 50) and all(t == 50 for _, t in calls)
+
+
+def test_bad_arguments_raise(ur5, ur5_take) -> None:
+    """segment < 1 or a max_jump that is not > 0 raise InvalidInputError naming the value."""
+    q_path, targets = ur5_take
+    with pytest.raises(InvalidInputError, match="segment"):
+        solve_track(solver_for(ur5), targets[:4], q_path[0], segment=0)
+    with pytest.raises(InvalidInputError, match="max_jump"):
+        solve_track(solver_for(ur5), targets[:4], q_path[0], max_jump=0.0)
+
+
+def test_empty_take_gives_an_empty_result(ur5) -> None:
+    """Zero frames give an IKResult of batch shape (0,)."""
+    res = solve_track(solver_for(ur5), np.zeros((0, 4, 4)), ur5.mid_q())
+    assert res.q.shape == (0, ur5.dof) and res.converged.shape == (0,)
