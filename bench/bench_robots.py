@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 from ik_core.kinematics import effector_poses  # noqa: E402
 from ik_core.rotations import rotation_error  # noqa: E402
 from ik_core.solvers.dls import DLSSolver  # noqa: E402
+from ik_core.tracking import solve_track  # noqa: E402
 from ik_core.urdf import load_urdf, parse_urdf  # noqa: E402
 
 ROBOTS_DIR = ROOT.parent / "shared" / "robots"
@@ -195,6 +196,7 @@ def smooth_paths(skeleton, paths: int, frames: int, rng: np.random.Generator) ->
 
 
 def bench_track(robot, skeleton, tip, paths: int, frames: int, rng) -> dict:
+    """Per-frame warm start, one solve call per frame (the plain protocol)."""
     solver = make_solver(skeleton, tip, None)
     qpaths = smooth_paths(skeleton, paths, frames, rng)
     oks, times, jumps = [], [], []
@@ -215,6 +217,24 @@ def bench_track(robot, skeleton, tip, paths: int, frames: int, rng) -> dict:
     times = np.array(times)
     jumps = np.array(jumps)
     return row(robot, "dls", "track", np.concatenate(oks), times, float(times.sum()),
+               max_jump_rad=float(jumps.max()), jumps_over_0_1_rad=int(np.count_nonzero(jumps > 0.1)))
+
+
+def bench_track_take(robot, skeleton, tip, paths: int, frames: int, rng) -> dict:
+    """The same paths through solve_track, the code path bakes use (segments, prediction, repair)."""
+    solver = make_solver(skeleton, tip, None)
+    qpaths = smooth_paths(skeleton, paths, frames, rng)
+    oks, total, jumps = [], 0.0, []
+    for qp in qpaths:
+        targets = effector_poses(skeleton, qp, 0)
+        t0 = time.perf_counter()
+        res = solve_track(solver, targets, qp[0])
+        total += time.perf_counter() - t0
+        oks.append(check(skeleton, res.q, targets))
+        jumps.append(np.max(np.abs(np.diff(np.vstack([qp[:1], res.q]), axis=0)), axis=1))
+    jumps = np.concatenate(jumps)
+    per_frame = np.full(paths * frames, total / (paths * frames))
+    return row(robot, "dls", "take", np.concatenate(oks), per_frame, total,
                max_jump_rad=float(jumps.max()), jumps_over_0_1_rad=int(np.count_nonzero(jumps > 0.1)))
 
 
@@ -260,7 +280,9 @@ def main() -> int:
             r = bench_ikpy(robot, skeleton, path, tip, targets[: args.ikpy], mid)
             rows += [r] if r else []
         if args.paths and args.frames:
-            rows.append(bench_track(robot, skeleton, tip, args.paths, args.frames, rng))
+            # Both tracking rows follow the same paths (same seed).
+            rows.append(bench_track(robot, skeleton, tip, args.paths, args.frames, np.random.default_rng(7)))
+            rows.append(bench_track_take(robot, skeleton, tip, args.paths, args.frames, np.random.default_rng(7)))
     if args.json:
         for r in rows:
             print(json.dumps(r))
