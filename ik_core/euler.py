@@ -16,6 +16,7 @@ __all__ = [
 FloatArray = NDArray[np.float64]
 
 EULER_ORDERS: tuple[str, ...] = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
+_AXIS_INDICES = {o: tuple("XYZ".index(c) for c in o) for o in EULER_ORDERS}
 # Below this cos(middle angle) the first and last angles are coupled (gimbal lock); the extraction
 # below stays exact for any split, so the threshold only picks the tidy one (last angle 0).
 _GIMBAL_EPS = 1e-14
@@ -73,8 +74,13 @@ def euler_to_matrix(angles: ArrayLike, order: str = "XYZ") -> FloatArray:
     Raises:
         InvalidInputError: If the shape or order is wrong or an entry is not finite.
     """
-    i, j, k, _ = _order_axes(order)
-    a = _checked(angles, "angles", (3,))
+    _order_axes(order)
+    return _euler_to_matrix(_checked(angles, "angles", (3,)), order)
+
+
+def _euler_to_matrix(a: FloatArray, order: str) -> FloatArray:
+    """Unvalidated :func:`euler_to_matrix` for hot paths whose input is already checked."""
+    i, j, k = _AXIS_INDICES[order]
     return _axis_matrix(k, a[..., k]) @ _axis_matrix(j, a[..., j]) @ _axis_matrix(i, a[..., i])
 
 
@@ -121,8 +127,14 @@ def matrix_to_euler(R: ArrayLike, order: str = "XYZ") -> FloatArray:
     Raises:
         InvalidInputError: If the shape or order is wrong or an entry is not finite.
     """
-    i, j, k, p = _order_axes(order)
-    R = _checked(R, "R", (3, 3))
+    _order_axes(order)
+    return _matrix_to_euler(_checked(R, "R", (3, 3)), order)
+
+
+def _matrix_to_euler(R: FloatArray, order: str) -> FloatArray:
+    """Unvalidated :func:`matrix_to_euler` for hot paths whose input is already checked."""
+    i, j, k = _AXIS_INDICES[order]
+    p = 1.0 if (j - i) % 3 == 1 else -1.0
     Rii, Rji = R[..., i, i], R[..., j, i]
     lock = np.hypot(Rii, Rji) < _GIMBAL_EPS
     tk = np.where(lock, 0.0, np.arctan2(p * Rji, Rii))

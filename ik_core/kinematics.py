@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from .errors import InvalidInputError
@@ -42,14 +44,22 @@ def joint_values(skeleton: Skeleton, q: np.ndarray, joint: int) -> np.ndarray:
     return q[..., s : s + j.dof]
 
 
+@lru_cache(maxsize=256)
+def _axis_terms(x: float, y: float, z: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Identity, K and K @ K of a fixed axis, built once per axis rather than once per call."""
+    K = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
+    terms = (np.eye(3), K, K @ K)
+    for t in terms:
+        t.setflags(write=False)  # shared between calls
+    return terms
+
+
 def _axis_rotation(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
     """(..., 3, 3) rotations about one fixed unit ``axis`` by ``angle`` (...,) [rad]."""
-    K = np.array(
-        [[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]]
-    )
+    eye, K, KK = _axis_terms(*axis.tolist())
     s = np.sin(angle)[..., None, None]
     c = np.cos(angle)[..., None, None]
-    return np.eye(3) + s * K + (1.0 - c) * (K @ K)
+    return eye + s * K + (1.0 - c) * KK
 
 
 def _skew(v: np.ndarray) -> np.ndarray:
@@ -73,7 +83,13 @@ def _rotvec_coefficients(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 def _ball_rotation(v: np.ndarray) -> np.ndarray:
     """(..., 3, 3) exp of rotation vectors (..., 3); the hot-path twin of rotations.rotvec_to_matrix."""
-    a, b, _ = _rotvec_coefficients(v)
+    # The first two coefficients of _rotvec_coefficients (the third is not needed here).
+    t2 = np.einsum("...i,...i->...", v, v)
+    t = np.sqrt(t2)
+    small = t < 1e-4
+    ts = np.where(small, 1.0, t)
+    a = np.where(small, 1.0 - t2 / 6.0, np.sin(ts) / ts)
+    b = np.where(small, 0.5 - t2 / 24.0, (1.0 - np.cos(ts)) / ts**2)
     K = _skew(v)
     return np.eye(3) + a[..., None, None] * K + b[..., None, None] * (K @ K)
 
@@ -119,9 +135,29 @@ def forward_kinematics(skeleton: Skeleton, q: np.ndarray) -> np.ndarray:
     batch = q.shape[:-1]
     out = np.empty((*batch, len(skeleton.joints), 4, 4))
     for i, joint in enumerate(skeleton.joints):
-        local = joint.origin @ joint_motion(skeleton, q, i)
+        local = _local_transform(skeleton, q, i)
         out[..., i, :, :] = local if joint.parent < 0 else out[..., joint.parent, :, :] @ local
     return out
+
+
+def _local_transform(skeleton: Skeleton, q: np.ndarray, joint: int) -> np.ndarray:
+    """``origin @ joint_motion``, built without the 4x4 products for rotating and fixed joints.
+
+    Origins end in the row (0, 0, 0, 1) (the skeleton checks it), so only the rotation block
+    needs a product; a fixed joint's local transform is its origin, broadcast by the caller.
+    """
+    j = skeleton.joints[joint]
+    if j.kind is JointKind.FIXED:
+        return j.origin
+    if j.kind is JointKind.PRISMATIC:
+        return j.origin @ joint_motion(skeleton, q, joint)
+    v = joint_values(skeleton, q, joint)
+    R = _ball_rotation(v) if j.kind is JointKind.BALL else _axis_rotation(j.axis, v[..., 0])
+    local = np.empty((*q.shape[:-1], 4, 4))
+    local[..., :3, :3] = j.origin[:3, :3] @ R
+    local[..., :3, 3] = j.origin[:3, 3]
+    local[..., 3, :] = (0.0, 0.0, 0.0, 1.0)
+    return local
 
 
 def rest_transforms(skeleton: Skeleton) -> np.ndarray:

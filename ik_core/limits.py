@@ -9,13 +9,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import InvalidInputError, LimitError
-from .rotations import (
-    EULER_ORDERS,
-    euler_to_matrix,
-    matrix_to_euler,
-    matrix_to_rotvec,
-    rotvec_to_matrix,
-)
+from .euler import _AXIS_INDICES, _euler_to_matrix, _matrix_to_euler
+from .rotations import EULER_ORDERS, _matrix_to_rotvec, _rotvec_to_matrix, rotvec_to_matrix
 from .skeleton import JointKind, Skeleton
 
 __all__ = [
@@ -66,8 +61,13 @@ def circular_clamp(
     lower, upper = np.broadcast_arrays(np.asarray(lower, dtype=float), np.asarray(upper, dtype=float))
     free = ~(upper - lower < TWO_PI)
     # Free ranges may hold infinities; give them finite stand-ins so no NaN is ever computed.
-    lo = np.where(free, -np.pi, lower)
-    hi = np.where(free, np.pi, upper)
+    return _clamp_ranges(angle, np.where(free, -np.pi, lower), np.where(free, np.pi, upper), free)
+
+
+def _clamp_ranges(
+    angle: np.ndarray, lo: np.ndarray, hi: np.ndarray, free: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`circular_clamp` for array ranges whose free mask and finite ends are precomputed."""
     r = lo + np.mod(angle - lo, TWO_PI)
     inside = r <= hi
     d_hi = r - hi
@@ -107,7 +107,7 @@ def ellipse_project(
         scale = np.minimum(1.0, a / np.maximum(np.hypot(x, y), a))
         return px * scale, py * scale
     out = (x / a) ** 2 + (y / b) ** 2 > 1.0
-    if not np.any(out):
+    if not out.any():
         return px, py
     ax, ay = np.abs(x[out]), np.abs(y[out])
     a2, b2 = a * a, b * b
@@ -122,7 +122,7 @@ def ellipse_project(
         df = -2.0 * (ra * ra / da + rb * rb / db)
         step = f / df
         t = t - step
-        if np.all(np.abs(step) <= 1e-15 * (np.abs(t) + scale)):
+        if (np.abs(step) <= 1e-15 * (np.abs(t) + scale)).all():
             break
     px[out] = np.copysign(a2 * ax / (t + a2), x[out])
     py[out] = np.copysign(b2 * ay / (t + b2), y[out])
@@ -133,7 +133,7 @@ def _as_rotvec(rotvec: object) -> np.ndarray:
     v = np.asarray(rotvec, dtype=float)
     if v.ndim == 0 or v.shape[-1] != 3:
         raise InvalidInputError(f"rotvec must have shape (..., 3), got {v.shape}")
-    if not np.all(np.isfinite(v)):
+    if not np.isfinite(v).all():
         raise InvalidInputError("rotvec contains NaN or infinite values")
     return v
 
@@ -168,12 +168,18 @@ class _BallLimit:
             InvalidInputError: Wrong shape or non-finite entries.
         """
         v = _as_rotvec(rotvec)
-        R, ok = self._project(rotvec_to_matrix(v), FEASIBLE_TOL)
-        return np.where(ok[..., None], v, matrix_to_rotvec(R))
+        R, ok = self._project(_rotvec_to_matrix(v), FEASIBLE_TOL)
+        if ok.all():
+            return v.copy()
+        # Only the projected rows need the logarithm (the common single feasible pose skips it).
+        out = v.copy() if v.shape == R.shape[:-1] else np.array(np.broadcast_to(v, R.shape[:-1]))
+        bad = ~ok
+        out[bad] = _matrix_to_rotvec(R[bad])
+        return out
 
     def contains(self, rotvec: np.ndarray, tol: float = FEASIBLE_TOL) -> np.ndarray:
         """(...,) True where rotation vectors (..., 3) [rad] are inside the limit within ``tol`` [rad]."""
-        return self._project(rotvec_to_matrix(_as_rotvec(rotvec)), float(tol))[1]
+        return self._project(_rotvec_to_matrix(_as_rotvec(rotvec)), float(tol))[1]
 
     def contains_matrix(self, R: np.ndarray, tol: float = FEASIBLE_TOL) -> np.ndarray:
         """(...,) True where rotation matrices (..., 3, 3) are inside the limit within ``tol`` [rad]."""
@@ -208,6 +214,7 @@ class EulerLimit(_BallLimit):
     order: str = "XYZ"
     _lo: np.ndarray = field(init=False, repr=False, compare=False)
     _hi: np.ndarray = field(init=False, repr=False, compare=False)
+    _clamp: tuple[np.ndarray, np.ndarray, np.ndarray] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.order not in EULER_ORDERS:
@@ -229,10 +236,13 @@ class EulerLimit(_BallLimit):
         lo_eff, hi_eff = np.where(lk, 0.0, lo), np.where(lk, 0.0, hi)
         free = ~(hi_eff - lo_eff < TWO_PI)
         lo_eff, hi_eff = np.where(free, -np.inf, lo_eff), np.where(free, np.inf, hi_eff)
-        for arr in (lo_eff, hi_eff):
+        # Finite stand-ins for free axes, as circular_clamp makes them, precomputed for the hot path.
+        clamp = (np.where(free, -np.pi, lo_eff), np.where(free, np.pi, hi_eff), free)
+        for arr in (lo_eff, hi_eff, *clamp):
             arr.setflags(write=False)
         object.__setattr__(self, "_lo", lo_eff)
         object.__setattr__(self, "_hi", hi_eff)
+        object.__setattr__(self, "_clamp", clamp)
 
     @classmethod
     def from_blender(
@@ -261,40 +271,47 @@ class EulerLimit(_BallLimit):
         return cls(tuple(lower), tuple(upper), tuple(bool(v) for v in lock), order)
 
     def _project(self, R: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
-        i, j, k = (_AXES.index(c) for c in self.order)
+        i, j, k = _AXIS_INDICES[self.order]
         parity = 1.0 if (j - i) % 3 == 1 else -1.0
         lo, hi = self._lo, self._hi
-        e0 = matrix_to_euler(R, self.order)
+        e0 = _matrix_to_euler(R, self.order)
+        c0, d0 = _clamp_ranges(e0, *self._clamp)
+        ok = d0.max(axis=-1) <= tol
+        # Inside by the first decomposition: the checks below could only add to ``ok``.
+        if ok.all():
+            return R, ok
         # The other Tait-Bryan decomposition of the same rotation.
         e1 = e0.copy()
         e1[..., i] += np.pi
         e1[..., j] = np.pi - e0[..., j]
         e1[..., k] += np.pi
-        c0, d0 = circular_clamp(e0, lo, hi)
-        c1, d1 = circular_clamp(e1, lo, hi)
-        ok = (d0.max(axis=-1) <= tol) | (d1.max(axis=-1) <= tol)
-        # Gimbal lock: R = Rk(a_k - p s a_i) Rj(a_j), so only that combination must fit.
-        s = np.where(np.sin(e0[..., j]) < 0.0, -1.0, 1.0)
-        m = -parity * s
-        combo = e0[..., k] + m * e0[..., i]
-        free_i, free_k = np.isinf(lo[i]), np.isinf(lo[k])
-        if free_i or free_k:
-            combo_ok = np.ones(combo.shape, dtype=bool)
-        else:
-            c_lo = lo[k] + np.minimum(m * lo[i], m * hi[i])
-            c_hi = hi[k] + np.maximum(m * lo[i], m * hi[i])
-            combo_ok = circular_clamp(combo, c_lo, c_hi)[1] <= tol
+        c1, d1 = _clamp_ranges(e1, *self._clamp)
+        ok |= d1.max(axis=-1) <= tol
         gimbal = np.abs(np.cos(e0[..., j])) < _GIMBAL_COS
-        ok |= gimbal & (d0[..., j] <= tol) & combo_ok
-        if np.all(ok):
+        if gimbal.any():  # the coupled check below can only change rows at gimbal lock
+            # Gimbal lock: R = Rk(a_k - p s a_i) Rj(a_j), so only that combination must fit.
+            s = np.where(np.sin(e0[..., j]) < 0.0, -1.0, 1.0)
+            m = -parity * s
+            combo = e0[..., k] + m * e0[..., i]
+            free_i, free_k = np.isinf(lo[i]), np.isinf(lo[k])
+            if free_i or free_k:
+                combo_ok = np.ones(combo.shape, dtype=bool)
+            else:
+                c_lo = lo[k] + np.minimum(m * lo[i], m * hi[i])
+                c_hi = hi[k] + np.maximum(m * lo[i], m * hi[i])
+                combo_ok = circular_clamp(combo, c_lo, c_hi)[1] <= tol
+            ok |= gimbal & (d0[..., j] <= tol) & combo_ok
+        if ok.all():
             return R, ok
         bad = ~ok
-        Rb = np.broadcast_to(R, ok.shape + (3, 3))[bad]
-        R0 = euler_to_matrix(c0[bad], self.order)
-        R1 = euler_to_matrix(c1[bad], self.order)
+        full = R if R.shape == ok.shape + (3, 3) else np.broadcast_to(R, ok.shape + (3, 3))
+        Rb = full[bad]
+        # Both clamped decompositions in one conversion.
+        R01 = _euler_to_matrix(np.concatenate([c0[bad], c1[bad]]), self.order)
+        R0, R1 = R01[: len(Rb)], R01[len(Rb) :]
         # The larger trace of R^T R_i is the smaller rotation angle between them.
         closer1 = np.einsum("nij,nij->n", Rb, R1) > np.einsum("nij,nij->n", Rb, R0)
-        out = np.array(np.broadcast_to(R, ok.shape + (3, 3)))
+        out = np.array(full)
         out[bad] = np.where(closer1[:, None, None], R1, R0)
         return out, ok
 
@@ -437,7 +454,7 @@ class ConeTwistLimit(_BallLimit):
         tw_c, tw_d = circular_clamp(tw, self.twist_min, self.twist_max)
         pu, pw = ellipse_project(su, sw, self.swing_x, self.swing_z)
         ok = (tw_d <= tol) & (np.hypot(su - pu, sw - pw) <= tol)
-        if np.all(ok):
+        if ok.all():
             return R, ok
         bad = ~ok
         out = np.array(np.broadcast_to(R, ok.shape + (3, 3)))

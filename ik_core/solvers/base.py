@@ -10,11 +10,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidInputError, require_finite
-from ..kinematics import effector_poses, forward_kinematics
+from ..kinematics import forward_kinematics
 from ..limits import limit_violation, project_configuration
+from ..rotations import _rotation_angle
 from ..skeleton import Skeleton
 
 MODES = ("position", "aim", "full")
+_EYE3 = np.eye(3)
+# The bounds np.allclose(RtR, I, atol=1e-9) applies (its default rtol is 1e-5), precomputed.
+_ORTHONORMAL_TOL = 1e-9 + 1e-5 * _EYE3
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,8 @@ def as_targets(targets: np.ndarray, n_effectors: int) -> Targets:
         InvalidInputError: Wrong shape, or NaN or infinite entries.
     """
     t = np.asarray(targets, dtype=float)
-    require_finite("targets", t)
+    if not np.isfinite(t).all():
+        require_finite("targets", t)
     if t.ndim >= 2 and t.shape[-2:] == (4, 4):
         if n_effectors == 1:
             t = t[..., None, :, :]
@@ -98,7 +103,7 @@ def as_targets(targets: np.ndarray, n_effectors: int) -> Targets:
         # A scaled or sheared target has no single orientation to reach: orthonormalise it (the
         # SVD is skipped in the common case of targets that already are rotations).
         RtR = np.swapaxes(R, -1, -2) @ R
-        if not np.allclose(RtR, np.eye(3), atol=1e-9) or np.any(np.linalg.det(R) <= 0):
+        if not (np.abs(RtR - _EYE3) <= _ORTHONORMAL_TOL).all() or (_det3(R) <= 0).any():
             U, _, Vt = np.linalg.svd(R)
             D = np.ones(R.shape[:-1])
             D[..., -1] = np.sign(np.linalg.det(U @ Vt))
@@ -114,6 +119,22 @@ def as_targets(targets: np.ndarray, n_effectors: int) -> Targets:
         f"(..., {n_effectors}, 3) positions or (..., {n_effectors}, 4, 4) poses"
     )
     raise InvalidInputError(f"targets must have shape {expected}, got {t.shape}")
+
+
+def _det3(R: np.ndarray) -> np.ndarray:
+    """(...,) determinants of (..., 3, 3) matrices as triple products (the sign is all that is used)."""
+    a, b, c = R[..., 0, :], R[..., 1, :], R[..., 2, :]
+    return (
+        a[..., 0] * (b[..., 1] * c[..., 2] - b[..., 2] * c[..., 1])
+        - a[..., 1] * (b[..., 0] * c[..., 2] - b[..., 2] * c[..., 0])
+        + a[..., 2] * (b[..., 0] * c[..., 1] - b[..., 1] * c[..., 0])
+    )
+
+
+def _batch_copy(values: object, batch: tuple[int, ...]) -> np.ndarray:
+    """A writable int array of shape ``batch`` from a scalar or an array that broadcasts to it."""
+    values = np.asarray(values, dtype=int)
+    return values.copy() if values.shape == batch else np.broadcast_to(values, batch).copy()
 
 
 def rotation_angle(Ra: np.ndarray, Rb: np.ndarray) -> np.ndarray:
@@ -206,25 +227,28 @@ class Solver(abc.ABC):
         if q0 is None:
             q0 = self.skeleton.preferred_q
         q0 = np.asarray(q0, dtype=float)
-        require_finite("q0", q0)
+        if not np.isfinite(q0).all():
+            require_finite("q0", q0)
         if q0.shape[-1:] != (dof,):
             raise InvalidInputError(f"q0 must have shape (..., {dof}) or ({dof},), got {q0.shape}")
-        try:
-            q0 = np.broadcast_to(q0, (*batch, dof))
-        except ValueError:
-            raise InvalidInputError(f"q0 shape {q0.shape} does not broadcast to batch {batch}") from None
+        if q0.shape != (*batch, dof):
+            try:
+                q0 = np.broadcast_to(q0, (*batch, dof))
+            except ValueError:
+                raise InvalidInputError(f"q0 shape {q0.shape} does not broadcast to batch {batch}") from None
         q0 = project_configuration(self.skeleton, q0)
         with np.errstate(all="ignore"):
             q, iterations = self._solve(tg, q0.copy(), **options)
-        bad = ~np.all(np.isfinite(q), axis=-1)
-        q = np.where(bad[..., None], q0, q)
+        bad = ~np.isfinite(q).all(axis=-1)
+        if bad.any():
+            q = np.where(bad[..., None], q0, q)
         q = project_configuration(self.skeleton, q)
         pos_err, rot_err = self.errors(q, tg)
         converged = (pos_err <= self.tolerance) & (rot_err <= self.rotation_tolerance)
         converged &= ~bad
         reason = np.empty(batch, dtype=object)
         reason[...] = "converged"
-        if not np.all(converged):
+        if not converged.all():
             for row in np.argwhere(~converged):  # also right for a 0-d batch
                 idx = tuple(row)
                 if bad[idx]:
@@ -237,16 +261,20 @@ class Solver(abc.ABC):
             converged=converged,
             position_error=pos_err,
             rotation_error=rot_err,
-            iterations=np.broadcast_to(np.asarray(iterations, dtype=int), batch).copy(),
+            iterations=_batch_copy(iterations, batch),
             reason=reason,
             limit_hits=np.count_nonzero(at_limit, axis=-1),
         )
 
     def errors(self, q: np.ndarray, tg: Targets) -> tuple[np.ndarray, np.ndarray]:
         """(...,) worst position error [m] and rotation error [rad] over the effectors."""
-        frames = forward_kinematics(self.skeleton, q)
-        poses = effector_poses(self.skeleton, q, list(self.effector_ids), frames=frames)
-        pos_err = np.linalg.norm(poses[..., :3, 3] - tg.positions, axis=-1).max(axis=-1)
+        skel = self.skeleton
+        frames = forward_kinematics(skel, q)
+        effs = [skel.effectors[e] for e in self.effector_ids]
+        # effector_poses' product, gathered with one fancy index instead of a per-effector stack.
+        poses = frames[..., [e.joint for e in effs], :, :] @ np.stack([e.offset for e in effs])
+        d = poses[..., :3, 3] - tg.positions
+        pos_err = np.sqrt(np.add.reduce(d * d, axis=-1)).max(axis=-1)
         if self.mode == "position" or tg.rotations is None:
             return pos_err, np.zeros_like(pos_err)
         if self.mode == "aim":
@@ -255,7 +283,7 @@ class Solver(abc.ABC):
             cross = np.linalg.norm(np.cross(a, b), axis=-1)
             rot_err = np.arctan2(cross, np.sum(a * b, axis=-1))
         else:
-            rot_err = rotation_angle(poses[..., :3, :3], tg.rotations)
+            rot_err = _rotation_angle(poses[..., :3, :3], tg.rotations)
         return pos_err, rot_err.max(axis=-1)
 
     def _unreached_reason(

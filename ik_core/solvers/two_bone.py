@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import InvalidInputError, require_finite
 from ..kinematics import forward_kinematics, rest_transforms
-from ..rotations import matrix_to_rotvec, rotvec_to_matrix
+from ..rotations import _matrix_to_rotvec, _rotvec_to_matrix
 from ..skeleton import JointKind, Skeleton
 from .base import Solver, Targets
 
@@ -82,19 +82,31 @@ def _sum_of_squares(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
 
 def _unit(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Directions (..., 3) (zero where ``v`` is zero) and norms (...,)."""
-    n = np.linalg.norm(v, axis=-1)
+    # What np.linalg.norm(v, axis=-1) computes, without its per-call overhead.
+    n = np.sqrt(np.add.reduce(v * v, axis=-1))
     return v / np.where(n > 0, n, 1.0)[..., None], n
 
 
 def _reject(v: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Component of ``v`` perpendicular to unit ``u`` (both (..., 3))."""
-    return v - np.sum(v * u, axis=-1, keepdims=True) * u
+    return v - np.add.reduce(v * u, axis=-1, keepdims=True) * u
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.cross`` of (..., 3) vectors, same arithmetic, without its moveaxis overhead."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = a1 * b2 - a2 * b1
+    out[..., 1] = a2 * b0 - a0 * b2
+    out[..., 2] = a0 * b1 - a1 * b0
+    return out
 
 
 def _any_perpendicular(u: np.ndarray) -> np.ndarray:
     """Unit vectors perpendicular to unit ``u`` (..., 3), chosen deterministically."""
     basis = np.eye(3)[np.argmin(np.abs(u), axis=-1)]
-    return _unit(np.cross(u, basis))[0]
+    return _unit(_cross(u, basis))[0]
 
 
 def _pick(primary: np.ndarray, fallback: np.ndarray, ok: np.ndarray) -> np.ndarray:
@@ -155,6 +167,9 @@ class TwoBoneSolver(Solver):
         self._hinge_name = skeleton.joints[hinge].name
         self._lower = skeleton.joints[hinge].lower
         self._upper = skeleton.joints[hinge].upper
+        ends = np.array([self._lower, self._upper], dtype=float)
+        # Finite hinge ends are candidates too; infinite ones drop out as NaN.
+        self._ends = np.where(np.isfinite(ends), ends, np.nan)
         rest = rest_transforms(skeleton)
         # Everything below lives in the ball's moved frame, where the limb's shape is constant.
         T_bh = np.linalg.inv(rest[ball]) @ rest[hinge]
@@ -172,6 +187,9 @@ class TwoBoneSolver(Solver):
         alpha = float(B @ c0 - (B @ u) * (u @ c0))
         beta = float(B @ np.cross(u, c0))
         self._M = float(np.hypot(alpha, beta))
+        # Constant terms of _effector_local (Rodrigues' formula for the hinge).
+        self._u_x_c0 = np.cross(u, c0)
+        self._u_uc0 = u * (u @ c0)
         self._phi = float(np.arctan2(beta, alpha))
         self._scale = max(self.l1 + self.l2, 1e-12)
 
@@ -189,8 +207,7 @@ class TwoBoneSolver(Solver):
     def _effector_local(self, theta: np.ndarray) -> np.ndarray:
         """(..., 3) effector position in the ball's moved frame for hinge angles (...,)."""
         c, s = np.cos(theta)[..., None], np.sin(theta)[..., None]
-        c0, u = self._c0, self._u
-        return self._elbow + c0 * c + np.cross(u, c0) * s + u * (u @ c0) * (1.0 - c)
+        return self._elbow + self._c0 * c + self._u_x_c0 * s + self._u_uc0 * (1.0 - c)
 
     def _distance(self, theta: np.ndarray) -> np.ndarray:
         return np.sqrt(np.maximum(self._K + 2.0 * self._M * np.cos(theta - self._phi), 0.0))
@@ -205,23 +222,23 @@ class TwoBoneSolver(Solver):
         base = np.stack([self._phi + a, self._phi - a], axis=-1)
         base += 2.0 * np.pi * np.round((theta0[:, None] - base) / (2.0 * np.pi))
         shifts = np.array([0.0, 2.0 * np.pi, -2.0 * np.pi])
-        cand = (base[:, :, None] + shifts).reshape(len(D), -1)
-        ends = np.broadcast_to(np.array([lo, hi]), (len(D), 2))
-        cand = np.concatenate([cand, np.where(np.isfinite(ends), ends, np.nan)], axis=-1)
+        cand = np.empty((len(D), 8))
+        cand[:, :6] = (base[:, :, None] + shifts).reshape(len(D), -1)
+        cand[:, 6:] = self._ends
         inside = (cand >= lo - 1e-12) & (cand <= hi + 1e-12)
         err = np.where(inside, np.abs(self._distance(cand) - D[:, None]), np.inf)
         best = np.min(err, axis=-1, keepdims=True)
         # Both bend directions reach exactly; the warm start decides, so poses do not flip.
         tie = err <= best + 1e-12 * self._scale
         score = np.where(tie, np.abs(cand - theta0[:, None]), np.inf)
-        theta = np.take_along_axis(cand, np.argmin(score, axis=-1)[:, None], axis=-1)[:, 0]
+        theta = cand[np.arange(len(D)), np.argmin(score, axis=-1)]
         return np.clip(theta, lo, hi)
 
     def _bend_direction(self, theta: np.ndarray, theta0: np.ndarray, e1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Unit elbow direction across the root-effector line, in the ball frame, and validity."""
-        e2, n = _unit(_reject(np.broadcast_to(self._elbow, e1.shape), e1))
+        e2, n = _unit(_reject(self._elbow, e1))  # the constant elbow broadcasts against e1
         ok = n > _DEGENERATE * self._scale
-        if not np.all(ok):
+        if not ok.all():
             # Straight or folded arm: the elbow side is the one a slightly bent arm would take.
             sign = np.where(theta0 >= theta, 1.0, -1.0)
             c_alt, _ = _unit(self._effector_local(theta + sign * _NUDGE))
@@ -243,18 +260,21 @@ class TwoBoneSolver(Solver):
         q = q0.reshape(n, -1).copy()
         if pole is not None:
             pole = np.asarray(pole, dtype=float)
-            require_finite("pole", pole)
+            if not np.isfinite(pole).all():
+                require_finite("pole", pole)
             if pole.shape[-1:] != (3,):
                 raise InvalidInputError(f"pole must have shape (..., 3) world points [m], got {pole.shape}")
-            try:
-                pole = np.broadcast_to(pole, (*batch, 3)).reshape(n, 3)
-            except ValueError:
-                raise InvalidInputError(f"pole shape {pole.shape} does not broadcast to batch {batch}") from None
+            if pole.shape == (*batch, 3):
+                pole = pole.reshape(n, 3)
+            else:
+                try:
+                    pole = np.broadcast_to(pole, (*batch, 3)).reshape(n, 3)
+                except ValueError:
+                    raise InvalidInputError(f"pole shape {pole.shape} does not broadcast to batch {batch}") from None
 
         bq, hq = self._ball_q, self._hinge_q
         v0 = q[:, bq : bq + 3]
         theta0 = q[:, hq]
-        R0 = self._R_pre @ rotvec_to_matrix(v0)  # current world rotation of the ball frame
         to_target = targets.positions.reshape(n, 3) - self._pivot
         t_hat, D = _unit(to_target)
 
@@ -263,25 +283,43 @@ class TwoBoneSolver(Solver):
         e1, c_len = _unit(c_loc)
         e2, _ = self._bend_direction(theta, theta0, e1)
 
+        # Fallbacks below need the current ball rotation; common calls never do, so skip it then.
+        R0 = None
+
+        def current_world(local: np.ndarray) -> np.ndarray:
+            nonlocal R0
+            if R0 is None:
+                R0 = self._R_pre @ _rotvec_to_matrix(v0)  # current world rotation of the ball frame
+            return np.einsum("nij,nj->ni", R0, local)
+
         # Aim direction; a target on the pivot keeps the effector's current direction.
         t_ok = D > _DEGENERATE * self._scale
-        current = np.einsum("nij,nj->ni", R0, e1)
-        f1 = _pick(t_hat, current, t_ok)
+        f1 = t_hat if t_ok.all() else _pick(t_hat, current_world(e1), t_ok)
 
         # Bend plane: through the pole, else wherever the current ball orientation puts it.
-        keep, keep_n = _unit(_reject(np.einsum("nij,nj->ni", R0, e2), f1))
-        f2 = _pick(keep, _any_perpendicular(f1), keep_n > _DEGENERATE)
+        w_ok = None
         if pole is not None:
             w, w_n = _unit(_reject(pole - self._pivot, f1))
-            p_scale = np.maximum(self._scale, np.linalg.norm(pole - self._pivot, axis=-1))
-            f2 = _pick(w, f2, w_n > _DEGENERATE * p_scale)
+            to_pole = pole - self._pivot
+            p_scale = np.maximum(self._scale, np.sqrt(np.add.reduce(to_pole * to_pole, axis=-1)))
+            w_ok = w_n > _DEGENERATE * p_scale
+        if w_ok is not None and w_ok.all():
+            f2 = w
+        else:
+            keep, keep_n = _unit(_reject(current_world(e2), f1))
+            keep_ok = keep_n > _DEGENERATE
+            f2 = keep if keep_ok.all() else _pick(keep, _any_perpendicular(f1), keep_ok)
+            if w_ok is not None:
+                f2 = _pick(w, f2, w_ok)
 
-        F_loc = np.stack([e1, e2, np.cross(e1, e2)], axis=-1)
-        F_w = np.stack([f1, f2, np.cross(f1, f2)], axis=-1)
+        F_loc = np.stack([e1, e2, _cross(e1, e2)], axis=-1)
+        F_w = np.stack([f1, f2, _cross(f1, f2)], axis=-1)
         R_world = F_w @ np.swapaxes(F_loc, -1, -2)
-        v = matrix_to_rotvec(self._R_pre.T @ R_world)
+        v = _matrix_to_rotvec(self._R_pre.T @ R_world)
         # An effector sitting on the pivot has no direction to aim: leave the ball alone.
-        v = _pick(v, v0, c_len > _DEGENERATE * self._scale)
+        c_ok = c_len > _DEGENERATE * self._scale
+        if not c_ok.all():
+            v = _pick(v, v0, c_ok)
         q[:, bq : bq + 3] = v
         q[:, hq] = theta
         return q.reshape(*batch, -1), np.ones(batch, dtype=int)
