@@ -30,6 +30,30 @@ _ACCELERATION = 0.25
 _MODE_ROWS = {"position": 3, "aim": 5, "full": 6}
 
 
+def joint_steps(skeleton, qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
+    """(...,) largest per-joint change between configurations ``qa`` and ``qb`` (..., dof).
+
+    1-DoF joints change by ``|qb - qa|`` [rad or m]; a ball joint by the angle of the relative
+    rotation [rad], not by its rotation-vector components, which flip sign near half a turn
+    while the rotation itself moves continuously.
+    """
+    from .kinematics import _ball_rotation
+    from .rotations import _rotation_angle
+    from .skeleton import JointKind
+
+    qa, qb = np.broadcast_arrays(np.asarray(qa, dtype=float), np.asarray(qb, dtype=float))
+    diff = np.abs(qb - qa)
+    balls = [skeleton.q_index[i] for i, j in enumerate(skeleton.joints) if j.kind is JointKind.BALL and j.dof]
+    if not balls:
+        return np.max(diff, axis=-1, initial=0.0)
+    ball_cols = np.concatenate([np.arange(s, s + 3) for s in balls])
+    other = np.setdiff1d(np.arange(skeleton.dof), ball_cols)
+    steps = [np.max(diff[..., other], axis=-1, initial=0.0)]
+    for s in balls:
+        steps.append(_rotation_angle(_ball_rotation(qa[..., s : s + 3]), _ball_rotation(qb[..., s : s + 3])))
+    return np.max(np.stack(steps, axis=-1), axis=-1)
+
+
 def _frame_options(options: dict, index: int | slice) -> dict:
     return {k: v[index] for k, v in options.items()}
 
@@ -100,7 +124,9 @@ def solve_track(
         # Each frame starts from the last frame moved on at its velocity: where two branches
         # meet at a singularity, the prediction lies on the branch the motion continues on (the
         # last frame alone is as near to both), and nearer starts need fewer iterations.
-        guess = start + steps[:, None] * velocity
+        # Extrapolating is for solvers that then search a box around the guess (DLS's radius);
+        # a closed-form or geometric solver only uses its start to pick between solutions.
+        guess = start + steps[:, None] * velocity if local else start
         part = solver.solve(targets[lo:hi], guess, **_frame_options(options, slice(lo, hi)), **extra)
         # A frame whose velocity changes abruptly has likely switched branch where two meet
         # (two elbow or wrist branches near a singularity lie within max_jump of each other):
@@ -125,8 +151,12 @@ def solve_track(
         return solver.solve(targets, q0, **options)
     fields = {f: np.concatenate([getattr(p, f) for p in parts]) for f in IKResult.__dataclass_fields__}
     q, ok = fields["q"], fields["converged"]
+    skeleton = solver.skeleton
+    steps = np.concatenate([[0.0], joint_steps(skeleton, q[:-1], q[1:])]) if n > 1 else np.zeros(n)
+    replaced = np.zeros(n, dtype=bool)
     for i in range(1, n):
-        jump = float(np.max(np.abs(q[i] - q[i - 1]), initial=0.0))
+        # Steps were measured once for the whole take; only a repaired predecessor needs a new one.
+        jump = float(joint_steps(skeleton, q[i - 1], q[i])) if replaced[i - 1] else float(steps[i])
         if ok[i] and jump <= max_jump:
             continue
         if not ok[i] and not ok[i - 1]:
@@ -134,11 +164,12 @@ def solve_track(
         extra = {"radius": max_jump} if local else {}
         guess = q[i - 1] + (_velocity(q[i - 1], q[i - 2], ok[i - 1] and ok[i - 2], max_jump) if i > 1 else 0.0)
         retry = solver.solve(targets[i], guess, **_frame_options(options, i), **extra)
-        retry_jump = float(np.max(np.abs(retry.q - q[i - 1]), initial=0.0))
+        retry_jump = float(joint_steps(skeleton, q[i - 1], retry.q))
         better = (bool(retry.converged) and (not ok[i] or retry_jump < jump)) or (
             not ok[i] and retry.position_error < fields["position_error"][i]
         )
         if better:
+            replaced[i] = True
             for f in fields:
                 value = np.asarray(getattr(retry, f))
                 # [()] unwraps 0-d fields: an object array would otherwise store the array itself.
@@ -165,6 +196,8 @@ def track_chain(
     use_rotation: bool = False,
     scale: float = 1.0,
     progress=None,
+    max_jump: float = 0.1,
+    segment: int = 32,
 ) -> IKResult:
     """Solve one chain on every frame of a take, each frame warm-started from the previous one.
 
@@ -179,6 +212,10 @@ def track_chain(
             positions only.
         scale: Uniform world scale of the base frames; errors are returned in world units.
         progress: Optional ``progress(done, total)`` callback.
+        max_jump: Change between frames [rad or m] above which a frame is re-solved from the
+            previous one (see :func:`solve_track`); robot paths want 0.1, character motion
+            at 24 fps legitimately moves more.
+        segment: Frames per batch (see :func:`solve_track`).
 
     Returns:
         An :class:`IKResult` of batch shape (N,), errors in world units [m, rad].
@@ -204,7 +241,7 @@ def track_chain(
     if pole is not None and "pole" in solver.call_options:
         pole_h = np.concatenate([np.asarray(pole, dtype=float), np.ones((len(pole), 1))], axis=1)
         options["pole"] = np.einsum("nij,nj->ni", np.linalg.inv(base), pole_h)[:, :3]
-    result = solve_track(solver, targets, q0, progress=progress, **options)
+    result = solve_track(solver, targets, q0, max_jump=max_jump, progress=progress, segment=segment, **options)
     if scale != 1.0:
         result = replace(result, position_error=result.position_error * scale)
     return result

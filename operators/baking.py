@@ -163,6 +163,10 @@ def bake_chains(
         if (s.pole is not None) and not np.all(np.isfinite(s.pole)):
             raise BakeFailed(f"chain {p.settings.name!r}: its pole has NaN or infinite values on some frames")
     results = []
+    # Robot paths must not jump more than 0.1 rad between frames and want short segments to stay
+    # on one branch; characters at 24 fps move more, and longer batches make their bakes cheaper.
+    robot = "articulate_robot" in arm
+    max_jump, segment = (0.1, 32) if robot else (0.5, 32)
     wm = context.window_manager if write_keys else None
     try:
         for p, s, q0 in zip(prepared, samples, q_start):
@@ -170,7 +174,8 @@ def bake_chains(
             q0_vec = initial_q(p, q0)
             results.append(track_chain(
                 solver, s.base, s.target, q0_vec, pole=s.pole, use_rotation=p.settings.use_rotation, scale=scale,
-                progress=_progress(f"Articulate {arm.name}:{p.settings.name}", len(frames), wm),
+                progress=_progress(f"Articulate {arm.name}:{p.settings.name}", len(frames), wm), max_jump=max_jump,
+                segment=segment,
             ))
     except ArticulateError as err:
         raise BakeFailed(str(err)) from None

@@ -10,6 +10,7 @@ import numpy as np
 
 from ...ik_core import Effector, Joint, JointKind, Skeleton
 from ...ik_core.limits import EulerLimit
+from ...ik_core.swing_limits import SwingTwistLimit
 from .errors import BridgeError
 
 AXES = ("x", "y", "z")
@@ -83,12 +84,15 @@ def chain_bones(arm_obj: bpy.types.Object, chain) -> list[bpy.types.PoseBone]:
     return pose_bone_chain(arm_obj, chain.tip_bone, chain.chain_length, chain.root_bone)
 
 
-def bone_limit(pb: bpy.types.PoseBone) -> EulerLimit | None:
+def bone_limit(pb: bpy.types.PoseBone) -> SwingTwistLimit | EulerLimit | None:
     """The rotation limit of a pose bone: its IK limits intersected with Limit Rotation constraints.
 
     Blender's IK settings (``use_ik_limit_*``, ``ik_min_*``, ``ik_max_*``, ``lock_ik_*``) and
-    every enabled Limit Rotation constraint in local space are combined per axis. Returns None
-    when nothing limits the bone.
+    every enabled Limit Rotation constraint in local space are combined per axis and read as
+    Blender's IK reads them: twist about the bone's Y axis and swing about X and Z per side
+    (:class:`SwingTwistLimit`). Ranges that do not contain the rest pose (possible only through
+    Limit Rotation constraints, e.g. a robot joint) are Euler ranges instead. Returns None when
+    nothing limits the bone.
     """
     lower = np.full(3, -np.pi)
     upper = np.full(3, np.pi)
@@ -115,6 +119,8 @@ def bone_limit(pb: bpy.types.PoseBone) -> EulerLimit | None:
             f"bone {pb.name!r}: its IK limits and Limit Rotation constraints leave no room on axis "
             f"{AXES[n].upper()} (min {np.degrees(lower[n]):.1f} > max {np.degrees(upper[n]):.1f} degrees)"
         )
+    if np.all(lower <= 0.0) and np.all(upper >= 0.0):
+        return SwingTwistLimit(tuple(lower), tuple(upper), tuple(locked))
     order = pb.rotation_mode if len(pb.rotation_mode) == 3 else "XYZ"
     return EulerLimit(tuple(lower), tuple(upper), tuple(locked), order)
 
