@@ -172,10 +172,12 @@ def bake_chains(
         for p, s, q0 in zip(prepared, samples, q_start):
             solver = solver_for(p.settings, p.skeleton, scale)
             q0_vec = initial_q(p, q0)
+            # A closed-form solver needs no segments: its start only picks the bend side.
+            chain_segment = len(frames) if p.settings.solver == "two_bone" else segment
             results.append(track_chain(
                 solver, s.base, s.target, q0_vec, pole=s.pole, use_rotation=p.settings.use_rotation, scale=scale,
                 progress=_progress(f"Articulate {arm.name}:{p.settings.name}", len(frames), wm), max_jump=max_jump,
-                segment=segment,
+                segment=chain_segment,
             ))
     except ArticulateError as err:
         raise BakeFailed(str(err)) from None
