@@ -110,25 +110,14 @@ def cmd_bake(args: argparse.Namespace) -> int:
     """Bake an armature's chains in a .blend and save the result."""
     import bpy
 
-    if args.blend:
-        if not Path(args.blend).is_file():
-            print(f"articulate: error: no such .blend file: {args.blend}", file=sys.stderr)
-            return EXIT_USAGE
-        bpy.ops.wm.open_mainfile(filepath=str(Path(args.blend).resolve()))
-    addon = ensure_addon()
-    chains_ops = importlib.import_module(f"{addon.__name__}.operators.chains")
-    arm = bpy.data.objects.get(args.armature)
-    if arm is None or arm.type != "ARMATURE":
-        names = ", ".join(o.name for o in bpy.data.objects if o.type == "ARMATURE") or "none"
-        print(f"articulate: error: no armature {args.armature!r}; armatures in the file: {names}", file=sys.stderr)
-        return EXIT_USAGE
+    arm = _open_armature(args)
+    chains_ops = importlib.import_module(f"{ensure_addon().__name__}.operators.chains")
     if args.from_constraints:
         made, skipped = chains_ops.convert_constraints(arm)
         for reason in skipped:
             print(f"articulate: skipped {reason}")
         print(f"articulate: {made} chain(s) from IK constraints")
     start, end, step = args.frames if args.frames else (bpy.context.scene.frame_start, bpy.context.scene.frame_end, 1)
-    bpy.context.view_layer.objects.active = arm
     report_path = Path(args.report).resolve() if args.report else None
     try:
         result = bpy.ops.articulate.bake(
@@ -157,8 +146,12 @@ def cmd_bake(args: argparse.Namespace) -> int:
     return EXIT_MISSED if missed else EXIT_OK
 
 
-def _open_robot(args: argparse.Namespace):
-    """Open the .blend (if given), enable the add-on, and make the named robot rig active."""
+def _open_armature(args: argparse.Namespace, robot: bool = False):
+    """Open the .blend (if given), enable the add-on, and make the named armature (or robot rig) active.
+
+    Raises:
+        _UsageError: A missing file, or no such armature (the message lists the candidates).
+    """
     import bpy
 
     if args.blend:
@@ -166,11 +159,24 @@ def _open_robot(args: argparse.Namespace):
             raise _UsageError(f"no such .blend file: {args.blend}")
         bpy.ops.wm.open_mainfile(filepath=str(Path(args.blend).resolve()))
     ensure_addon()
+
+    def fits(obj) -> bool:
+        return "articulate_robot" in obj if robot else obj.type == "ARMATURE"
+
+    what = "robot rig" if robot else "armature"
     arm = bpy.data.objects.get(args.armature)
-    if arm is None or "articulate_robot" not in arm:
-        names = ", ".join(o.name for o in bpy.data.objects if "articulate_robot" in o) or "none"
-        raise _UsageError(f"no robot rig {args.armature!r}; robot rigs in the file: {names}")
+    if arm is None or not fits(arm):
+        names = ", ".join(o.name for o in bpy.data.objects if fits(o)) or "none"
+        raise _UsageError(f"no {what} {args.armature!r}; {what}s in the file: {names}")
     bpy.context.view_layer.objects.active = arm
+    return arm
+
+
+def _open_robot(args: argparse.Namespace):
+    """Open the file and make the named robot rig active; apply ``--frames`` to the scene."""
+    import bpy
+
+    arm = _open_armature(args, robot=True)
     if args.frames:
         bpy.context.scene.frame_start, bpy.context.scene.frame_end = args.frames[:2]
     return arm
@@ -213,16 +219,7 @@ def cmd_body(args: argparse.Namespace) -> int:
     """Bake a humanoid's whole body from head and hand trackers."""
     import bpy
 
-    if args.blend:
-        if not Path(args.blend).is_file():
-            raise _UsageError(f"no such .blend file: {args.blend}")
-        bpy.ops.wm.open_mainfile(filepath=str(Path(args.blend).resolve()))
-    ensure_addon()
-    arm = bpy.data.objects.get(args.armature)
-    if arm is None or arm.type != "ARMATURE":
-        names = ", ".join(o.name for o in bpy.data.objects if o.type == "ARMATURE") or "none"
-        raise _UsageError(f"no armature {args.armature!r}; armatures in the file: {names}")
-    bpy.context.view_layer.objects.active = arm
+    arm = _open_armature(args)
     body = arm.articulate.body
     for name in ("head", "hand_l", "hand_r", "pelvis", "foot_l", "foot_r"):
         obj_name = getattr(args, name)

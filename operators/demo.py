@@ -9,6 +9,7 @@ import bpy
 import numpy as np
 
 from . import bridge, compat
+from .bridge.build import sphere_mesh_data
 
 ARM_BONES = (("Shoulder", 0.45), ("Elbow", 0.40), ("Wrist", 0.15))
 SHOULDER = np.array([0.0, 0.0, 1.2])
@@ -104,7 +105,7 @@ def add_camera_and_light(scene, look_at=(0.5, 0.0, 1.1), location=(2.6, -2.2, 1.
 def add_target_marker(scene, target: bpy.types.Object, path: np.ndarray) -> None:
     """A red ball riding on ``target`` and its (frames, 3) path drawn as a thin blue tube."""
     ball_mesh = bpy.data.meshes.new(f"{target.name}.Ball")
-    ball_mesh.from_pydata(*_ball(0.03))
+    ball_mesh.from_pydata(*sphere_mesh_data(0.03))
     ball_mesh.materials.append(bpy.data.materials.get("Target") or _material("Target", (0.9, 0.15, 0.15)))
     ball = bpy.data.objects.new(f"{target.name}.Ball", ball_mesh)
     scene.collection.objects.link(ball)
@@ -117,25 +118,6 @@ def add_target_marker(scene, target: bpy.types.Object, path: np.ndarray) -> None
     path_obj = bpy.data.objects.new(f"{target.name}.Path", curve)
     path_obj.data.materials.append(bpy.data.materials.get("Path") or _material("Path", (0.2, 0.4, 0.9)))
     scene.collection.objects.link(path_obj)
-
-
-def _ball(radius: float, rings: int = 8, segments: int = 12) -> tuple[list, list, list]:
-    """Vertices and quad faces of a UV sphere."""
-    verts = [(0.0, 0.0, radius)]
-    for i in range(1, rings):
-        phi = math.pi * i / rings
-        verts += [(radius * math.sin(phi) * math.cos(2 * math.pi * j / segments),
-                   radius * math.sin(phi) * math.sin(2 * math.pi * j / segments), radius * math.cos(phi))
-                  for j in range(segments)]
-    verts.append((0.0, 0.0, -radius))
-    last = len(verts) - 1
-    faces = [(0, 1 + j, 1 + (j + 1) % segments) for j in range(segments)]
-    for i in range(rings - 2):
-        a, b = 1 + i * segments, 1 + (i + 1) * segments
-        faces += [(a + j, b + j, b + (j + 1) % segments, a + (j + 1) % segments) for j in range(segments)]
-    a = 1 + (rings - 2) * segments
-    faces += [(a + j, last, a + (j + 1) % segments) for j in range(segments)]
-    return verts, [], faces
 
 
 def _add_render_dressing(scene, arm, target, path) -> None:

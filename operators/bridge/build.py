@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import bpy
@@ -52,3 +53,22 @@ def create_armature(
         bpy.ops.object.mode_set(mode="OBJECT")
         bpy.context.view_layer.objects.active = previous_active or obj
     return obj
+
+
+def sphere_mesh_data(radius: float, rings: int = 8, segments: int = 12) -> tuple[list, list, list]:
+    """Vertices, edges and faces of a UV sphere of ``radius`` [m] centred on the origin."""
+    verts = [(0.0, 0.0, radius)]
+    for i in range(1, rings):
+        phi = math.pi * i / rings
+        verts += [(radius * math.sin(phi) * math.cos(2 * math.pi * j / segments),
+                   radius * math.sin(phi) * math.sin(2 * math.pi * j / segments), radius * math.cos(phi))
+                  for j in range(segments)]
+    verts.append((0.0, 0.0, -radius))
+    last = len(verts) - 1
+    faces = [(0, 1 + j, 1 + (j + 1) % segments) for j in range(segments)]
+    for i in range(rings - 2):
+        a, b = 1 + i * segments, 1 + (i + 1) * segments
+        faces += [(a + j, b + j, b + (j + 1) % segments, a + (j + 1) % segments) for j in range(segments)]
+    a = 1 + (rings - 2) * segments
+    faces += [(a + j, last, a + (j + 1) % segments) for j in range(segments)]
+    return verts, [], faces

@@ -13,6 +13,7 @@ import numpy as np
 
 from ...ik_core import JointKind, Skeleton, forward_kinematics
 from ...ik_core.urdf_visuals import Visual, resolve_mesh
+from .build import sphere_mesh_data
 from .errors import BridgeError
 
 HINGE_ORDER = "YZX"  # Y (the joint axis) is not the middle angle: it spans (-pi, pi] without flips
@@ -221,20 +222,7 @@ def _primitive(name: str, kind: str, size: Sequence[float]) -> bpy.types.Mesh:
         faces = [(k, (k + 1) % n, n + (k + 1) % n, n + k) for k in range(n)]
         faces += [tuple(range(n))[::-1], tuple(range(n, 2 * n))]
     else:
-        r, rings, seg = size[0], 8, 12
-        verts = [(0.0, 0.0, r)]
-        for i in range(1, rings):
-            p = math.pi * i / rings
-            verts += [(r * math.sin(p) * math.cos(2 * math.pi * j / seg),
-                       r * math.sin(p) * math.sin(2 * math.pi * j / seg), r * math.cos(p)) for j in range(seg)]
-        verts.append((0.0, 0.0, -r))
-        last = len(verts) - 1
-        faces = [(0, 1 + j, 1 + (j + 1) % seg) for j in range(seg)]
-        for i in range(rings - 2):
-            a0, b0 = 1 + i * seg, 1 + (i + 1) * seg
-            faces += [(a0 + j, b0 + j, b0 + (j + 1) % seg, a0 + (j + 1) % seg) for j in range(seg)]
-        a0 = 1 + (rings - 2) * seg
-        faces += [(a0 + j, last, a0 + (j + 1) % seg) for j in range(seg)]
+        verts, _edges, faces = sphere_mesh_data(size[0])
     mesh.from_pydata(verts, [], faces)
     return mesh
 
