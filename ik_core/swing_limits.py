@@ -70,6 +70,16 @@ class SwingTwistLimit(_BallLimit):
         su, sw, tw = self._split.swing_twist_angles(R)
         lo, hi = self._lo, self._hi
         tw_c, tw_d = circular_clamp(tw, lo[1], hi[1])
+        # Early out: a rotation inside its quadrant's ellipse and twist range is returned as is
+        # (the common case of a feasible warm start), without the per-quadrant projections.
+        a = np.where(su >= 0, hi[0], -lo[0])
+        b = np.where(sw >= 0, hi[2], -lo[2])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inside = np.where(a > 0, (su / np.where(a > 0, a, 1.0)) ** 2, np.where(su == 0, 0.0, np.inf)) + np.where(
+                b > 0, (sw / np.where(b > 0, b, 1.0)) ** 2, np.where(sw == 0, 0.0, np.inf)
+            ) <= 1.0
+        if np.all(inside & (tw_d <= tol)):
+            return R, np.ones(np.shape(tw), dtype=bool)
         pu, pw = np.array(su, dtype=float), np.array(sw, dtype=float)
         # One ellipse per quadrant of (s_x, s_z): each side of each axis has its own bound.
         for pos_u in (True, False):

@@ -201,7 +201,12 @@ def bake_chains(
 
 
 def initial_q(p: PreparedChain, rotvecs: np.ndarray) -> np.ndarray:
-    """The chain's current pose as a configuration of its skeleton (moving joints only)."""
+    """The chain's current pose as a configuration of its skeleton (moving joints only).
+
+    Args:
+        p: The prepared chain.
+        rotvecs: (B, 3) rotation vectors of the chain bones' current pose rotations [rad].
+    """
     from ..ik_core import JointKind
 
     parts = []
@@ -209,8 +214,12 @@ def initial_q(p: PreparedChain, rotvecs: np.ndarray) -> np.ndarray:
         if joint.kind is JointKind.BALL:
             parts.append(rotvecs[pb_index])
         elif joint.dof == 1:
-            # The angle about the hinge axis of the bone's current rotation (swing discarded).
-            parts.append([float(rot.twist_angle(rot.rotvec_to_quat(rotvecs[pb_index]), joint.axis))])
+            # The angle about the hinge axis of the bone's rotation (its twist; swing discarded):
+            # 2 atan2(sin(t/2) n . axis, cos(t/2)) for the rotation vector t n.
+            v = rotvecs[pb_index]
+            t = float(np.sqrt(v @ v))
+            along = float(v @ joint.axis) * (np.sin(t / 2) / t if t > 1e-12 else 0.5)
+            parts.append([2.0 * np.arctan2(along, np.cos(t / 2))])
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
