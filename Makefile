@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-.PHONY: demo test envs bench
+.PHONY: demo test envs bench bench-env
 
 demo:  ## headless bake of the bundled example: out/demo/{demo.blend,report.json,demo.png}
 	dev/demo.sh
@@ -12,3 +12,7 @@ envs:  ## create the virtual environments (idempotent)
 
 bench:  ## keyframe-writing benchmark (more in bench/README.md)
 	.venvs/5.0.1/bin/python bench/bench_keyframes.py
+
+bench-env:  ## bench-only venv with the peers (roboticstoolbox-python, ikpy); never an add-on dependency
+	test -x .venvs/bench/bin/python || python3.11 -m venv .venvs/bench
+	.venvs/bench/bin/pip install --quiet -r bench/requirements-peers.txt
