@@ -234,8 +234,10 @@ def _import_mesh(path: Path) -> list[bpy.types.Object] | None:
     if ext not in ops:
         return None
     module, op_name = ops[ext]
-    op = getattr(getattr(bpy.ops, module), op_name, None)
-    if op is None or not hasattr(bpy.types, f"WM_OT_{op_name}"):
+    op = getattr(getattr(bpy.ops, module), op_name)
+    try:
+        op.get_rna_type()  # raises KeyError where the importer is gone (Collada in Blender 5.0)
+    except KeyError:
         return None
     before = set(bpy.data.objects)
     op(filepath=str(path))

@@ -157,3 +157,59 @@ def test_branches_listed_and_used_for_the_bake(ur5, core, addon_module):
     values = robot.read_joint_values(ur5, np.arange(1.0, 11.0))
     assert np.max(np.abs(values[0] - chosen)) < 0.1
     assert np.max(np.abs(np.diff(values, axis=0))) < 0.1
+
+
+ROBOT_WITH_MESH = """<robot name="two_link">
+  <link name="base"/>
+  <link name="arm">
+    <visual><origin xyz="0 0 0.25"/><geometry><mesh filename="package://two_link/meshes/arm.stl"/></geometry></visual>
+    <visual><geometry><box size="0.1 0.1 0.05"/></geometry></visual>
+  </link>
+  <link name="tip"/>
+  <joint name="shoulder" type="revolute"><parent link="base"/><child link="arm"/>
+    <axis xyz="0 1 0"/><limit lower="-1.5" upper="1.5" velocity="2" effort="1"/></joint>
+  <joint name="tool" type="fixed"><parent link="arm"/><child link="tip"/><origin xyz="0 0 0.5"/></joint>
+</robot>"""
+
+
+def _write_stl(path: Path) -> None:
+    """An ASCII STL tetrahedron: a real mesh file for Blender's own STL importer."""
+    v = [(0, 0, 0), (0.05, 0, 0), (0, 0.05, 0), (0, 0, 0.05)]
+    faces = [(0, 2, 1), (0, 1, 3), (0, 3, 2), (1, 2, 3)]
+    lines = ["solid t"]
+    for f in faces:
+        lines += ["facet normal 0 0 0", "outer loop", *(f"vertex {v[i][0]} {v[i][1]} {v[i][2]}" for i in f),
+                  "endloop", "endfacet"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines + ["endsolid t"]) + "\n")
+
+
+def test_urdf_meshes_import_through_blenders_importer(empty_scene, tmp_path):
+    """A package:// STL that resolves against the given folder is imported and follows its joint's bone."""
+    pkg = tmp_path / "pkgs"
+    _write_stl(pkg / "two_link" / "meshes" / "arm.stl")
+    urdf = tmp_path / "two_link.urdf"
+    urdf.write_text(ROBOT_WITH_MESH)
+    assert bpy.ops.articulate.robot_import_urdf(filepath=str(urdf), tip_link="tip", package_dir=str(pkg)) == {
+        "FINISHED"}
+    arm = bpy.context.object
+    children = [o for o in bpy.data.objects if o.parent == arm and o.type == "MESH"]
+    assert len(children) == 2  # the imported STL and the box primitive, no fallback shapes
+    assert all(o.parent_bone == "shoulder" for o in children)
+    stl = next(o for o in children if len(o.data.vertices) == 4)
+    before = np.array(stl.matrix_world.translation)
+    arm.pose.bones["shoulder"].rotation_euler = (0.0, 0.5, 0.0)
+    bpy.context.view_layer.update()
+    after = np.array(stl.matrix_world.translation)
+    assert np.linalg.norm(after - before) > 0.05  # it turns with the joint
+    assert before[2] == pytest.approx(0.25, abs=1e-4)  # placed by the visual's origin
+
+
+def test_missing_urdf_mesh_falls_back_with_a_warning(empty_scene, tmp_path):
+    """Without the package folder the STL is missing: simple links are drawn and the file is named."""
+    urdf = tmp_path / "two_link.urdf"
+    urdf.write_text(ROBOT_WITH_MESH)
+    assert bpy.ops.articulate.robot_import_urdf(filepath=str(urdf), tip_link="tip") == {"FINISHED"}
+    arm = bpy.context.object
+    names = [o.name for o in bpy.data.objects if o.parent == arm]
+    assert any(n.startswith("shoulder.link") or n.startswith("shoulder.joint") for n in names)
