@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import InvalidInputError, require_finite
 from ..kinematics import forward_kinematics
-from ..limits import limit_violation, project_configuration
+from ..limits import project_configuration
 from ..rotations import _rotation_angle
 from ..skeleton import Skeleton
 
@@ -300,11 +300,6 @@ class Solver(abc.ABC):
     @abc.abstractmethod
     def _solve(self, targets: Targets, q0: np.ndarray, **options: object) -> tuple[np.ndarray, np.ndarray]:
         """Iterate from ``q0`` (..., dof); return (q (..., dof), iterations (...,) or scalar)."""
-
-
-def limit_check(skeleton: Skeleton, q: np.ndarray, tol: float = 1e-9) -> np.ndarray:
-    """(...,) True where ``q`` respects every limit within ``tol``."""
-    return limit_violation(skeleton, q) <= tol
 
 
 def solve_sequence(

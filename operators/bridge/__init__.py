@@ -26,7 +26,7 @@ from .rig import (
     pose_bone_chain,
     write_ik_limits,
 )
-from .sampling import ChainSamples, ChainSource, base_matrix, sample_chains, target_matrix, world_positions
+from .sampling import ChainSamples, ChainSource, base_matrix, sample_chains, target_matrix
 
 __all__ = [
     "BridgeError",
@@ -45,7 +45,6 @@ __all__ = [
     "sample_chains",
     "set_pose_rotations",
     "target_matrix",
-    "world_positions",
     "world_to_basis",
     "write_bone_poses",
     "write_bone_rotations",

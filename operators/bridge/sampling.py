@@ -118,16 +118,3 @@ def sample_chains(
         pole = world_of(src.pole, src.pole_bone)[:, :3, 3].copy() if src.pole is not None else None
         out.append(ChainSamples(base, world_of(src.target, src.target_bone).copy(), pole))
     return out
-
-
-def world_positions(obj: bpy.types.Object, scene: bpy.types.Scene, frames: Sequence[int]) -> np.ndarray:
-    """(N, 3) world position of ``obj`` at each frame, evaluated through the depsgraph."""
-    out = np.empty((len(frames), 3))
-    current = scene.frame_current
-    try:
-        for i, f in enumerate(frames):
-            scene.frame_set(int(f))
-            out[i] = tuple(obj.matrix_world.translation)
-    finally:
-        scene.frame_set(current)
-    return out
