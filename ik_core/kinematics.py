@@ -8,6 +8,7 @@ from functools import lru_cache
 import numpy as np
 
 from .errors import InvalidInputError
+from .rotations import _rotvec_to_matrix
 from .skeleton import JointKind, Skeleton
 
 
@@ -81,19 +82,6 @@ def _rotvec_coefficients(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
     return a, b, c
 
 
-def _ball_rotation(v: np.ndarray) -> np.ndarray:
-    """(..., 3, 3) exp of rotation vectors (..., 3); the hot-path twin of rotations.rotvec_to_matrix."""
-    # The first two coefficients of _rotvec_coefficients (the third is not needed here).
-    t2 = np.einsum("...i,...i->...", v, v)
-    t = np.sqrt(t2)
-    small = t < 1e-4
-    ts = np.where(small, 1.0, t)
-    a = np.where(small, 1.0 - t2 / 6.0, np.sin(ts) / ts)
-    b = np.where(small, 0.5 - t2 / 24.0, (1.0 - np.cos(ts)) / ts**2)
-    K = _skew(v)
-    return np.eye(3) + a[..., None, None] * K + b[..., None, None] * (K @ K)
-
-
 def _ball_left_jacobian(v: np.ndarray) -> np.ndarray:
     """(..., 3, 3) SO(3) left Jacobian of rotation vectors (..., 3)."""
     _, b, c = _rotvec_coefficients(v)
@@ -114,7 +102,7 @@ def joint_motion(skeleton: Skeleton, q: np.ndarray, joint: int) -> np.ndarray:
     elif j.kind is JointKind.PRISMATIC:
         M[..., :3, 3] = v[..., :1] * j.axis
     elif j.kind is JointKind.BALL:
-        M[..., :3, :3] = _ball_rotation(v)
+        M[..., :3, :3] = _rotvec_to_matrix(v)
     return M
 
 
@@ -152,7 +140,7 @@ def _local_transform(skeleton: Skeleton, q: np.ndarray, joint: int) -> np.ndarra
     if j.kind is JointKind.PRISMATIC:
         return j.origin @ joint_motion(skeleton, q, joint)
     v = joint_values(skeleton, q, joint)
-    R = _ball_rotation(v) if j.kind is JointKind.BALL else _axis_rotation(j.axis, v[..., 0])
+    R = _rotvec_to_matrix(v) if j.kind is JointKind.BALL else _axis_rotation(j.axis, v[..., 0])
     local = np.empty((*q.shape[:-1], 4, 4))
     local[..., :3, :3] = j.origin[:3, :3] @ R
     local[..., :3, 3] = j.origin[:3, 3]

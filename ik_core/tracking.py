@@ -37,8 +37,7 @@ def joint_steps(skeleton, qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
     rotation [rad], not by its rotation-vector components, which flip sign near half a turn
     while the rotation itself moves continuously.
     """
-    from .kinematics import _ball_rotation
-    from .rotations import _rotation_angle
+    from .rotations import _rotation_angle, _rotvec_to_matrix
     from .skeleton import JointKind
 
     qa, qb = np.broadcast_arrays(np.asarray(qa, dtype=float), np.asarray(qb, dtype=float))
@@ -50,7 +49,7 @@ def joint_steps(skeleton, qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
     other = np.setdiff1d(np.arange(skeleton.dof), ball_cols)
     steps = [np.max(diff[..., other], axis=-1, initial=0.0)]
     for s in balls:
-        steps.append(_rotation_angle(_ball_rotation(qa[..., s : s + 3]), _ball_rotation(qb[..., s : s + 3])))
+        steps.append(_rotation_angle(_rotvec_to_matrix(qa[..., s : s + 3]), _rotvec_to_matrix(qb[..., s : s + 3])))
     return np.max(np.stack(steps, axis=-1), axis=-1)
 
 

@@ -93,20 +93,10 @@ class FabrikSolver(Solver):
     name = "fabrik"
 
     def __init__(
-        self,
-        skeleton: Skeleton,
-        effectors: str | int | Sequence[str | int] = 0,
-        *,
-        mode: str = "position",
-        tolerance: float = 1e-4,
-        rotation_tolerance: float = 1e-3,
-        max_iterations: int = 100,
-        aim_axis: Sequence[float] = (0.0, 0.0, 1.0),
+        self, skeleton: Skeleton, effectors: str | int | Sequence[str | int] = 0, **options: object
     ) -> None:
-        super().__init__(
-            skeleton, effectors, mode=mode, tolerance=tolerance, rotation_tolerance=rotation_tolerance,
-            max_iterations=max_iterations, aim_axis=aim_axis,
-        )
+        # mode, tolerances, max_iterations and aim_axis are the base solver's, same defaults.
+        super().__init__(skeleton, effectors, **options)  # type: ignore[arg-type]
         self.tree = build_tree(skeleton, self.effector_ids)
         # A body carrying one effector and nothing else can take that effector's orientation.
         self._leaf = [b.effectors[0] if len(b.effectors) == 1 and not b.children else -1 for b in self.tree.bodies]
