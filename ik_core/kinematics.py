@@ -8,7 +8,7 @@ from functools import lru_cache
 import numpy as np
 
 from .errors import InvalidInputError
-from .rotations import _rotvec_to_matrix
+from .rotation_kernels import _rotvec_to_matrix
 from .skeleton import JointKind, Skeleton
 
 

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .ball_limit import FEASIBLE_TOL, _BallLimit, circular_clamp, ellipse_project
+from .cone_limits import ConeTwistLimit
 from .errors import LimitError
-from .limits import FEASIBLE_TOL, ConeTwistLimit, _BallLimit, circular_clamp, ellipse_project
 
 _AXES = "XYZ"
 

@@ -7,7 +7,7 @@ import functools
 
 import numpy as np
 
-from ..limits import TWO_PI, circular_clamp
+from ..ball_limit import TWO_PI, circular_clamp
 
 # Vectors shorter than this carry no direction [m or unitless]; callers fall back to a default.
 EPS = 1e-12
