@@ -12,6 +12,7 @@ import numpy as np
 from ..ik_core import ArticulateError
 from ..ik_core.humanoid import TRACKERS, RoleMap, calibrate, detect_roles, solve_body
 from . import bridge, compat
+from .bridge import body_controls
 from .files import FileBrowserMixin, write_report
 
 REQUIRED_TRACKERS = TRACKERS[:3]
@@ -48,21 +49,20 @@ def role_map(arm: bpy.types.Object) -> RoleMap:
         raise BodyFailed(str(err)) from None
 
 
-DRIVING_CONSTRAINTS = {"COPY_TRANSFORMS", "COPY_ROTATION", "CHILD_OF", "ARMATURE", "DAMPED_TRACK", "TRACK_TO"}
-
-
 def _check_not_driven(arm: bpy.types.Object, roles: RoleMap) -> None:
     """Refuse bones whose pose constraints override their keys (a bake would change nothing)."""
-    driven = sorted(
-        bone for bone in roles.bones.values()
-        if any(c.type in DRIVING_CONSTRAINTS and not c.mute and c.influence > 0
-               for c in arm.pose.bones[bone].constraints)
-    )
+    driven = {}
+    for bone in roles.bones.values():
+        found = body_controls.driving_constraints(arm.pose.bones[bone])
+        if found:
+            driven[bone] = found
     if driven:
-        shown = ", ".join(driven[:6]) + (" ..." if len(driven) > 6 else "")
+        shown = "; ".join(f"{bone} ({', '.join(cons)})" for bone, cons in list(driven.items())[:6])
+        more = " ..." if len(driven) > 6 else ""
         raise BodyFailed(
-            f"{len(driven)} mapped bone(s) follow constraints that override keys ({shown}); map the roles to "
-            "bones you animate directly (for a generated Rigify rig, its FK controls), or bake the metarig"
+            f"{len(driven)} mapped bone(s) follow constraints that override keys: {shown}{more}; map the roles "
+            "to bones you animate directly (Detect Roles maps a generated Rigify rig to its FK controls), or "
+            "bake the metarig"
         )
 
 
@@ -117,10 +117,23 @@ def bake_body(context: bpy.types.Context, arm: bpy.types.Object, frames: range) 
         raise BodyFailed(str(err)) from None
     t_solved = time.perf_counter()
     world = {bone: pose.world[:, j] for j, bone in enumerate(pose.bones)}
-    basis = bridge.world_to_basis(arm, world)
     pelvis = roles.bones["pelvis"]
+    mapped = list(roles.bones.values())
+    # A control rig (generated Rigify) hangs its controls from constrained mechanism bones:
+    # bases then come from the parents' evaluated poses rather than from rest-pose arithmetic.
+    evaluated = body_controls.needs_evaluation(arm, mapped)
+    if evaluated:
+        try:
+            levels = body_controls.evaluation_levels(arm, _role_parents(roles))
+            basis = body_controls.evaluated_basis(context, arm, list(frames), world, levels, {pelvis})
+        finally:
+            scene.frame_set(current)
+    else:
+        basis = bridge.world_to_basis(arm, world)
     frame_numbers = np.asarray(frames, dtype=float)
     keys = bridge.write_bone_poses(arm, frame_numbers, basis, location_bones={pelvis})
+    switches = body_controls.ik_fk_switches(arm, mapped)
+    body_controls.key_fk(context, arm, switches, frames[0], frames[-1])
     error = pose.tracker_error[:, :3]
     reachable = pose.reachable[:, :3]
     report = {
@@ -136,9 +149,16 @@ def bake_body(context: bpy.types.Context, arm: bpy.types.Object, frames: range) 
         "not_animated": animated,
         "max_reachable_error_m": float(np.max(np.where(reachable, error, 0.0), initial=0.0)),
         "keys_written": keys,
+        "basis_from": "evaluated parents" if evaluated else "rest pose",
+        "switched_to_fk": [pb.name for pb in switches],
         "seconds": {"solve": t_solved - t0, "total": time.perf_counter() - t0},
     }
     return report
+
+
+def _role_parents(roles: RoleMap) -> dict[str, str | None]:
+    """Mapped bone -> the mapped bone of its parent role (None for the pelvis), parents first."""
+    return {roles[r]: (None if (p := roles.parent_role(r)) is None else roles[p]) for r in roles.roles}
 
 
 def _summary(report: dict) -> str:
@@ -149,6 +169,8 @@ def _summary(report: dict) -> str:
         text += f", {held} NaN tracker frames held"
     if jumps:
         text += f", {jumps} tracker jumps"
+    if report["switched_to_fk"]:
+        text += f", FK keyed on {', '.join(report['switched_to_fk'])}"
     if report["not_animated"]:
         text += f", not animated: {', '.join(report['not_animated'])}"
     return text
@@ -176,7 +198,10 @@ class ARTICULATE_OT_body_detect_roles(bpy.types.Operator):
         for role, bone in roles.bones.items():
             item = arm.articulate.body.roles.add()
             item.role, item.bone = role, bone
-        self.report({"INFO"}, f"{len(roles.bones)} roles mapped ({roles.source})")
+        source = roles.source
+        if source == "auto:rigify-controls":
+            source = "FK controls of a generated Rigify rig; the bake keys its limbs' IK/FK switches to FK"
+        self.report({"INFO"}, f"{len(roles.bones)} roles mapped ({source})")
         return {"FINISHED"}
 
 
@@ -209,7 +234,7 @@ class ARTICULATE_OT_body_bake(bpy.types.Operator):
         if self.report_path:
             write_report(self.report_path, report)
         arm.articulate.body.last_summary = _summary(report)
-        problems = report["not_animated"] or report["jumps"] or sum(report["held_frames"].values())
+        problems = report["not_animated"] or any(report["jumps"].values()) or sum(report["held_frames"].values())
         self.report({"WARNING"} if problems else {"INFO"}, arm.articulate.body.last_summary)
         return {"FINISHED"}
 

@@ -99,7 +99,8 @@ class RoleMap:
 
     Attributes:
         bones: Role -> bone name, in role order.
-        source: Where the map came from: ``'auto'`` or ``'preset:<name>'``.
+        source: Where the map came from: ``'auto'`` (name heuristics), ``'auto:rigify-controls'``
+            (a generated Rigify rig's FK controls) or ``'preset:<name>'``.
     """
 
     bones: Mapping[str, str]
@@ -268,8 +269,9 @@ def _preset_fits(roles: RoleMap, tree: BoneTree) -> bool:
 def detect_roles(bones: Iterable[tuple[str, str | None]], use_presets: bool = True) -> RoleMap:
     """Map the bones of a humanoid rig to roles from their names and hierarchy.
 
-    Handles Rigify metarigs and generated rigs (``DEF-``/``ORG-`` layers: the deform layer is
-    preferred), Mixamo (any ``namespace:`` prefix), CMU BVH exports, Unity/VRM humanoid and
+    Handles Rigify metarigs and generated rigs (mapped to their FK controls, see
+    :func:`.rigify.rigify_control_roles`; other rigs with ``DEF-``/``ORG-`` layers are mapped on
+    the deform layer first), Mixamo (any ``namespace:`` prefix), CMU BVH exports, Unity/VRM humanoid and
     VRoid (``J_Bip_*``) names, with ``.L``/``_L``/``Left``/``left``/``L_`` side conventions.
 
     Args:
@@ -285,8 +287,13 @@ def detect_roles(bones: Iterable[tuple[str, str | None]], use_presets: bool = Tr
             roles claimed by several unrelated bones.
     """
     from .detect import detect_in_family
+    from .rigify import is_rigify_generated, rigify_control_roles
 
     tree = BoneTree(bones)
+    if is_rigify_generated(tree):
+        # Its DEF-/ORG- bones follow the controls through constraints: keys must go on the controls,
+        # read from the hierarchy (the spine and neck counts follow the metarig it was generated from).
+        return RoleMap(rigify_control_roles(tree), "auto:rigify-controls")
     if use_presets:
         for preset in load_presets().values():
             if _preset_fits(preset, tree):

@@ -42,14 +42,44 @@ def rigify_metarig() -> list[tuple[str, str | None]]:
     return bones
 
 
-def rigify_generated(with_def: bool = True) -> list[tuple[str, str | None]]:
-    """Deform, original and mechanism layers plus the no-prefix controls of a generated rig."""
-    bones = chain(None, "root") + chain("root", "torso", "hips") + chain("torso", "chest", "neck", "head")
+def rigify_generated() -> list[tuple[str, str | None]]:
+    """The parent links of a rig generated from Rigify's human metarig (Blender 5.0), trimmed.
+
+    Its controls hang from MCH- bones that follow other controls through constraints (the
+    shoulder is not a parent of the upper arm's FK control), and the DEF-/ORG- layers follow
+    the controls; DEF-pelvis.L/R sit under the deform spine.
+    """
+    bones = [("root", None), ("MCH-torso.parent", None)]
+    bones += chain("MCH-torso.parent", "torso", "hips") + chain("torso", "chest")
+    bones += chain("torso", "MCH-spine.001", "spine_fk.001", "MCH-spine", "spine_fk", "tweak_spine", "ORG-spine")
+    bones += chain("spine_fk", "tweak_spine.001", "ORG-spine.001")
+    bones += chain("torso", "MCH-spine.002", "spine_fk.002", "tweak_spine.002", "ORG-spine.002")
+    bones += chain("spine_fk.002", "MCH-spine.003", "spine_fk.003", "tweak_spine.003", "ORG-spine.003")
+    bones += chain("spine_fk.003", "ORG-spine.004", "ORG-spine.005", "ORG-spine.006")
+    bones += chain("spine_fk.003", "MCH-ROT-neck", "neck", "MCH-ROT-head", "head") + chain("neck", "tweak_spine.004")
+    bones += chain("root", "DEF-spine", *[f"DEF-spine.00{i}" for i in range(1, 7)])
     for s in "LR":
-        bones += chain("chest", f"shoulder.{s}", f"upper_arm_fk.{s}", f"forearm_fk.{s}", f"hand_fk.{s}")
-        bones += chain("root", f"hand_ik.{s}") + chain("root", f"foot_ik.{s}", f"toe.{s}")
-        bones += chain("hips", f"thigh_parent.{s}", f"thigh_fk.{s}", f"shin_fk.{s}", f"foot_fk.{s}")
-        bones += chain("root", f"MCH-hand_ik.{s}", f"MCH-upper_arm_ik.{s}")
+        bones += chain("DEF-spine", f"DEF-pelvis.{s}") + chain("ORG-spine.003", f"shoulder.{s}")
+        bones += chain("ORG-spine.003", f"ORG-shoulder.{s}", f"ORG-upper_arm.{s}", f"ORG-forearm.{s}", f"ORG-hand.{s}")
+        bones += chain(f"ORG-shoulder.{s}", f"DEF-shoulder.{s}") + chain(f"ORG-shoulder.{s}", f"upper_arm_parent.{s}")
+        bones += chain(f"ORG-shoulder.{s}", f"MCH-upper_arm_parent.{s}", f"upper_arm_fk.{s}", f"forearm_fk.{s}",
+                       f"MCH-hand_fk.{s}", f"hand_fk.{s}")
+        bones += chain(f"ORG-shoulder.{s}", f"DEF-upper_arm.{s}", f"DEF-upper_arm.{s}.001", f"DEF-forearm.{s}",
+                       f"DEF-forearm.{s}.001", f"DEF-hand.{s}")
+        bones += chain(None, f"MCH-hand_ik.parent.{s}", f"hand_ik.{s}")
+        bones += chain("ORG-spine", f"ORG-thigh.{s}", f"ORG-shin.{s}", f"ORG-foot.{s}", f"ORG-toe.{s}")
+        bones += chain("ORG-spine", f"thigh_parent.{s}")
+        bones += chain("ORG-spine", f"MCH-thigh_parent.{s}", f"thigh_fk.{s}", f"shin_fk.{s}", f"MCH-foot_fk.{s}",
+                       f"foot_fk.{s}", f"MCH-toe_fk.{s}", f"toe_fk.{s}")
+        bones += chain("ORG-spine", f"DEF-thigh.{s}", f"DEF-thigh.{s}.001", f"DEF-shin.{s}", f"DEF-shin.{s}.001",
+                       f"DEF-foot.{s}", f"DEF-toe.{s}")
+        bones += chain(None, f"MCH-foot_ik.parent.{s}", f"foot_ik.{s}")
+    return bones
+
+
+def layered(with_def: bool = True) -> list[tuple[str, str | None]]:
+    """A rig with Rigify-style DEF-/ORG- layers in plain parent chains and no Rigify controls."""
+    bones = chain(None, "root")
     layers = ["ORG", "DEF"] if with_def else ["ORG"]
     for p in layers:
         bones += chain("root", f"{p}-spine", f"{p}-spine.001", f"{p}-spine.002", f"{p}-spine.003")
@@ -161,14 +191,19 @@ EXPECTED = {
         "toe_l": "toe.L",
     },
     "rigify_generated": {
-        "pelvis": "DEF-spine",
-        "head": "DEF-spine.006",
-        "upper_arm_l": "DEF-upper_arm.L",
-        "forearm_l": "DEF-forearm.L",
-        "thigh_r": "DEF-thigh.R",
-        "shin_r": "DEF-shin.R",
-        "clavicle_r": "DEF-shoulder.R",
-        "toe_r": "DEF-toe.R",
+        "pelvis": "torso",
+        "spine_1": "spine_fk.002",
+        "spine_2": "spine_fk.003",
+        "neck": "neck",
+        "head": "head",
+        "clavicle_r": "shoulder.R",
+        "upper_arm_l": "upper_arm_fk.L",
+        "forearm_l": "forearm_fk.L",
+        "hand_r": "hand_fk.R",
+        "thigh_r": "thigh_fk.R",
+        "shin_r": "shin_fk.R",
+        "foot_l": "foot_fk.L",
+        "toe_r": "toe_fk.R",
     },
     "mixamo": {
         "pelvis": "mixamorig:Hips",
@@ -220,14 +255,18 @@ EXPECTED = {
 }
 
 
+# Spine bones per convention: a generated Rigify rig has two upper-body FK spine controls.
+SPINE_BONES = {"rigify_generated": 2}
+
+
 @pytest.mark.parametrize("convention", sorted(CONVENTIONS))
 def test_heuristics_find_every_role(convention: str) -> None:
     """Name and hierarchy heuristics alone (no presets) map all 20 roles of each convention."""
     roles = detect_roles(CONVENTIONS[convention](), use_presets=False)
-    assert roles.source == "auto"
+    assert roles.source == ("auto:rigify-controls" if convention == "rigify_generated" else "auto")
     for role, bone in EXPECTED[convention].items():
         assert roles[role] == bone, (role, roles[role], bone)
-    assert len(roles.spine) == 3
+    assert len(roles.spine) == SPINE_BONES.get(convention, 3)
     assert {
         f"{r}_{s}"
         for r in ("clavicle", "upper_arm", "forearm", "hand", "thigh", "shin", "foot", "toe")
@@ -239,6 +278,10 @@ def test_heuristics_find_every_role(convention: str) -> None:
 def test_presets_agree_with_heuristics(convention: str) -> None:
     """Each convention's bundled preset fits its rig and maps exactly what the heuristics map."""
     bones = CONVENTIONS[convention]()
+    if convention == "rigify_generated":
+        # Read from the hierarchy first; the preset documents the default human metarig's controls.
+        assert load_presets()[convention].bones == detect_roles(bones).bones
+        return
     via_preset = detect_roles(bones)
     assert via_preset.source == f"preset:{convention}"
     assert via_preset.bones == detect_roles(bones, use_presets=False).bones
@@ -266,9 +309,39 @@ def test_namespaces_and_side_styles() -> None:
         assert (info.side, info.core) == (side, core), name
 
 
-def test_rigify_org_layer_used_without_deform_bones() -> None:
-    """A generated rig without DEF- bones is mapped on its ORG- layer, never on the controls."""
-    roles = detect_roles(rigify_generated(with_def=False))
+def test_rigify_generated_rig_maps_to_fk_controls() -> None:
+    """A generated rig maps to its FK controls (what an animator keys), never to constraint-driven DEF/ORG/MCH bones."""
+    roles = detect_roles(rigify_generated())
+    assert roles.source == "auto:rigify-controls"
+    assert not [b for b in roles.bones.values() if b.startswith(("DEF-", "ORG-", "MCH-"))]
+    assert roles.spine == ("spine_fk.002", "spine_fk.003") and roles.neck == ("neck",)
+    assert roles.parent_role("upper_arm_l") == "clavicle_l" and roles["clavicle_l"] == "shoulder.L"
+
+
+def test_rigify_controls_follow_the_hierarchy() -> None:
+    """A generated rig with a longer chest (spine_fk.004) and two neck controls is read from its hierarchy."""
+    bones = [(n, "neck2" if n == "MCH-ROT-neck" else p) for n, p in rigify_generated()]
+    bones += [("spine_fk.004", "spine_fk.003"), ("neck2", "spine_fk.004")]
+    roles = detect_roles(bones)
+    assert roles.source == "auto:rigify-controls"
+    assert roles.spine == ("spine_fk.002", "spine_fk.003", "spine_fk.004")
+    assert roles.neck == ("neck2", "neck")
+
+
+def test_rigify_missing_fk_control_is_named() -> None:
+    """Without the left hand's FK control, the error names the role and the control looked for."""
+    bones = [(n, p) for n, p in rigify_generated() if n != "hand_fk.L"]
+    with pytest.raises(MappingError) as info:
+        detect_roles(bones)
+    assert info.value.missing == ("hand_l",)
+    assert "hand_fk.L" in str(info.value)
+
+
+def test_layered_rig_without_controls_uses_deform_then_org_layer() -> None:
+    """A rig with DEF-/ORG- layers but no Rigify controls maps its deform layer, or its ORG- layer without one."""
+    roles = detect_roles(layered(), use_presets=False)
+    assert roles["hand_l"] == "DEF-hand.L" and roles["pelvis"] == "DEF-spine" and roles["shin_r"] == "DEF-shin.R"
+    roles = detect_roles(layered(with_def=False))
     assert all(b.startswith("ORG-") for b in roles.bones.values())
     assert roles["hand_l"] == "ORG-hand.L" and roles["head"] == "ORG-spine.006"
 
