@@ -16,6 +16,7 @@ from .dls_kinematics import EffectorModel, aim_residual, rotation_log
 from .dls_linalg import dls_direction
 from .dls_restarts import Particles, RestartPolicy
 from .dls_seeds import SeedLibrary
+from .dls_small import SMALL_STEP, limit_passes, small_direction
 
 # Rows of the 6-D error (x, y, z, rx, ry, rz) each mode drives.
 _MODE_ROWS = {"position": 3, "aim": 6, "full": 6}
@@ -24,6 +25,15 @@ _NULL_FADE = 0.1
 # While tracking, a joint within this fraction of its range from a limit is pulled toward the
 # preferred pose unfaded, growing to the full null-space gain on the limit.
 _LIMIT_MARGIN = 0.15
+# Batches of at most _RACE_TARGETS targets race up to _RACE_SEEDS library seeds beside each warm
+# start from the first iteration: for so few particles numpy's per-call overhead dominates, so
+# racing costs little per iteration and saves the iterations a stall-triggered restart wastes.
+_RACE_TARGETS = 4
+_RACE_SEEDS = 3
+# Raced targets still running after _RACE_BOOST[0] iterations (on UR5, Panda and iiwa 80-90 %
+# converge by then) add the next _RACE_BOOST[1] entries: the tail gets many seeds without every
+# solve paying for them.
+_RACE_BOOST = (5, 8)
 
 
 class DLSSolver(Solver):
@@ -39,7 +49,11 @@ class DLSSolver(Solver):
     seeds at a time, from the entries of a seeded library of in-limit configurations whose
     effector poses lie nearest the target (then from uniform draws): identical calls give
     identical results, and warm starts that converge never restart, so they keep the nearby
-    solution.
+    solution. A batch of at most four targets (a lone target, typically) does not wait for a
+    stall: beside each warm start it races, from the first iteration, the three nearest library
+    entries whose poses are nearer the target than the warm start's (eight more after five
+    iterations without convergence), and the first particle to converge wins (the warm start
+    on ties); a warm start near its target races nothing.
 
     Args:
         skeleton: The skeleton to pose.
@@ -52,7 +66,8 @@ class DLSSolver(Solver):
         aim_axis: (3,) axis in the effector frame used by "aim" mode.
         weights: (6,) non-negative weights of the error rows x, y, z [1/m^2] and rx, ry, rz
             [1/rad^2] (world axes); they shape the path, not the convergence test.
-        damping: Initial Levenberg-Marquardt damping [m^2].
+        damping: Initial Levenberg-Marquardt damping [m^2] of a warm start with a unit error,
+            in proportion to the error below it (library seeds start at 1 % of that).
         min_damping: Damping floor [m^2]; keeps every system positive definite.
         null_space_gain: Pull per iteration toward ``preferred_q`` on redundant chains, as a
             fraction of the distance (0 disables it).
@@ -244,7 +259,8 @@ class DLSSolver(Solver):
             # except along near-singular directions, where it holds the joints at the start
             # instead of letting them slide along the family of singular solutions.
             z = pref - q
-        dq = dls_direction(ew, Jw, lam, z)
+        small = len(q) <= SMALL_STEP
+        dq = small_direction(ew, Jw, lam, z) if small else dls_direction(ew, Jw, lam, z)
         if self._scaled:
             dq = dq * self._col_scale
         per_row = lo is not None
@@ -253,6 +269,11 @@ class DLSSolver(Solver):
         q_new = q + dq
         out = (q_new < lo) | (q_new > hi)
         if not out.any():
+            return project_configuration(self.skeleton, q_new) if self._project else q_new
+        if small:
+            scale = self._col_scale if self._scaled else None
+            q_new = limit_passes(q, q_new, ew, Jw, lam, z, out, lo, hi, scale, self.limit_passes)
+            q_new = np.minimum(np.maximum(q_new, lo), hi)
             return project_configuration(self.skeleton, q_new) if self._project else q_new
         rows = np.nonzero(out.any(axis=-1))[0]
         for _ in range(self.limit_passes):
@@ -317,14 +338,16 @@ class DLSSolver(Solver):
                 r = np.broadcast_to(r, batch).reshape(N, 1)
             except ValueError:
                 raise InvalidInputError(f"radius of shape {r.shape} does not broadcast to batch {batch}") from None
-        pts = Particles(self, q0, tp, tr)
         if radius is None:
+            race = N <= _RACE_TARGETS
+            pts = Particles(self, q0, tp, tr, race=_RACE_SEEDS if race else 0, boost=_RACE_BOOST if race else None)
             pts.finish(self._run(pts, deadline, self.max_iterations))
             self._last_restarts = pts.restarts.reshape(batch)
             q = pts.best_q.reshape(*batch, dof)
             # The template measures the errors of the answer next; they were just computed.
             self._cache = (targets, q.copy(), pts.best_pe.reshape(batch), pts.best_re.reshape(batch))
             return q, pts.iterations.reshape(batch)
+        pts = Particles(self, q0, tp, tr)
         pts.policy = RestartPolicy(
             restarts=0, batch=1, stall_iterations=self.policy.stall_iterations, seed=self.policy.seed
         )

@@ -23,11 +23,13 @@ _RZ1[0, 1], _RZ1[1, 0] = -1.0, 1.0
 _RZ2 = np.diag([1.0, 1.0, 0.0, 0.0])
 _TZ1 = np.zeros((4, 4))
 _TZ1[2, 3] = 1.0
+_QUARTER = np.array([0.0, 0.5 * np.pi])
 # Row-major flattened R times this gives (R21 - R12, R02 - R20, R10 - R01, trace).
 _LOG_PARTS = np.zeros((9, 4))
 for _col, (_plus, _minus) in enumerate(((7, 5), (2, 6), (3, 1))):
     _LOG_PARTS[_plus, _col], _LOG_PARTS[_minus, _col] = 1.0, -1.0
 _LOG_PARTS[[0, 4, 8], 3] = 1.0
+_EYE3 = np.eye(3)
 # (a x b)_k = sum_ij eps_kij a_i b_j, arranged to multiply the flattened outer product a_i b_j.
 _LEVI_CIVITA = np.zeros((9, 3))
 for _i, _j, _k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
@@ -87,6 +89,9 @@ class _Chain:
         self.A1 = self.C @ np.where(rot, _RZ1, _TZ1)
         self.A2 = self.C @ np.where(rot, _RZ2, 0.0)
         self.B0, self.B1, self.B2 = self.A0[:, None], self.A1[:, None], self.A2[:, None]
+        # (n, 2, 16): [sin q, cos q] times this plus A0 gives the joint's local transform.
+        self.B12 = np.stack([self.A1, self.A2], axis=1).reshape(self.n, 2, 16)
+        self.B0flat = self.A0.reshape(self.n, 1, 16)
         self.shifts = [k for k in (1, 2, 4, 8, 16, 32, 64) if k < self.n]
         self.cols = np.array(cols, dtype=int)
         self.mult = np.array(mult)
@@ -116,8 +121,12 @@ class _Chain:
         if not self.plain:
             v = v * self.mult[:, None] + self.offset[:, None]
         if P <= _SMALL_BATCH and self.n <= 64:
-            s = np.sin(v) if self.all_rotating else np.where(self.rotating, np.sin(v).T, v.T).T
-            L = self.B0 + s[..., None, None] * self.B1 + np.cos(v)[..., None, None] * self.B2
+            if self.all_rotating:
+                # sin and cos in one call (cos q = sin(q + pi/2)), the local transforms in one product.
+                L = (np.sin(v[..., None] + _QUARTER) @ self.B12 + self.B0flat).reshape(self.n, P, 4, 4)
+            else:
+                s = np.where(self.rotating, np.sin(v).T, v.T).T
+                L = self.B0 + s[..., None, None] * self.B1 + np.cos(v)[..., None, None] * self.B2
             for k in self.shifts:  # Hillis-Steele scan: L[i] becomes the product of L[0..i]
                 L[k:] = L[:-k] @ L[k:]
             return L[:, :, :3], L[-1, :, :3] @ self.end
@@ -259,11 +268,13 @@ def rotation_log(R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         Rn = R[idx]
         cos = 0.5 * c2[idx]
         # Symmetric part = cos I + (1 - cos) a a^T: its largest diagonal picks a well-conditioned column.
-        B = 0.5 * (Rn + np.swapaxes(Rn, -1, -2)) - cos[:, None, None] * np.eye(3)
-        k = np.argmax(np.einsum("pii->pi", B), axis=-1)
+        B = 0.5 * (Rn + np.swapaxes(Rn, -1, -2)) - cos[:, None, None] * _EYE3
+        # Plain ufuncs and indexing rather than einsum / linalg.norm: this runs in the
+        # iterations of small batches, where per-call overhead is the cost.
+        k = np.argmax(B.reshape(-1, 9)[:, ::4], axis=-1)
         a = B[np.arange(len(idx)), :, k]
-        a /= np.linalg.norm(a, axis=-1, keepdims=True)
-        sign = np.where(np.einsum("pi,pi->p", a, v[idx]) < 0.0, -1.0, 1.0)
+        a = a / np.sqrt(np.add.reduce(a * a, -1))[:, None]
+        sign = np.where(np.add.reduce(a * v[idx], -1) < 0.0, -1.0, 1.0)
         w[idx] = a * (sign * angle[idx])[:, None]
     return w, angle
 

@@ -18,6 +18,9 @@ _DAMPING_DOWN = 0.2
 _DAMPING_UP = 8.0
 # An attempt must bring its error below this fraction of what it was stall_iterations ago.
 _STALL_RATIO = 0.7
+# Initial damping of a library seed relative to the solver's: a seed is picked for a pose near
+# the target, so it starts with (nearly) Gauss-Newton steps; a warm start may be anywhere.
+_SEED_DAMPING = 0.01
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,10 @@ class Particles:
         "q", "ew", "Jw", "E", "pe", "re", "lam", "tp", "tr", "t", "ref_E", "check_at", "first", "lo", "hi", "pref",
     )
 
-    def __init__(self, solver: DLSSolver, q0: np.ndarray, tp: np.ndarray, tr: np.ndarray | None) -> None:
+    def __init__(
+        self, solver: DLSSolver, q0: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, race: int = 0,
+        boost: tuple[int, int] | None = None,
+    ) -> None:
         self.solver = solver
         # A local solve replaces the policy (no restarts) and sets per-particle bounds and start
         # configurations (P, dof) after construction; None means the solver's own.
@@ -86,8 +92,53 @@ class Particles:
         self.done = np.zeros(N, dtype=bool)
         self.target_tp, self.target_tr = tp, tr
         self.t = np.zeros(0, dtype=int)
-        self._load(np.arange(N), q0, first=True, k=0)
+        t, first = np.arange(N), np.ones(N, dtype=bool)
+        # (k, count): after iteration k, every raced target still running adds count seeds.
+        self._boost_at, self._boost = (-1, 0) if boost is None else boost
+        self._raced = np.zeros(N, dtype=bool)
+        if race > 0 and self.policy.restarts > 0:
+            spawn, seeds = self._race(q0, min(int(race), self.policy.restarts))
+            if len(spawn):
+                self.restarts += np.bincount(spawn, minlength=N)
+                # Raced targets already explore: a stall replaces one seed, not a batch.
+                first[spawn] = False
+                self._raced[spawn] = True
+                t, q0 = np.concatenate([t, spawn]), np.concatenate([q0, seeds])
+                first = np.concatenate([first, np.zeros(len(spawn), dtype=bool)])
+        self._load(t, q0, first=first, k=0, seeded=np.arange(len(t)) >= N)
         self._settle(0)
+
+    def _race(self, q0: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """Library seeds to start beside the warm starts q0 (N, dof): target indices and (S, dof) seeds.
+
+        A lone target from a far start would otherwise spend ``stall_iterations`` before its
+        first restart; a batch of a few particles costs barely more per iteration than one.
+        Up to ``count`` entries per target join, those whose pose is nearer the target than the
+        warm start's, so a warm start close to its target (tracking) runs alone and keeps its
+        branch. They are the entries :meth:`_seeds` ranks first, so later restarts go on down
+        the same list.
+        """
+        lib = self.solver.seed_library()
+        N = q0.shape[0]
+        if lib is None:
+            return np.zeros(0, dtype=int), q0[:0]
+        tp, tr = self.target_tp, self.target_tr
+        f = lib.describe(tp, tr)
+        poses = self.solver.model.poses(q0)
+        mode = self.solver.mode
+        own = lib.describe(poses[..., 3], None if mode == "position" else (
+            poses[..., :3] if mode == "full" else poses[..., :3] @ lib.aim_axis))
+        own_d = np.add.reduce((own - f) ** 2, axis=1)
+        d = lib.norms[None, :] - 2.0 * (f @ lib.features.T) + np.add.reduce(f * f, axis=1)[:, None]
+        if not (d < own_d[:, None]).any():  # warm starts nearer than every entry (tracking): no sort
+            return np.zeros(0, dtype=int), q0[:0]
+        count = min(count, d.shape[1])
+        part = np.argpartition(d, count - 1, axis=1)[:, :count] if count < d.shape[1] else np.argsort(d, axis=1)
+        rows = np.arange(N)[:, None]
+        part = part[rows, np.argsort(d[rows, part], axis=1)]
+        nearer = d[rows, part] < own_d[:, None]  # a prefix of each sorted row
+        want = np.count_nonzero(nearer, axis=1)
+        return np.repeat(np.arange(N), want), lib.q[part[nearer]]
 
     @property
     def size(self) -> int:
@@ -122,8 +173,14 @@ class Particles:
         finite = np.isfinite(lo) & np.isfinite(hi)
         return self._rng.uniform(np.where(finite, lo, -np.pi), np.where(finite, hi, np.pi), (count, len(lo)))
 
-    def _load(self, t: np.ndarray, q: np.ndarray, first: bool, k: int) -> None:
-        """Evaluate new particles for targets t at q and append them to the active set."""
+    def _load(
+        self, t: np.ndarray, q: np.ndarray, first: bool | np.ndarray, k: int, seeded: bool | np.ndarray = True
+    ) -> None:
+        """Evaluate new particles for targets t at q and append them to the active set.
+
+        ``first`` marks warm starts (a stall spawns ``policy.batch`` seeds), ``seeded`` library
+        seeds (smaller initial damping); both are scalars or (len(t),) masks.
+        """
         tp = self.target_tp[t]
         tr = None if self.target_tr is None else self.target_tr[t]
         ew, Jw, E, pe, re = self.solver._evaluate(q, tp, tr)
@@ -132,7 +189,8 @@ class Particles:
         # target takes nearly Gauss-Newton steps at once, a far start cautious ones.
         new = {
             "q": q, "ew": ew, "Jw": Jw, "E": E, "pe": pe, "re": re,
-            "lam": self.solver.damping * np.minimum(E, 1.0) + self.min_damping, "tp": tp, "tr": tr, "t": t,
+            "lam": self.solver.damping * np.where(seeded, _SEED_DAMPING, 1.0) * np.minimum(E, 1.0) + self.min_damping,
+            "tp": tp, "tr": tr, "t": t,
             "ref_E": E.copy(), "check_at": np.full(n, k + self.policy.stall_iterations),
             "first": np.full(n, first),
         }
@@ -216,11 +274,17 @@ class Particles:
             self.next_check = int(self.check_at.min())
             if not stalled.any():
                 stalled = None
-        if not any_conv and stalled is None:
+        boost = k == self._boost_at
+        if not any_conv and stalled is None and not boost:
             return
         if any_conv:
             ci = np.nonzero(conv)[0]
             tc = self.t[ci]
+            if len(tc) > 1:
+                # Several particles of a target converged at once: the earliest loaded (the warm
+                # start first) wins, deterministically.
+                tc, first = np.unique(tc, return_index=True)
+                ci = ci[first]
             self.best_q[tc] = self.q[ci]
             self.best_E[tc] = -1.0
             self.best_pe[tc] = self.pe[ci]
@@ -234,6 +298,15 @@ class Particles:
             self._absorb(np.nonzero(stalled)[0])
             spawn_t = self._spawn_targets(stalled)
             finished |= stalled
+        if boost:
+            # The seeds raced so far have not converged within the iterations most targets
+            # need: race the next-ranked entries too, keeping the running particles.
+            live = np.unique(self.t[~finished])
+            live = live[self._raced[live]]
+            extra = np.clip(self.policy.restarts - self.restarts[live] - np.bincount(spawn_t, minlength=len(
+                self.restarts))[live], 0, self._boost)
+            if extra.any():
+                spawn_t = np.sort(np.concatenate([spawn_t, np.repeat(live, extra)]))
         self._keep(~finished)
         if len(spawn_t):
             seeds = self._seeds(spawn_t)

@@ -407,3 +407,96 @@ def test_radius_on_a_redundant_arm_with_unbounded_joints_stays_finite() -> None:
     assert np.all(np.isfinite(res.q)) and res.converged.all()
     assert np.abs(res.q - q0).max() <= 0.2 + 1e-12
     assert res.iterations.max() <= 6  # solved by the local steps themselves, no fallback
+
+
+def test_revolute_chain_kinematics_match_the_reference(arm: Skeleton) -> None:
+    """All-revolute chains (one product for every local transform) equal kinematics.py, small and large batches."""
+    model = EffectorModel(arm, [0])
+    rng = np.random.default_rng(21)
+    for batch in (1, 8, 300):
+        q = rng.uniform(arm.lower, arm.upper, (batch, arm.dof))
+        poses, J = model.poses_and_jacobians(q)
+        np.testing.assert_allclose(poses[:, 0], effector_poses(arm, q, 0)[..., :3, :], atol=1e-12)
+        np.testing.assert_allclose(J[:, 0], jacobian(arm, q, 0), atol=1e-12)
+
+
+def test_lone_targets_from_far_starts_converge_in_few_iterations(ur5: Skeleton) -> None:
+    """One target at a time from mid-limits converges like the batch, racing library seeds from iteration 0."""
+    _, targets = reachable(ur5, 20, seed=22)
+    solver = DLSSolver(ur5, "tool0", max_iterations=300)
+    results = [solver.solve(T, ur5.mid_q()) for T in targets]
+    assert all(bool(r.converged) for r in results)
+    assert all(ur5.within_limits(r.q, tol=0.0) for r in results)
+    # Waiting for the far start to stall before restarting takes 14 iterations on average.
+    assert np.median([int(r.iterations) for r in results]) <= 8
+    pos, rot = independent_errors(ur5, np.array([r.q for r in results]), targets)
+    assert np.all(pos <= POS_TOL) and np.all(rot <= ROT_TOL)
+
+
+def test_lone_warm_start_near_its_answer_keeps_its_branch(arm: Skeleton) -> None:
+    """A lone warm start nearer its target than any library entry runs alone: it converges nearby, no seed."""
+    q, targets = reachable(arm, 10, seed=23)
+    rng = np.random.default_rng(23)
+    q0 = np.clip(q + rng.normal(scale=0.01, size=q.shape), arm.lower, arm.upper)
+    solver = DLSSolver(arm, "tool")
+    for T, start in zip(targets, q0):
+        res = solver.solve(T, start)
+        assert res.converged and res.iterations <= 5
+        assert np.abs(res.q - start).max() < 0.1
+        assert int(solver._last_restarts) == 0
+
+
+def test_raced_seeds_are_the_nearest_entries_nearer_than_the_warm_start(arm: Skeleton) -> None:
+    """The seeds raced beside a warm start are the library's first-ranked entries, all nearer the target."""
+    from ik_core.solvers.dls_restarts import Particles
+
+    solver = DLSSolver(arm, "tool", library_size=256)
+    lib = solver.seed_library()
+    q, targets = reachable(arm, 2, seed=24)
+    tp, tr = targets[:, None, :3, 3], targets[:, None, :3, :3]
+    # Target 0 from a far start, target 1 from its own answer (nothing is nearer).
+    q0 = np.stack([np.zeros(arm.dof), q[1]])
+    pts = Particles(solver, q0, tp, tr)
+    spawn, seeds = pts._race(q0, 5)
+    feats = lib.describe(tp, tr)
+    dist = ((feats[:, None, :] - lib.features[None, :, :]) ** 2).sum(-1)
+    poses = effector_poses(arm, q0, 0)
+    own = ((lib.describe(poses[:, None, :3, 3], poses[:, None, :3, :3]) - feats) ** 2).sum(-1)
+    want = np.argsort(dist[0])[:5]
+    want = want[dist[0, want] < own[0]]
+    assert len(want) > 0 and np.all(spawn == 0)
+    np.testing.assert_array_equal(seeds, lib.q[want])
+
+
+@pytest.mark.parametrize("seed", [25, 26])
+def test_small_batch_limit_passes_equal_the_row_gathering_ones(seed: int) -> None:
+    """A step of a small batch (every row re-solved) equals the same rows stepped within a large batch."""
+    skel = random_arm(seed)
+    solver = DLSSolver(skel, "tool", null_space_gain=0.1)
+    q, targets = reachable(skel, 40, seed=seed)
+    rng = np.random.default_rng(seed)
+    q0 = np.clip(q + rng.normal(scale=0.8, size=q.shape), skel.lower, skel.upper)
+    ew, Jw, E, _, _ = solver._evaluate(q0, targets[:, None, :3, 3], targets[:, None, :3, :3])
+    lam = np.full(len(q0), 1e-3)
+    big = solver._step(q0, ew, Jw, E, lam)
+    small = solver._step(q0[:10], ew[:10], Jw[:10], E[:10], lam[:10])
+    assert np.any((big[:10] == skel.lower) | (big[:10] == skel.upper))  # some rows did hit a limit
+    np.testing.assert_allclose(small, big[:10], atol=1e-12)
+
+
+def test_raced_targets_still_running_add_seeds(ur5: Skeleton) -> None:
+    """A lone target not converged after the boost iteration races further library seeds (restart count grows)."""
+    from ik_core.solvers import dls as dls_module
+
+    _, targets = reachable(ur5, 12, seed=27)
+    solver = DLSSolver(ur5, "tool0", max_iterations=300)
+    at, extra = dls_module._RACE_BOOST
+    seen = []
+    for T in targets:
+        res = solver.solve(T, ur5.mid_q())
+        assert res.converged
+        seen.append((int(res.iterations), int(solver._last_restarts)))
+    # Solves that ran past the boost iteration started the boost's seeds on top of the first race.
+    assert any(it > at for it, _ in seen)
+    assert all(r >= dls_module._RACE_SEEDS + extra for it, r in seen if it > at)
+    assert all(r <= dls_module._RACE_SEEDS for it, r in seen if it <= at)
