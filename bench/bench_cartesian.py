@@ -66,7 +66,10 @@ def main() -> int:
     parser.add_argument("--frames", type=int, default=10_000)
     parser.add_argument("--rtb-frames", type=int, default=10_000, help="frames of the peer row")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="2,000 frames, for development")
     args = parser.parse_args()
+    if args.quick:
+        args.frames = args.rtb_frames = 2000
     rows = []
     for name in ("panda", "ur5"):
         skeleton = robots.load_preset(name)

@@ -9,6 +9,7 @@ import numpy as np
 
 from .errors import InvalidInputError, require_finite
 from .solvers.base import IKResult, Solver
+from .solvers.dls import DLSSolver
 
 
 def to_base_frame(base: np.ndarray, world: np.ndarray) -> np.ndarray:
@@ -80,8 +81,11 @@ def solve_track(
     segment starts from the frame before it. Frames that did not converge, or whose
     configuration jumps by more than ``max_jump`` from the previous frame, are solved again in
     order, warm-started from the previous frame (box ``max_jump``), and the better answer is
-    kept. Frames that cannot be reached are reported (``converged`` False with a reason), not
-    raised.
+    kept. With a :class:`DLSSolver`, jumps left then are repaired with look-ahead
+    (:func:`~ik_core.track_smoothing.spread_jumps`): a window around each is re-posed from the
+    joint-space blend of its neighbours by Gauss-Newton on joint smoothness plus a growing
+    task weight, and kept only if it has fewer jumps and misses no more frames. Frames that
+    cannot be reached are reported (``converged`` False with a reason), not raised.
 
     Args:
         solver: Any solver.
@@ -173,6 +177,16 @@ def solve_track(
                 value = np.asarray(getattr(retry, f))
                 # [()] unwraps 0-d fields: an object array would otherwise store the array itself.
                 fields[f][i] = value[()] if value.ndim == 0 else value
+    if isinstance(solver, DLSSolver) and local and n > 2:
+        # Jumps the frame-by-frame passes left (a redundant arm's self-motion whipped past a
+        # near-singularity, or a branch kept past the singularity where the path crossed over):
+        # the take is known in advance, so the motion is spread over a window around each.
+        from .track_smoothing import spread_jumps
+
+        def steps_of(qs: np.ndarray) -> np.ndarray:
+            return np.concatenate([[0.0], joint_steps(skeleton, qs[:-1], qs[1:])])
+
+        spread_jumps(solver, targets, fields, None if q0 is None else start, max_jump, steps_of, options)
     return IKResult(**fields)
 
 

@@ -67,6 +67,36 @@ def test_seven_dof_arm_tracks_through_its_shoulder_singularity_without_jumps() -
     assert panda.within_limits(res.q).all()
 
 
+def sine_path(skeleton, frames: int, seed: int) -> np.ndarray:
+    """(frames, dof) two sines per joint inside the limits (bench_robots' smooth paths), <= ~0.04 rad/frame."""
+    rng = np.random.default_rng(seed)
+    lo, hi = skeleton.lower, skeleton.upper
+    half = np.minimum(0.5 * (hi - lo), np.pi)
+    t = np.arange(frames)[:, None] / frames
+    center = 0.5 * (lo + hi) + rng.uniform(-0.25, 0.25, skeleton.dof) * half
+    a1, a2 = rng.uniform(0.15, 0.35, (2, skeleton.dof)) * half
+    f1, f2 = rng.integers(1, 4, (2, skeleton.dof))
+    ph1, ph2 = rng.uniform(0, 2 * np.pi, (2, skeleton.dof))
+    return np.clip(center + a1 * np.sin(2 * np.pi * f1 * t + ph1) + a2 * np.sin(2 * np.pi * f2 * t + ph2), lo, hi)
+
+
+def test_look_ahead_repair_removes_the_jumps_of_a_redundant_arm(monkeypatch) -> None:
+    """A Panda take whose frame-by-frame passes whip the self-motion (> 0.1 rad per frame) comes back jump-free."""
+    from ik_core import track_smoothing
+
+    panda = robots.load_preset("panda")
+    q_path = sine_path(panda, 1000, seed=0)
+    targets = effector_poses(panda, q_path, 0)
+    res = solve_track(solver_for(panda), targets, q_path[0])
+    assert res.converged.all()
+    assert max_jump(np.vstack([q_path[:1], res.q])) <= MAX_JUMP
+    assert panda.within_limits(res.q).all()
+    # Without the look-ahead pass the same take jumps: the repair is what removes them.
+    monkeypatch.setattr(track_smoothing, "spread_jumps", lambda *args, **kwargs: 0)
+    plain = solve_track(solver_for(panda), targets, q_path[0])
+    assert max_jump(np.vstack([q_path[:1], plain.q])) > MAX_JUMP
+
+
 @pytest.mark.parametrize("segment", [1, 7, FRAMES])
 def test_any_segment_length_gives_the_same_continuous_answer(ur5, ur5_take, segment: int) -> None:
     """One frame per call, odd segments and the whole take in one batch all follow the path's branch."""
