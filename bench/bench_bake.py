@@ -3,7 +3,8 @@
 
 Run from the repo root with a bpy venv:
 ``.venvs/5.0.1/bin/python bench/bench_bake.py [--frames 1000] [--repeat 3] [--json] [--quick]``
-(also ``.venvs/4.5.15`` and ``.venvs/4.2.23``; ``--quick`` is 120 frames, one repeat, 50 live updates).
+(also ``.venvs/4.5.15`` and ``.venvs/4.2.23``; ``--quick`` is 120 frames, one repeat, 50 live updates;
+``--live-only`` skips the bakes and prints the live-posing rows alone).
 
 Protocol (issue 4): same rig, targets and frames for every row, each bake on a freshly built
 ``build_metarig_scene(frames=N)``. Ours: ``bpy.ops.articulate.bake`` over 1..N with the
@@ -16,7 +17,8 @@ are interleaved and repeated, the median is reported. The last bake of each rout
 evaluated with every IK constraint muted: tip-tail to target distance, and joint-limit
 violations of ``matrix_basis`` as Euler XYZ against the bones' IK limits (1e-3 rad slack).
 Also reported: the cost of ``scene.frame_set`` over the take alone, and live posing (four
-targets moved and ``view_layer.update()`` called 200 times with the Live toggle on).
+targets moved and ``view_layer.update()`` called 200 times with the Live toggle on; the handler's
+wall time and its CPU time, which load on a shared machine moves less).
 Timings on a shared machine are noisy: the header prints the load average, and the bundled
 numpy's OpenBLAS threads (``OPENBLAS_NUM_THREADS``) make tiny matrix calls slower under load.
 """
@@ -323,6 +325,7 @@ def live_cost(examples, addon, frames: int, animated: bool, updates: int = LIVE_
             ch["target"].animation_data_clear()
     arm.articulate.live = True
     handler_ms, wall_ms = np.full(updates, np.nan), np.empty(updates)
+    handler_cpu_ms = np.full(updates, np.nan)  # stays NaN with an add-on version that does not report it
     view_layer = bpy.context.view_layer
     for i in range(updates):
         for c, ch in enumerate(chains):
@@ -332,6 +335,7 @@ def live_cost(examples, addon, frames: int, animated: bool, updates: int = LIVE_
         view_layer.update()
         wall_ms[i] = (time.perf_counter() - t0) * 1000.0
         handler_ms[i] = live.last_update_ms
+        handler_cpu_ms[i] = getattr(live, "last_update_cpu_ms", math.nan)
     view_layer.update()  # evaluate the last solved pose (the handler ignores the armature's own update)
     tips = np.array([arm.matrix_world @ ch["bones"][1].tail for ch in chains])
     targets = np.array([ch["target"].matrix_world.translation for ch in chains])
@@ -343,6 +347,7 @@ def live_cost(examples, addon, frames: int, animated: bool, updates: int = LIVE_
         "handler_runs": int(ran.sum()),
         "median_ms": float(np.median(handler_ms[ran])) if ran.any() else float("nan"),
         "p95_ms": float(np.percentile(handler_ms[ran], 95)) if ran.any() else float("nan"),
+        "cpu_median_ms": float(np.median(handler_cpu_ms[ran])) if ran.any() else float("nan"),
         "update_wall_median_ms": float(np.median(wall_ms)),
         "update_wall_p95_ms": float(np.percentile(wall_ms, 95)),
         "last_residual_max_mm": float(np.linalg.norm(tips - targets, axis=-1).max() * 1000.0),
@@ -376,9 +381,22 @@ def print_table(
           f"{floor['blender_ik']:.2f} s with Blender's 4 IK constraints")
     angles = next(r["pole_angle_deg"] for r in rows if r["route"] == "blender")
     print("Blender pole angles [deg]: " + ", ".join(f"{k} {v:+.0f}" for k, v in angles.items()))
+    _print_live_rows(live)
+
+
+def print_live(live: list[dict], frames: int, load: tuple[float, float]) -> None:
+    """The live-posing rows alone (``--live-only``)."""
+    threads = os.environ.get("OPENBLAS_NUM_THREADS", "unset")
+    print(f"Blender {bpy.app.version_string}: metarig, 4 limb chains x 2 bones, targets from a {frames}-frame take "
+          f"(OPENBLAS_NUM_THREADS {threads}; load average {load[0]:.1f} -> {load[1]:.1f} on {os.cpu_count()} CPUs)")
+    _print_live_rows(live)
+
+
+def _print_live_rows(live: list[dict]) -> None:
     for lv in live:
         print(f"Live posing, 4 chains, {lv['targets']} targets, {lv['updates']} updates ({lv['handler_runs']} "
-              f"handler runs): handler median {lv['median_ms']:.2f} ms, p95 {lv['p95_ms']:.2f} ms; whole "
+              f"handler runs): handler median {lv['median_ms']:.2f} ms, p95 {lv['p95_ms']:.2f} ms, CPU median "
+              f"{lv['cpu_median_ms']:.2f} ms; whole "
               f"view_layer.update() median {lv['update_wall_median_ms']:.2f} ms, p95 {lv['update_wall_p95_ms']:.2f} "
               f"ms; last pose max residual {lv['last_residual_max_mm']:.4f} mm; targets "
               f"{lv['target_drift_max_mm']:.1f} mm from where they were set")
@@ -390,6 +408,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="timed bakes per row, each on a fresh scene (median)")
     parser.add_argument("--json", action="store_true", help="print one JSON object per row")
     parser.add_argument("--quick", action="store_true", help="short development run: 120 frames, 1 repeat")
+    parser.add_argument("--live-only", action="store_true", help="only the live-posing rows (no bakes)")
     args = parser.parse_args()
     if args.quick:
         args.frames, args.repeat = min(args.frames, 120), 1
@@ -401,11 +420,19 @@ def main() -> int:
     load_start = os.getloadavg()[0]
     # Rigify's reload messages and the bake's progress lines go to stderr: stdout is the report.
     with contextlib.redirect_stdout(sys.stderr):
-        rows = run_bakes(examples, n, args.repeat)
-        angles = next(r["pole_angle_deg"] for r in rows if r["route"] == "blender")
-        floor = stepping_floor(examples, n, list(angles.values()))
+        if not args.live_only:
+            rows = run_bakes(examples, n, args.repeat)
+            angles = next(r["pole_angle_deg"] for r in rows if r["route"] == "blender")
+            floor = stepping_floor(examples, n, list(angles.values()))
         updates = 50 if args.quick else LIVE_UPDATES
         live = [live_cost(examples, addon, n, animated, updates) for animated in (True, False)]
+    if args.live_only:
+        print_live(live, n, (load_start, os.getloadavg()[0]))
+        if args.json:
+            for lv in live:
+                print(json.dumps({"route": "live", "solver": "two_bone", "frames": n,
+                                  "blender": bpy.app.version_string, **lv}))
+        return 0
     print_table(rows, floor, live, n, args.repeat, (load_start, os.getloadavg()[0]))
     if args.json:
         for r in rows:

@@ -9,18 +9,15 @@ import numpy as np
 
 from ..errors import InvalidInputError, require_finite
 from ..kinematics import forward_kinematics, rest_transforms
-from ..rotations import _matrix_to_rotvec, _rotvec_to_matrix
 from ..skeleton import JointKind, Skeleton
-from .base import Solver, Targets
+from .base import IKResult, Solver, Targets
+from .two_bone_kernel import Limb, effector_world, solve_limbs
+from .two_bone_kernel import distance as limb_distance
 
 _STRUCTURE = (
     "a root BALL joint (3 variables) followed by one REVOLUTE or CONTINUOUS hinge (1 variable), "
     "only FIXED joints otherwise, and a single effector at or below the hinge"
 )
-# Relative size under which a direction is treated as undefined and a fallback is used.
-_DEGENERATE = 1e-9
-# Hinge nudge [rad] that reveals the bend direction of a straight or fully folded arm.
-_NUDGE = 1e-4
 
 
 def two_bone_angles(
@@ -78,39 +75,6 @@ def _sum_of_squares(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
     bound_y = x * x + np.abs(y - z) * (y + z)
     bound_x = y * y + np.abs(x - z) * (x + z)
     return np.where(bound_y <= bound_x, via_y, via_x)
-
-
-def _unit(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Directions (..., 3) (zero where ``v`` is zero) and norms (...,)."""
-    # What np.linalg.norm(v, axis=-1) computes, without its per-call overhead.
-    n = np.sqrt(np.add.reduce(v * v, axis=-1))
-    return v / np.where(n > 0, n, 1.0)[..., None], n
-
-
-def _reject(v: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """Component of ``v`` perpendicular to unit ``u`` (both (..., 3))."""
-    return v - np.add.reduce(v * u, axis=-1, keepdims=True) * u
-
-
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``np.cross`` of (..., 3) vectors, same arithmetic, without its moveaxis overhead."""
-    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
-    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
-    out[..., 0] = a1 * b2 - a2 * b1
-    out[..., 1] = a2 * b0 - a0 * b2
-    out[..., 2] = a0 * b1 - a1 * b0
-    return out
-
-
-def _any_perpendicular(u: np.ndarray) -> np.ndarray:
-    """Unit vectors perpendicular to unit ``u`` (..., 3), chosen deterministically."""
-    basis = np.eye(3)[np.argmin(np.abs(u), axis=-1)]
-    return _unit(_cross(u, basis))[0]
-
-
-def _pick(primary: np.ndarray, fallback: np.ndarray, ok: np.ndarray) -> np.ndarray:
-    return np.where(ok[..., None], primary, fallback)
 
 
 class TwoBoneSolver(Solver):
@@ -192,6 +156,12 @@ class TwoBoneSolver(Solver):
         self._u_uc0 = u * (u @ c0)
         self._phi = float(np.arctan2(beta, alpha))
         self._scale = max(self.l1 + self.l2, 1e-12)
+        scalars = (self._K, self._M, self._phi, self._lower, self._upper)
+        self._group = None  # the one-limb TwoBoneGroup of the lean single-target path, built on first use
+        self._limb = Limb(
+            self._pivot, self._R_pre, self._elbow, self._c0, self._u_x_c0, self._u_uc0,
+            *(np.asarray(float(x)) for x in scalars), self._ends, np.asarray(self._scale),
+        )
 
     @property
     def max_reach(self) -> float:
@@ -203,52 +173,37 @@ class TwoBoneSolver(Solver):
         """Smallest root-to-effector distance [m] any hinge angle gives (ignoring its limits)."""
         return float(np.sqrt(max(self._K - 2.0 * self._M, 0.0)))
 
-    # --- geometry --------------------------------------------------------------------------
-    def _effector_local(self, theta: np.ndarray) -> np.ndarray:
-        """(..., 3) effector position in the ball's moved frame for hinge angles (...,)."""
-        c, s = np.cos(theta)[..., None], np.sin(theta)[..., None]
-        return self._elbow + self._c0 * c + self._u_x_c0 * s + self._u_uc0 * (1.0 - c)
-
-    def _distance(self, theta: np.ndarray) -> np.ndarray:
-        return np.sqrt(np.maximum(self._K + 2.0 * self._M * np.cos(theta - self._phi), 0.0))
-
-    def _hinge_angle(self, D: np.ndarray, theta0: np.ndarray) -> np.ndarray:
-        """(n,) hinge angle inside its range whose reach is closest to ``D``, nearest ``theta0``."""
-        lo, hi = self._lower, self._upper
-        if self._M <= 1e-15 * self._scale**2:
-            return np.clip(theta0, lo, hi)  # the hinge cannot change the reach: keep it
-        x = np.clip((D * D - self._K) / (2.0 * self._M), -1.0, 1.0)
-        a = np.arccos(x)
-        base = np.stack([self._phi + a, self._phi - a], axis=-1)
-        base += 2.0 * np.pi * np.round((theta0[:, None] - base) / (2.0 * np.pi))
-        shifts = np.array([0.0, 2.0 * np.pi, -2.0 * np.pi])
-        cand = np.empty((len(D), 8))
-        cand[:, :6] = (base[:, :, None] + shifts).reshape(len(D), -1)
-        cand[:, 6:] = self._ends
-        inside = (cand >= lo - 1e-12) & (cand <= hi + 1e-12)
-        err = np.where(inside, np.abs(self._distance(cand) - D[:, None]), np.inf)
-        best = np.min(err, axis=-1, keepdims=True)
-        # Both bend directions reach exactly; the warm start decides, so poses do not flip.
-        tie = err <= best + 1e-12 * self._scale
-        score = np.where(tie, np.abs(cand - theta0[:, None]), np.inf)
-        theta = cand[np.arange(len(D)), np.argmin(score, axis=-1)]
-        return np.clip(theta, lo, hi)
-
-    def _bend_direction(self, theta: np.ndarray, theta0: np.ndarray, e1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Unit elbow direction across the root-effector line, in the ball frame, and validity."""
-        e2, n = _unit(_reject(self._elbow, e1))  # the constant elbow broadcasts against e1
-        ok = n > _DEGENERATE * self._scale
-        if not ok.all():
-            # Straight or folded arm: the elbow side is the one a slightly bent arm would take.
-            sign = np.where(theta0 >= theta, 1.0, -1.0)
-            c_alt, _ = _unit(self._effector_local(theta + sign * _NUDGE))
-            alt, m = _unit(_reject(np.broadcast_to(self._elbow, e1.shape), c_alt))
-            alt, _ = _unit(_reject(alt, e1))
-            good = m > _DEGENERATE * _NUDGE * self._scale
-            e2 = _pick(e2, _pick(alt, _any_perpendicular(e1), good), ok)
-        return e2, ok
-
     # --- the solve -------------------------------------------------------------------------
+    def solve(self, targets: np.ndarray, q0: np.ndarray | None = None, **options: object) -> IKResult:
+        """Solve for a batch of targets; see :meth:`Solver.solve` (same arguments and result).
+
+        One position target in "position" mode (the live-posing call) takes a lean path, a
+        group of one limb (:class:`~ik_core.solvers.two_bone_batch.TwoBoneGroup`): same
+        answer, without the general template's forward kinematics and eager projections.
+        """
+        if self.mode == "position" and set(options) <= {"pole"}:
+            t = np.asarray(targets, dtype=float)
+            q = np.asarray(self.skeleton.preferred_q if q0 is None else q0, dtype=float)
+            pole = options.get("pole")
+            p = None if pole is None else np.asarray(pole, dtype=float)
+            if (
+                t.shape in ((3,), (4, 4)) and q.shape == (self.skeleton.dof,) and (p is None or p.shape == (3,))
+                and np.isfinite(t).all() and np.isfinite(q).all() and (p is None or np.isfinite(p).all())
+            ):
+                if self._group is None:
+                    from .two_bone_batch import TwoBoneGroup  # it builds on this module
+
+                    self._group = TwoBoneGroup([self])
+                res = self._group.solve(t[None], q[None], None if p is None else [p])
+                reason = np.empty((), dtype=object)
+                reason[()] = res.reason[0]
+                # The template's types for a single target: numpy scalars and 0-d arrays alike.
+                return IKResult(
+                    res.q[0], res.converged[0], res.position_error[0], np.zeros_like(res.position_error[0, ...]),
+                    res.iterations[0, ...].copy(), reason, res.limit_hits[0],
+                )
+        return super().solve(targets, q0, **options)
+
     def _solve(self, targets: Targets, q0: np.ndarray, **options: object) -> tuple[np.ndarray, np.ndarray]:
         pole = options.pop("pole", None)
         if options:
@@ -271,58 +226,20 @@ class TwoBoneSolver(Solver):
                     pole = np.broadcast_to(pole, (*batch, 3)).reshape(n, 3)
                 except ValueError:
                     raise InvalidInputError(f"pole shape {pole.shape} does not broadcast to batch {batch}") from None
-
-        bq, hq = self._ball_q, self._hinge_q
-        v0 = q[:, bq : bq + 3]
-        theta0 = q[:, hq]
-        to_target = targets.positions.reshape(n, 3) - self._pivot
-        t_hat, D = _unit(to_target)
-
-        theta = self._hinge_angle(D, theta0)
-        c_loc = self._effector_local(theta)
-        e1, c_len = _unit(c_loc)
-        e2, _ = self._bend_direction(theta, theta0, e1)
-
-        # Fallbacks below need the current ball rotation; common calls never do, so skip it then.
-        R0 = None
-
-        def current_world(local: np.ndarray) -> np.ndarray:
-            nonlocal R0
-            if R0 is None:
-                R0 = self._R_pre @ _rotvec_to_matrix(v0)  # current world rotation of the ball frame
-            return np.einsum("nij,nj->ni", R0, local)
-
-        # Aim direction; a target on the pivot keeps the effector's current direction.
-        t_ok = D > _DEGENERATE * self._scale
-        f1 = t_hat if t_ok.all() else _pick(t_hat, current_world(e1), t_ok)
-
-        # Bend plane: through the pole, else wherever the current ball orientation puts it.
-        w_ok = None
-        if pole is not None:
-            w, w_n = _unit(_reject(pole - self._pivot, f1))
-            to_pole = pole - self._pivot
-            p_scale = np.maximum(self._scale, np.sqrt(np.add.reduce(to_pole * to_pole, axis=-1)))
-            w_ok = w_n > _DEGENERATE * p_scale
-        if w_ok is not None and w_ok.all():
-            f2 = w
-        else:
-            keep, keep_n = _unit(_reject(current_world(e2), f1))
-            keep_ok = keep_n > _DEGENERATE
-            f2 = keep if keep_ok.all() else _pick(keep, _any_perpendicular(f1), keep_ok)
-            if w_ok is not None:
-                f2 = _pick(w, f2, w_ok)
-
-        F_loc = np.stack([e1, e2, _cross(e1, e2)], axis=-1)
-        F_w = np.stack([f1, f2, _cross(f1, f2)], axis=-1)
-        R_world = F_w @ np.swapaxes(F_loc, -1, -2)
-        v = _matrix_to_rotvec(self._R_pre.T @ R_world)
-        # An effector sitting on the pivot has no direction to aim: leave the ball alone.
-        c_ok = c_len > _DEGENERATE * self._scale
-        if not c_ok.all():
-            v = _pick(v, v0, c_ok)
-        q[:, bq : bq + 3] = v
-        q[:, hq] = theta
+        q = solve_limbs(self._limb, targets.positions.reshape(n, 3), q, self._ball_q, self._hinge_q, pole)
         return q.reshape(*batch, -1), np.ones(batch, dtype=int)
+
+    def errors(self, q: np.ndarray, tg: Targets) -> tuple[np.ndarray, np.ndarray]:
+        """(...,) position error [m] and rotation error [rad] (see :meth:`Solver.errors`).
+
+        Position mode evaluates the limb's closed-form forward kinematics, a few times cheaper
+        than the general one.
+        """
+        if self.mode != "position" and tg.rotations is not None:
+            return super().errors(q, tg)
+        d = effector_world(self._limb, q, self._ball_q, self._hinge_q) - tg.positions[..., 0, :]
+        pos_err = np.sqrt(np.add.reduce(d * d, axis=-1))
+        return pos_err, np.zeros_like(pos_err)
 
     # --- reporting -------------------------------------------------------------------------
     def elbow_position(self, q: np.ndarray) -> np.ndarray:
@@ -344,7 +261,7 @@ class TwoBoneSolver(Solver):
                 "arm folded toward it"
             )
         theta = float(q[idx][self._hinge_q])
-        if abs(self._distance(np.array(theta)) - D) > self.tolerance:
+        if abs(limb_distance(self._limb, np.array(theta)) - D) > self.tolerance:
             return (
                 f"hinge {self._hinge_name!r} range [{self._lower:.4g}, {self._upper:.4g}] rad prevents the "
                 f"bend needed for a target {D:.4g} m away; best effort leaves {pos_err:.3g} m of position error"

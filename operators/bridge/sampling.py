@@ -60,12 +60,17 @@ class ChainSource:
     pole_bone: str = ""
 
 
-def _pose_buffer(arm_obj: bpy.types.Object) -> np.ndarray:
-    """(B, 4, 4) armature-space pose matrices of every bone, in one call."""
+def _pose_buffer(arm_obj: bpy.types.Object, attr: str = "matrix") -> np.ndarray:
+    """(B, 4, 4) one matrix property of every pose bone (``matrix``: armature space), in one call."""
     n = len(arm_obj.pose.bones)
     buf = np.empty(n * 16, dtype=np.float32)
-    arm_obj.pose.bones.foreach_get("matrix", buf)
+    arm_obj.pose.bones.foreach_get(attr, buf)
     return buf.reshape(n, 4, 4).transpose(0, 2, 1)  # foreach_get is column-major
+
+
+def pose_matrices(arm_obj: bpy.types.Object, attr: str = "matrix") -> np.ndarray:
+    """(B, 4, 4) float64 ``matrix`` (armature space) or ``matrix_basis`` of every pose bone, in one call."""
+    return _pose_buffer(arm_obj, attr).astype(float)
 
 
 def sample_chains(

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -12,7 +14,9 @@ from ik_core.errors import InvalidInputError
 from ik_core.kinematics import effector_poses
 from ik_core.rotations import rotation_error, rotvec_to_matrix
 from ik_core.skeleton import Effector, Joint, JointKind, Skeleton
+from ik_core.solvers.base import Solver, as_targets
 from ik_core.solvers.two_bone import TwoBoneSolver, two_bone_angles
+from ik_core.swing_limits import SwingTwistLimit
 
 SETTINGS = settings(max_examples=30, deadline=None)
 ROOT = np.array([0.1, -0.2, 1.0])
@@ -298,3 +302,39 @@ def test_bad_options_raise() -> None:
     for kwargs in ({"pole": np.ones(2)}, {"pole": [np.nan, 0, 0]}, {"pole": np.ones((4, 3))}, {"swivel": 1.0}):
         with pytest.raises(InvalidInputError):
             solver.solve(np.stack([target, target]), **kwargs)
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**32 - 1), general=st.booleans())
+def test_single_target_lean_path_matches_the_general_solve(seed: int, general: bool) -> None:
+    """One target in position mode (the lean path) returns exactly what the base template returns, types included."""
+    rng = np.random.default_rng(seed)
+    skel = random_limb(rng, general)
+    limit = SwingTwistLimit((-0.7, -0.5, -1.0), (0.9, 0.5, 0.3))
+    skel = Skeleton([dataclasses.replace(skel.joints[0], limit=limit), *skel.joints[1:]], skel.effectors)
+    solver = TwoBoneSolver(skel, tolerance=1e-6)
+    for trial in range(6):
+        target = random_targets(rng, solver, 1)[0] * (3.0 if trial == 1 else 1.0)
+        if trial == 2:
+            target = solver._pivot.copy()
+        q0 = None if trial == 3 else rng.uniform(-3.0, 3.0, 4)
+        options = {} if trial % 2 else {"pole": rng.normal(size=3)}
+        lean, general_ = solver.solve(target, q0, **options), Solver.solve(solver, target, q0, **options)
+        for field in ("q", "converged", "position_error", "rotation_error", "iterations", "reason", "limit_hits"):
+            a, b = getattr(lean, field), getattr(general_, field)
+            assert type(a) is type(b) and np.shape(a) == np.shape(b), field
+            np.testing.assert_array_equal(a, b)
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**32 - 1), general=st.booleans())
+def test_position_errors_match_forward_kinematics(seed: int, general: bool) -> None:
+    """The closed-form effector position behind the reported errors is the forward kinematics' (to 1e-12 m)."""
+    rng = np.random.default_rng(seed)
+    solver = TwoBoneSolver(random_limb(rng, general))
+    q = rng.uniform(-3.0, 3.0, (20, 4))
+    targets = rng.normal(size=(20, 3))
+    pos_err, rot_err = solver.errors(q, as_targets(targets, 1))
+    expected = np.linalg.norm(effector_poses(solver.skeleton, q, 0)[..., :3, 3] - targets, axis=-1)
+    np.testing.assert_allclose(pos_err, expected, atol=1e-12)
+    assert np.all(rot_err == 0.0)
