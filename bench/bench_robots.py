@@ -105,16 +105,17 @@ def bench_batch(robot, skeleton, tip, targets, mid) -> dict:
 def bench_single(robot, skeleton, tip, targets, mid) -> dict:
     solver = make_solver(skeleton, tip, BUDGET_S)
     solver.solve(targets[0], mid)
-    qs, times = [], []
+    qs, times, iters = [], [], []
     for T in targets:
         t0 = time.perf_counter()
         res = solver.solve(T, mid)
         times.append(time.perf_counter() - t0)
         qs.append(res.q)
+        iters.append(int(res.iterations))
     times = np.array(times)
     reached = check(skeleton, np.array(qs), targets)
     return row(robot, "dls", "single", reached & (times <= BUDGET_S), times, float(times.sum()),
-               success_no_budget=float(np.mean(reached)))
+               success_no_budget=float(np.mean(reached)), mean_iterations=float(np.mean(iters)))
 
 
 def _strip_meshes(text: str) -> str:
@@ -253,6 +254,7 @@ def main() -> int:
     parser.add_argument("--ikpy", type=int, default=100, help="targets for ikpy (0: skip)")
     parser.add_argument("--paths", type=int, default=3, help="tracking paths per robot")
     parser.add_argument("--frames", type=int, default=1000, help="frames per tracking path")
+    parser.add_argument("--only", default="", help="comma list of row groups to run: batch, single, rtb, ikpy, track")
     args = parser.parse_args()
     if args.quick:
         args.n, args.single, args.rtb, args.ikpy, args.paths, args.frames = 500, 100, 100, 10, 1, 300
@@ -260,6 +262,11 @@ def main() -> int:
     unknown = [r for r in robots if r not in ROBOTS]
     if unknown:
         parser.error(f"unknown robot(s) {', '.join(unknown)}; valid: {', '.join(ROBOTS)}")
+    all_groups = ("batch", "single", "rtb", "ikpy", "track")
+    groups = {g.strip() for g in args.only.split(",") if g.strip()} or set(all_groups)
+    if groups - set(all_groups):
+        unknown_groups = ", ".join(sorted(groups - set(all_groups)))
+        parser.error(f"unknown --only group(s) {unknown_groups}; valid: {', '.join(all_groups)}")
 
     rows = []
     started = time.perf_counter()
@@ -271,15 +278,17 @@ def main() -> int:
         q_true = rng.uniform(skeleton.lower, skeleton.upper, (args.n, skeleton.dof))
         targets = effector_poses(skeleton, q_true, 0)
         mid = skeleton.mid_q()
-        rows.append(bench_batch(robot, skeleton, tip, targets, mid))
-        rows.append(bench_single(robot, skeleton, tip, targets[: args.single], mid))
-        if args.rtb:
+        if "batch" in groups:
+            rows.append(bench_batch(robot, skeleton, tip, targets, mid))
+        if "single" in groups:
+            rows.append(bench_single(robot, skeleton, tip, targets[: args.single], mid))
+        if args.rtb and "rtb" in groups:
             r = bench_rtb(robot, skeleton, path, tip, targets[: args.rtb], mid)
             rows += [r] if r else []
-        if args.ikpy:
+        if args.ikpy and "ikpy" in groups:
             r = bench_ikpy(robot, skeleton, path, tip, targets[: args.ikpy], mid)
             rows += [r] if r else []
-        if args.paths and args.frames:
+        if args.paths and args.frames and "track" in groups:
             # Both tracking rows follow the same paths (same seed).
             rows.append(bench_track(robot, skeleton, tip, args.paths, args.frames, np.random.default_rng(7)))
             rows.append(bench_track_take(robot, skeleton, tip, args.paths, args.frames, np.random.default_rng(7)))
