@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 
 from .errors import InvalidInputError, require_finite
+from .poles import chain_root, turn_poles
 from .solvers.base import IKResult, Solver
 from .solvers.dls import DLSSolver
 
@@ -211,6 +212,7 @@ def track_chain(
     progress=None,
     max_jump: float = 0.1,
     segment: int = 32,
+    pole_angle: float = 0.0,
 ) -> IKResult:
     """Solve one chain on every frame of a take, each frame warm-started from the previous one.
 
@@ -229,6 +231,8 @@ def track_chain(
             previous one (see :func:`solve_track`); robot paths want 0.1, character motion
             at 24 fps legitimately moves more.
         segment: Frames per batch (see :func:`solve_track`).
+        pole_angle: Turn of the bend direction from the pole about the root-to-target axis
+            [rad] (see :func:`~ik_core.poles.turn_poles`); 0 bends the chain toward the pole.
 
     Returns:
         An :class:`IKResult` of batch shape (N,), errors in world units [m, rad].
@@ -253,7 +257,8 @@ def track_chain(
     options = {}
     if pole is not None and "pole" in solver.call_options:
         pole_h = np.concatenate([np.asarray(pole, dtype=float), np.ones((len(pole), 1))], axis=1)
-        options["pole"] = np.einsum("nij,nj->ni", np.linalg.inv(base), pole_h)[:, :3]
+        local_pole = np.einsum("nij,nj->ni", np.linalg.inv(base), pole_h)[:, :3]
+        options["pole"] = turn_poles(local_pole, chain_root(solver.skeleton), local[:, :3, 3], pole_angle)
     result = solve_track(solver, targets, q0, max_jump=max_jump, progress=progress, segment=segment, **options)
     if scale != 1.0:
         result = replace(result, position_error=result.position_error * scale)

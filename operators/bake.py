@@ -86,6 +86,8 @@ class ARTICULATE_OT_bake(_ChainOperator, bpy.types.Operator):
         if self.report_path:
             write_report(self.report_path, report)
         settings.last_summary = summary_line(report)
+        for warning in report.get("warnings", []):
+            self.report({"WARNING"}, warning)
         missed = report["missed_frames"]
         if missed:
             self.report({"WARNING"}, f"{len(missed)} of {len(frames)} frames missed a target: {frame_runs(missed)}")

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..ik_core import ArticulateError
 from ..ik_core import rotations as rot
-from ..ik_core.solvers import make_solver
+from ..ik_core.solvers import make_solver, solver_class
 from ..ik_core.tracking import track_chain
 from . import bridge
 
@@ -177,7 +177,7 @@ def bake_chains(
             results.append(track_chain(
                 solver, s.base, s.target, q0_vec, pole=s.pole, use_rotation=p.settings.use_rotation, scale=scale,
                 progress=_progress(f"Articulate {arm.name}:{p.settings.name}", len(frames), wm), max_jump=max_jump,
-                segment=chain_segment,
+                segment=chain_segment, pole_angle=p.settings.pole_angle,
             ))
     except ArticulateError as err:
         raise BakeFailed(str(err)) from None
@@ -192,12 +192,23 @@ def bake_chains(
             if con is not None:
                 con.mute = True
     report = _report(arm, prepared, results, frames)
+    report["warnings"] = pole_warnings(prepared)
     if mark_missed and write_keys:
         _mark_missed(scene, report)
     t_end = time.perf_counter()
     report["seconds"] = {"sample": t_sampled - t_start, "solve": t_solved - t_sampled,
                          "write": t_end - t_solved, "total": t_end - t_start}
     return report
+
+
+def pole_warnings(prepared: Sequence[PreparedChain]) -> list[str]:
+    """One line per chain whose pole its solver cannot use (the bake then ignores the pole)."""
+    return [
+        f"chain {p.settings.name!r}: the {p.settings.solver} solver ignores poles; "
+        f"pick two_bone or fabrik for the chain to bend toward {p.source.pole.name!r}"
+        for p in prepared
+        if p.source.pole is not None and "pole" not in solver_class(p.settings.solver).call_options
+    ]
 
 
 def initial_q(p: PreparedChain, rotvecs: np.ndarray) -> np.ndarray:

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import math
+
 import bpy
+import numpy as np
 
 from . import bridge
 
@@ -54,6 +57,41 @@ class ARTICULATE_OT_chain_remove(_ArmatureOperator, bpy.types.Operator):
         return {"FINISHED"}
 
 
+def _pole_angle_from_blender(pb: bpy.types.PoseBone, con: bpy.types.Constraint) -> float:
+    """Our pole angle [rad] for a Blender IK constraint's: the same bend, measured from the pole.
+
+    Blender turns the chain until its root bone's axis ``X cos(a) + Z sin(a)`` points at the
+    pole, so the angle depends on the bone's roll; ours is the turn of the bend direction
+    away from the pole (0 = the chain bends toward the pole). The difference is the angle at
+    which Blender's axis is the chain's own bend direction, read from the rest pose. A chain
+    straight at rest has no bend direction; Blender's usual -90 degrees (bones bending about
+    their X axis) is assumed there.
+    """
+    bones = [pb]
+    while bones[-1].parent is not None and (con.chain_count == 0 or len(bones) < con.chain_count):
+        bones.append(bones[-1].parent)
+    bones.reverse()
+    root = np.array(bones[0].bone.head_local)
+    end = np.array(pb.bone.tail_local if con.use_tail else pb.bone.head_local)
+    joints = [np.array(b.bone.head_local) for b in bones[1:]]
+    if not con.use_tail:
+        joints = joints[:-1]
+    axis = end - root
+    length = float(np.linalg.norm(axis))
+    bend = np.zeros(3)
+    if length > 0.0:
+        axis /= length
+        for j in joints:
+            off = j - root
+            bend += off - (off @ axis) * axis
+    if length == 0.0 or np.linalg.norm(bend) < 1e-6 * length:
+        neutral = -0.5 * math.pi
+    else:
+        local = np.array(bones[0].bone.matrix_local.to_3x3()).T @ bend
+        neutral = math.atan2(local[2], local[0])
+    return math.remainder(con.pole_angle - neutral, 2.0 * math.pi)
+
+
 def chain_from_constraint(chain, pb: bpy.types.PoseBone, con: bpy.types.Constraint) -> None:
     """Fill a chain's settings from a Blender IK constraint on ``pb``."""
     chain.name = f"{pb.name} IK"
@@ -65,7 +103,7 @@ def chain_from_constraint(chain, pb: bpy.types.PoseBone, con: bpy.types.Constrai
     chain.target_bone = con.subtarget if con.target is not None and con.target.type == "ARMATURE" else ""
     chain.pole = con.pole_target
     chain.pole_bone = con.pole_subtarget if con.pole_target is not None and con.pole_target.type == "ARMATURE" else ""
-    chain.pole_angle = con.pole_angle
+    chain.pole_angle = _pole_angle_from_blender(pb, con) if con.pole_target is not None else 0.0
     chain.iterations = max(con.iterations, 1)
     chain.weight_position = con.weight
     chain.use_rotation = con.use_rotation

@@ -23,6 +23,7 @@ from bpy.app.handlers import persistent
 from ..ik_core import ArticulateError
 from ..ik_core import rotations as rot
 from ..ik_core.kinematics import _axis_terms
+from ..ik_core.poles import chain_root, turn_poles
 from ..ik_core.rotations import _matrix_to_rotvec
 from ..ik_core.solvers.two_bone_batch import TwoBoneGroup
 from ..ik_core.solvers.two_bone_kernel import cross
@@ -37,8 +38,10 @@ last_update_cpu_ms: float = 0.0  # its CPU time in this thread [ms], steadier th
 _BONE_SETTINGS = tuple(
     f"{kind}_{axis}" for kind in ("lock_ik", "use_ik_limit", "ik_min", "ik_max", "ik_stiffness") for axis in "xyz"
 ) + ("rotation_mode",)
-_CHAIN_SETTINGS = ("name", "enabled", "tip_bone", "root_bone", "chain_length", "use_tail", "target_bone", "pole_bone",
-                   "solver", "iterations", "tolerance", "weight_position", "use_rotation", "weight_rotation")
+_CHAIN_SETTINGS = (
+    "name", "enabled", "tip_bone", "root_bone", "chain_length", "use_tail", "target_bone", "pole_bone", "pole_angle",
+    "solver", "iterations", "tolerance", "weight_position", "use_rotation", "weight_rotation",
+)
 
 
 @dataclass
@@ -201,6 +204,11 @@ def solve_live(arm: bpy.types.Object) -> int:
         return 0
     inv_base = _affine_inverse(base)
     local = inv_base[:, None] @ world  # (C, 2, 4, 4): target and pole in each chain's base frame
+    for c, p in enumerate(rig.prepared):
+        if changed[c] and p.source.pole is not None and p.settings.pole_angle:
+            local[c, 1, :3, 3] = turn_poles(
+                local[c, 1, :3, 3], chain_root(p.skeleton), local[c, 0, :3, 3], p.settings.pole_angle
+            )
     moved_bones, moved_R = [], []
     if rig.group is not None and changed[rig.grouped].any():
         g = rig.grouped

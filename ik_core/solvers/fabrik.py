@@ -91,6 +91,8 @@ class FabrikSolver(Solver):
     """
 
     name = "fabrik"
+    # Bakes and live posing pass a chain's pole only to solvers that declare it.
+    call_options = ("pole",)
 
     def __init__(
         self, skeleton: Skeleton, effectors: str | int | Sequence[str | int] = 0, **options: object
@@ -141,6 +143,9 @@ class FabrikSolver(Solver):
         done = self._converged(pe, Re, tp, tr)
         if pole is not None:
             apply_pole(tree, pole, batch, tp, p, W)
+            # The turn lives in the positions only: even a start already on its target (a warm
+            # start on a static target) needs a pass to carry the pole's bend plane into q.
+            done[:] = False
         if E == 1:
             far = ~done & (np.linalg.norm(tp[:, 0] - tree.base[0], axis=-1) > tree.length[0])
             if np.any(far):

@@ -98,6 +98,8 @@ class TwoBoneSolver(Solver):
     """
 
     name = "two_bone"
+    # Bakes and live posing pass a chain's pole only to solvers that declare it.
+    call_options = ("pole",)
 
     def __init__(
         self, skeleton: Skeleton, effectors: str | int | Sequence[str | int] = 0, **kwargs: object
