@@ -25,6 +25,29 @@ def _perpendicular_basis(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return Q[:, 0], Q[:, 2]
 
 
+def swing_twist_in_basis(Rb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Swing components (about the basis' x and y) and twist (about its z) of rotations ``Rb``.
+
+    Args:
+        Rb: (..., 3, 3) rotations already expressed in a (u, w, twist axis) basis.
+
+    Returns:
+        s_u, s_w: (...,) swing rotation-vector components [rad]; twist: (...,) [rad] in [-pi, pi].
+    """
+    dx, dy, dz = Rb[..., 0, 2], Rb[..., 1, 2], Rb[..., 2, 2]
+    sin_sw = np.hypot(dx, dy)
+    angle = np.arctan2(sin_sw, dz)
+    ratio = angle / np.where(sin_sw > 0.0, sin_sw, 1.0)
+    # Exactly reversed: every perpendicular swing axis is as good; u is the deterministic pick.
+    flip = (sin_sw == 0.0) & (dz < 0.0)
+    sw = np.where(flip, 0.0, -dy * ratio)
+    su = np.where(flip, np.pi, dx * ratio)
+    # R = S Rz(phi) with S a swing about a horizontal axis gives, up to the factor
+    # 2 cos^2(swing/2) >= 0, (R10 - R01, R00 + R11) = (sin phi, cos phi).
+    twist = np.arctan2(Rb[..., 1, 0] - Rb[..., 0, 1], Rb[..., 0, 0] + Rb[..., 1, 1])
+    return su, sw, twist
+
+
 @dataclass(frozen=True)
 class ConeTwistLimit(_BallLimit):
     """Elliptical swing cone plus twist range of a ball joint.
@@ -99,19 +122,7 @@ class ConeTwistLimit(_BallLimit):
             twist: (...,) twist angle [rad] in [-pi, pi].
         """
         B = self._basis
-        Rb = B @ np.asarray(R, dtype=float) @ B.T
-        dx, dy, dz = Rb[..., 0, 2], Rb[..., 1, 2], Rb[..., 2, 2]
-        sin_sw = np.hypot(dx, dy)
-        angle = np.arctan2(sin_sw, dz)
-        ratio = angle / np.where(sin_sw > 0.0, sin_sw, 1.0)
-        # Exactly reversed: every perpendicular swing axis is as good; u is the deterministic pick.
-        flip = (sin_sw == 0.0) & (dz < 0.0)
-        sw = np.where(flip, 0.0, -dy * ratio)
-        su = np.where(flip, np.pi, dx * ratio)
-        # R = S Rz(phi) with S a swing about a horizontal axis gives, up to the factor
-        # 2 cos^2(swing/2) >= 0, (R10 - R01, R00 + R11) = (sin phi, cos phi).
-        twist = np.arctan2(Rb[..., 1, 0] - Rb[..., 0, 1], Rb[..., 0, 0] + Rb[..., 1, 1])
-        return su, sw, twist
+        return swing_twist_in_basis(B @ np.asarray(R, dtype=float) @ B.T)
 
     def compose(self, su: np.ndarray, sw: np.ndarray, twist: np.ndarray) -> np.ndarray:
         """Joint rotations from swing components and twist, the inverse of :meth:`swing_twist_angles`.

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..ball_limit import FEASIBLE_TOL, TWO_PI, _clamp_ranges
+from ..cone_limits import swing_twist_in_basis
 from ..errors import InvalidInputError, require_finite
 from ..euler import _matrix_to_euler
 from ..euler_limits import EulerLimit
@@ -37,16 +38,7 @@ def _swing_twist_inside(limits: list[SwingTwistLimit]) -> Callable[[np.ndarray],
     tw_lo, tw_hi = np.where(tw_free, -np.pi, lo[:, 1]), np.where(tw_free, np.pi, hi[:, 1])
 
     def check(R: np.ndarray) -> np.ndarray:
-        Rb = B @ R @ Bt
-        # ConeTwistLimit.swing_twist_angles, row by row.
-        dx, dy, dz = Rb[:, 0, 2], Rb[:, 1, 2], Rb[:, 2, 2]
-        sin_sw = np.hypot(dx, dy)
-        angle = np.arctan2(sin_sw, dz)
-        ratio = angle / np.where(sin_sw > 0.0, sin_sw, 1.0)
-        flip = (sin_sw == 0.0) & (dz < 0.0)
-        sw = np.where(flip, 0.0, -dy * ratio)
-        su = np.where(flip, np.pi, dx * ratio)
-        tw = np.arctan2(Rb[:, 1, 0] - Rb[:, 0, 1], Rb[:, 0, 0] + Rb[:, 1, 1])
+        su, sw, tw = swing_twist_in_basis(B @ R @ Bt)  # each row in its own limit's basis
         tw_d = _clamp_ranges(tw, tw_lo, tw_hi, tw_free)[1]
         a = np.where(su >= 0, hi[:, 0], -lo[:, 0])
         b = np.where(sw >= 0, hi[:, 2], -lo[:, 2])

@@ -9,19 +9,25 @@ import pytest
 from mathutils import Vector
 
 
-def _straight_arm():
-    """Two 1 m bones along +Y, straight at rest (so only the pole can pick a bend plane)."""
-    data = bpy.data.armatures.new("PoleArm")
-    arm = bpy.data.objects.new("PoleArm", data)
+def _two_bone_armature(name, elbow):
+    """An armature of two connected bones, Upper from the origin to ``elbow``, Lower on to (0, 2, 0)."""
+    data = bpy.data.armatures.new(name)
+    arm = bpy.data.objects.new(name, data)
     bpy.context.scene.collection.objects.link(arm)
     bpy.context.view_layer.objects.active = arm
     bpy.ops.object.mode_set(mode="EDIT")
     upper = data.edit_bones.new("Upper")
-    upper.head, upper.tail = (0.0, 0.0, 0.0), (0.0, 1.0, 0.0)
+    upper.head, upper.tail = (0.0, 0.0, 0.0), elbow
     lower = data.edit_bones.new("Lower")
-    lower.head, lower.tail = (0.0, 1.0, 0.0), (0.0, 2.0, 0.0)
+    lower.head, lower.tail = elbow, (0.0, 2.0, 0.0)
     lower.parent, lower.use_connect = upper, True
     bpy.ops.object.mode_set(mode="OBJECT")
+    return arm
+
+
+def _straight_arm():
+    """Two 1 m bones along +Y, straight at rest (so only the pole can pick a bend plane)."""
+    arm = _two_bone_armature("PoleArm", (0.0, 1.0, 0.0))
     target = bpy.data.objects.new("PoleTarget", None)
     target.location = (0.0, 1.4, 0.0)
     pole = bpy.data.objects.new("PolePole", None)
@@ -95,17 +101,7 @@ def test_a_pole_the_solver_cannot_use_is_reported(empty_scene, addon, solver, tm
 
 def _bent_arm_with_constraint(pole_angle_deg):
     """Two bones along +Y bent toward -Z at rest, an IK constraint with a pole on +X."""
-    data = bpy.data.armatures.new("IKArm")
-    arm = bpy.data.objects.new("IKArm", data)
-    bpy.context.scene.collection.objects.link(arm)
-    bpy.context.view_layer.objects.active = arm
-    bpy.ops.object.mode_set(mode="EDIT")
-    upper = data.edit_bones.new("Upper")
-    upper.head, upper.tail = (0.0, 0.0, 0.0), (0.0, 1.0, -0.15)
-    lower = data.edit_bones.new("Lower")
-    lower.head, lower.tail = (0.0, 1.0, -0.15), (0.0, 2.0, 0.0)
-    lower.parent, lower.use_connect = upper, True
-    bpy.ops.object.mode_set(mode="OBJECT")
+    arm = _two_bone_armature("IKArm", (0.0, 1.0, -0.15))
     target = bpy.data.objects.new("IKTarget", None)
     target.location = (0.0, 1.5, 0.3)
     pole = bpy.data.objects.new("IKPole", None)
