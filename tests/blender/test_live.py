@@ -1,9 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Live posing re-solves a chain when its target moves, and only when Live is on."""
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import bpy
@@ -78,28 +75,21 @@ def test_live_follows_a_changed_chain_setting(demo):
 # (see test_rigify_body.py): a child process builds and saves it, this process opens the file.
 _BUILD = """
 import importlib, os, sys
-sys.path.insert(0, sys.argv[1])
+sys.path.insert(0, sys.argv[2])
 import bpy
 import cli
 examples = importlib.import_module(cli.ensure_addon().__name__ + ".operators.examples")
 examples.build_metarig_scene(frames=40, solver="two_bone")
-ok = bpy.ops.wm.save_as_mainfile(filepath=sys.argv[2]) == {"FINISHED"}
+ok = bpy.ops.wm.save_as_mainfile(filepath=sys.argv[1]) == {"FINISHED"}
 sys.stdout.flush()
 os._exit(0 if ok else 1)
 """
 
 
 @pytest.fixture(scope="module")
-def metarig_blend(addon, tmp_path_factory):
+def metarig_blend(addon, blend_from_script):
     """A .blend holding the metarig example (four two-bone limbs with poles, 40 animated frames)."""
-    folder = tmp_path_factory.mktemp("metarig")
-    path = folder / "metarig.blend"
-    env = dict(os.environ)
-    env.setdefault("BLENDER_USER_RESOURCES", str(folder / "user"))
-    done = subprocess.run([sys.executable, "-c", _BUILD, str(REPO_ROOT), str(path)], env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0 and path.is_file(), done.stdout[-2000:] + done.stderr[-2000:]
-    return path
+    return blend_from_script(_BUILD, "metarig", REPO_ROOT)
 
 
 @pytest.fixture

@@ -2,9 +2,6 @@
 """Full-body bake on a generated Rigify rig: roles on its FK controls, limbs switched to FK, DEF bones on trackers."""
 
 import json
-import os
-import subprocess
-import sys
 
 import bpy
 import mathutils
@@ -41,16 +38,9 @@ os._exit(0 if ok else 1)
 
 
 @pytest.fixture(scope="module")
-def generated_blend(addon, tmp_path_factory):
+def generated_blend(addon, blend_from_script):
     """A .blend holding Rigify's human metarig and the rig generated from it (once per module, ~15 s)."""
-    folder = tmp_path_factory.mktemp("rigify")
-    path = folder / "generated.blend"
-    env = dict(os.environ)
-    env.setdefault("BLENDER_USER_RESOURCES", str(folder / "user"))
-    done = subprocess.run([sys.executable, "-c", _GENERATE, str(path)], env=env, capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0 and path.is_file(), done.stdout[-2000:] + done.stderr[-2000:]
-    return path
+    return blend_from_script(_GENERATE, "generated")
 
 
 @pytest.fixture
