@@ -11,11 +11,12 @@ import numpy as np
 from ..errors import InvalidInputError
 from ..limits import project_configuration
 from ..skeleton import JointKind, Skeleton
-from .base import Solver, Targets
+from .base import IKResult, Solver, Targets
 from .dls_kinematics import EffectorModel, aim_residual, rotation_log
 from .dls_linalg import dls_direction
 from .dls_restarts import Particles, RestartPolicy
 from .dls_seeds import SeedLibrary
+from .dls_serial import SERIAL_TARGETS, SerialKernel
 from .dls_small import SMALL_STEP, limit_passes, small_direction
 
 # Rows of the 6-D error (x, y, z, rx, ry, rz) each mode drives.
@@ -53,7 +54,9 @@ class DLSSolver(Solver):
     stall: beside each warm start it races, from the first iteration, the three nearest library
     entries whose poses are nearer the target than the warm start's (eight more after five
     iterations without convergence), and the first particle to converge wins (the warm start
-    on ties); a warm start near its target races nothing.
+    on ties); a warm start near its target races nothing. Batches of at most eight targets on a
+    serial arm (one effector, "full" or "position" mode, no ball joint, mimic or stiffness) run
+    these rules in the lean kernel of :mod:`.dls_serial`, one target after the other.
 
     Args:
         skeleton: The skeleton to pose.
@@ -170,6 +173,8 @@ class DLSSolver(Solver):
             raise InvalidInputError(f"library_size must be >= 0, got {library_size!r}")
         self.library_size = int(library_size)
         self._library: SeedLibrary | None = None
+        # Few targets on a serial arm (the common single-target call) take the lean kernel.
+        self._serial = SerialKernel.build(self, _RACE_SEEDS, _RACE_BOOST)
         if self.policy.restarts > 0:
             self.seed_library()  # built now (a few ms) rather than inside the first timed solve
 
@@ -182,6 +187,15 @@ class DLSSolver(Solver):
                 rotation_scale=0.3 * reach if reach > 0 else 0.3, seed=self.policy.seed,
             )
         return self._library
+
+    def solve(self, targets: np.ndarray, q0: np.ndarray | None = None, **options: object) -> IKResult:
+        """See :meth:`Solver.solve`; a few plain targets on a serial arm skip to the lean kernel."""
+        # Subclasses that wrap _solve keep the template around it.
+        if self._serial is not None and not options and type(self)._solve is DLSSolver._solve:
+            result = self._serial.solve_call(targets, q0)
+            if result is not None:
+                return result
+        return super().solve(targets, q0, **options)
 
     # --- residuals -------------------------------------------------------------------------
     def _residual(
@@ -338,6 +352,12 @@ class DLSSolver(Solver):
                 r = np.broadcast_to(r, batch).reshape(N, 1)
             except ValueError:
                 raise InvalidInputError(f"radius of shape {r.shape} does not broadcast to batch {batch}") from None
+        if radius is None and N <= SERIAL_TARGETS and self._serial is not None:
+            q, iters, restarts, pe, re = self._serial.solve(tp, tr, q0, start)
+            self._last_restarts = restarts.reshape(batch)
+            q = q.reshape(*batch, dof)
+            self._cache = (targets, q.copy(), pe.reshape(batch), re.reshape(batch))
+            return q, iters.reshape(batch)
         if radius is None:
             race = N <= _RACE_TARGETS
             pts = Particles(self, q0, tp, tr, race=_RACE_SEEDS if race else 0, boost=_RACE_BOOST if race else None)
