@@ -13,6 +13,7 @@ from ..rotations import matrix_to_rotvec, rotvec_to_matrix
 from ..skeleton import Skeleton
 from .base import Solver, Targets
 from .fabrik_hints import apply_pole, kick
+from .fabrik_limb import find_limbs, solve_limb
 from .fabrik_ops import (
     axis_rotation,
     best_axis_angle,
@@ -114,6 +115,9 @@ class FabrikSolver(Solver):
             and (b.hinge or b.limit is None)
             for b in self.tree.bodies
         ]
+        # Ball + hinge limb tips placed in closed form on each forward pass (position targets).
+        self._limbs = find_limbs(self.tree) if self.mode == "position" else {}
+        self._pure_limb = len(self.tree.bodies) == 2 and 0 in self._limbs and self.tree.bodies[0].parent < 0
 
     def reach(self) -> np.ndarray:
         """(E,) chain length [m] from each effector's root joint to the effector."""
@@ -165,14 +169,21 @@ class FabrikSolver(Solver):
         for it in range(1, self.max_iterations + 1):
             if act.size == 0:
                 break
-            pb, Wb = self._backward(Wa, pa, tha, tpa, tra)
+            if self._pure_limb and it == 1:
+                # The limb step only reads where the knee is wanted: its current side of the
+                # root-target line, which a backward pass would not change (only its distance).
+                # Later passes (only where the ball's limit allowed no swivel) are plain FABRIK.
+                pb, Wb = pa.copy(), Wa.copy()
+            else:
+                pb, Wb = self._backward(Wa, pa, tha, tpa, tra)
             self._forward(Wa, pa, rela, tha, pb, Wb, tpa, tra)
             pe_new, Re_new = self._effector_poses(Wa, pa)
             moved = np.maximum(np.abs(pe_new - pe_a).max(axis=(-2, -1)), np.abs(Re_new - Re_a).max(axis=(-3, -2, -1)))
             pe_a, Re_a = pe_new, Re_new
             conv = self._converged(pe_a, Re_a, tpa, tra)
             stuck = ~conv & (moved < _STUCK)
-            nudge = stuck & (kicks < _KICKS)
+            # A limb placed in closed form sits at its best answer: a kick would only turn its plane.
+            nudge = stuck & (kicks < _KICKS) & (not self._pure_limb)
             if np.any(nudge):
                 kick(tree, pa, tpa, nudge, kicks)
                 kicks = kicks + nudge
@@ -282,6 +293,7 @@ class FabrikSolver(Solver):
             # Orientation targets enter the hinge fits as points rigid with the effector's body.
             virtual = [pb[b] + _apply(Wb[b], off) for b, off in self._virtual] if tr is not None else []
             below = np.concatenate([pb, np.swapaxes(tp, 0, 1), *(v[None] for v in virtual)])
+        exact: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         for k, body in enumerate(tree.bodies):
             if body.parent < 0:
                 P = np.broadcast_to(body.rot, (n, 3, 3))
@@ -300,7 +312,11 @@ class FabrikSolver(Solver):
             aim = e >= 0 and tr is not None and self.mode == "aim"
             if full:
                 Rg = PT @ tr[:, e] @ tree.eff_rot[e].T
-            if body.hinge:
+            th_exact, use = exact.pop(k, (None, None))
+            if body.hinge and use is not None and use.all():
+                theta[k] = th_exact
+                R = axis_rotation(body.axis, theta[k])
+            elif body.hinge:
                 if below is not None:
                     th, ok = self._hinge_shape_fit(k, body, P, p[k], below, pb[k], Wb[k])
                 elif full:
@@ -310,8 +326,21 @@ class FabrikSolver(Solver):
                 else:
                     th, ok = signed_angle(body.axis, body.bone, d_local)
                 theta[k] = hinge_fit(np.where(ok, th, theta[k]), theta[k], body.lower, body.upper)
+                if use is not None:
+                    theta[k] = np.where(use, th_exact, theta[k])
                 R = axis_rotation(body.axis, theta[k])
             else:
+                limb = self._limbs.get(k) if pb is not None else None
+                if limb is not None:
+                    R_exact, th_exact, use = solve_limb(
+                        limb, body.limit, _apply(PT, tp[:, limb.effector] - p[k]),
+                        _apply(PT, pb[limb.hinge] - p[k]), theta[limb.hinge],
+                    )
+                    exact[limb.hinge] = (th_exact, use)
+                    if use.all():
+                        rel[k] = R_exact
+                        W[k] = P @ R_exact
+                        continue
                 if full:
                     R = Rg
                 else:
@@ -327,6 +356,8 @@ class FabrikSolver(Solver):
                         # the bone towards the backward frame (pure swings otherwise).
                         R = twist_fit(dl, _t(R), _t(PT @ Wb[k])) @ R
                 R = _project(body, R)
+                if limb is not None:
+                    R = np.where(use[:, None, None], R_exact, R)
             rel[k] = R
             W[k] = P @ R
 

@@ -15,6 +15,8 @@ from ik_core.rotations import rotvec_to_matrix
 from ik_core.solvers import make_solver
 from ik_core.solvers.base import as_targets
 from ik_core.solvers.fabrik import FabrikSolver
+from ik_core.swing_limits import SwingTwistLimit
+from ik_core.tracking import track_chain
 
 TOL = 1e-4  # m, the solvers' default position tolerance
 CONE = ConeTwistLimit(np.pi / 4, np.pi / 4, -np.pi / 6, np.pi / 6)
@@ -295,3 +297,112 @@ def test_full_mode_with_cone_limits_stays_inside():
     q0 = np.zeros((20, skeleton.dof))
     q = solver._solve(as_targets(targets, 1), q0)[0]
     assert np.all(limit_violation(skeleton, q) <= 1e-9)
+
+
+# --- limbs: a ball joint carrying a hinge carrying the effector -----------------------------
+
+TWIST = np.radians(40.0)
+
+
+def limb(upper: float = 0.28, lower: float = 0.25, twist: float = TWIST) -> Skeleton:
+    """An arm like the metarig's: a ball (twist about Y in +-``twist``), an X hinge in [0, 150] degrees."""
+    return Skeleton(
+        [
+            Joint("upper", JointKind.BALL, -1, np.eye(4),
+                  limit=SwingTwistLimit((-np.pi, -twist, -np.pi), (np.pi, twist, np.pi))),
+            Joint("fore", JointKind.REVOLUTE, 0, offset(y=upper), axis=(1.0, 0.0, 0.0), lower=0.0,
+                  upper=np.radians(150.0)),
+        ],
+        [Effector("tip", 1, offset(y=lower))],
+    )
+
+
+def twist_of(skeleton: Skeleton, q: np.ndarray) -> np.ndarray:
+    """(n,) twist [rad] of the ball joint about its bone, as the limit measures it."""
+    split = skeleton.joints[0].limit._split
+    return split.swing_twist_angles(rotvec_to_matrix(q[..., :3]))[2]
+
+
+def test_limb_tracks_a_circling_target_with_a_pole_in_one_pass():
+    """A hand circling in front of the shoulder (operators/examples.py's path) is reached on every frame."""
+    skeleton = limb()
+    frames = 240
+    t = np.linspace(0.0, 2.0 * np.pi, frames)
+    rest_tip = np.array([0.0, 0.53, 0.0])
+    path = rest_tip + np.array([-0.12, -0.25, 0.2]) + 0.12 * np.column_stack([np.cos(t), np.zeros(frames), np.sin(t)])
+    target = np.broadcast_to(np.eye(4), (frames, 4, 4)).copy()
+    target[:, :3, 3] = path
+    pole = np.broadcast_to([0.0, 0.2, -0.5], (frames, 3))
+    solver = FabrikSolver(skeleton, "tip")
+    res = track_chain(solver, np.broadcast_to(np.eye(4), (frames, 4, 4)), target, np.zeros(4), pole=pole)
+    assert np.all(res.converged)
+    assert np.all(res.iterations <= 1)
+    assert np.all(limit_violation(skeleton, res.q) <= 1e-9)
+    knee = forward_kinematics(skeleton, res.q)[:, 1, :3, 3]
+    line = path / np.linalg.norm(path, axis=-1, keepdims=True)
+
+    def off_line(v: np.ndarray) -> np.ndarray:
+        return v - np.sum(v * line, axis=-1, keepdims=True) * line
+
+    # Bent towards the pole's side of the shoulder-hand line.
+    assert np.all(np.sum(off_line(knee) * off_line(pole), axis=-1) > 0.0)
+
+
+def test_straight_limb_at_full_reach_converges():
+    """A target at the straight limb's tip (a leg standing) is met, not crept up on (was 100 iterations)."""
+    skeleton = limb(0.536, 0.454)
+    target = np.array([0.0, 0.99, 0.0]) + np.array([[0.0, 0.0, 0.0], [0.0, -1e-4, 0.0], [0.0, -0.002, 1e-3]])
+    q0 = np.array([-0.002, 0.0, 0.0, 0.004])
+    res = FabrikSolver(skeleton, "tip").solve(target, q0=q0, pole=np.array([0.0, 0.5, 1.0]))
+    assert np.all(res.converged)
+    assert np.all(res.iterations == 1)
+
+
+def test_limb_pole_needing_too_much_twist_takes_the_nearest_allowed_plane():
+    """A pole beside the arm asks for ~90 degrees of twist: the plane turns as far as +-40 degrees allows."""
+    skeleton = limb()
+    solver = FabrikSolver(skeleton, "tip")
+    target = np.array([0.0, 0.35, 0.15])
+    for side in (1.0, -1.0):
+        pole = np.array([side, 0.2, 0.0])
+        q = solver._solve(as_targets(target[None], 1), np.zeros((1, 4)), pole=pole)[0]
+        res = solver.solve(target, pole=pole)
+        assert res.converged
+        assert np.all(limit_violation(skeleton, q) <= 1e-9)
+        assert abs(abs(twist_of(skeleton, q)[0]) - TWIST) < 1e-5  # pinned at the limit, not short of it
+        knee = forward_kinematics(skeleton, q)[0, 1, :3, 3]
+        assert knee[0] * side > 0.01  # and as far towards the pole as that allows
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_random_limbs_reach_reachable_targets_in_one_pass(seed):
+    """Any ball + hinge geometry (tilted axis, offset joints, two-sided range) hits reachable targets at once."""
+    rng = np.random.default_rng(seed)
+    axis = rng.normal(size=3)
+    lo, hi = np.sort(rng.uniform(-2.5, 2.5, 2))
+    skeleton = Skeleton(
+        [
+            Joint("a", JointKind.BALL, -1, offset(*rng.normal(size=3) * 0.1, R=rotvec_to_matrix(rng.normal(size=3)))),
+            Joint("b", JointKind.REVOLUTE, 0, offset(*rng.normal(size=3) * 0.3, R=rotvec_to_matrix(rng.normal(size=3))),
+                  axis=tuple(axis / np.linalg.norm(axis)), lower=lo, upper=hi),
+        ],
+        [Effector("tip", 1, offset(*rng.normal(size=3) * 0.3))],
+    )
+    _, poses = reachable(skeleton, 100, seed)
+    res = FabrikSolver(skeleton, "tip").solve(poses[:, :3, 3], pole=rng.normal(size=3))
+    assert np.all(res.converged)
+    assert np.all(res.iterations == 1)
+    q = raw_solve(FabrikSolver(skeleton, "tip"), poses[:, :3, 3], np.zeros(skeleton.dof))
+    assert np.all(limit_violation(skeleton, q) <= 1e-9)
+
+
+def test_twist_limited_limbs_reach_and_stay_inside():
+    """With the metarig's twist range, random reachable targets and a fixed pole: all met, none outside."""
+    skeleton = limb()
+    _, poses = reachable(skeleton, 300, 21)
+    solver = FabrikSolver(skeleton, "tip")
+    for pole in (np.array([0.0, 0.0, -1.0]), np.array([1.0, 0.0, 0.0])):
+        res = solver.solve(poses[:, :3, 3], pole=pole)
+        assert np.all(res.converged)
+        q = solver._solve(as_targets(poses[:, :3, 3], 1), np.zeros((300, 4)), pole=pole)[0]
+        assert np.all(limit_violation(skeleton, q) <= 1e-9)
