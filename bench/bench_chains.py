@@ -138,7 +138,8 @@ def run(kind: str, n: int, single: int, seed: int) -> list[dict]:
     return rows
 
 
-GOALS = {"ball": (0.99, 15.5), "cone": (0.97, None), "hinge": (0.97, None), "limb": (1.0, None)}
+# (d) is not in the issue: our own bar for limbs, as high as (a).
+GOALS = {"ball": (0.99, 15.5), "cone": (0.97, None), "hinge": (0.97, None), "limb": (0.99, None)}
 
 
 def main() -> int:
