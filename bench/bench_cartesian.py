@@ -76,10 +76,12 @@ def main() -> int:
         q_path = smooth_path(skeleton, args.frames)
         targets = effector_poses(skeleton, q_path, "tool")
         solver = DLSSolver(skeleton, "tool", mode="full", tolerance=1e-5, rotation_tolerance=1e-5, restarts=4)
-        t0 = time.perf_counter()
-        result = solve_track(solver, targets, q_path[0])
-        rows.append({"robot": name, "method": "articulate solve_track (DLS)", "frames": args.frames,
-                     **score(skeleton, result.q, targets, time.perf_counter() - t0, q_path)})
+        for look_ahead in (False, True):
+            t0 = time.perf_counter()
+            result = solve_track(solver, targets, q_path[0], look_ahead=look_ahead)
+            method = "articulate solve_track (DLS)" + (" +look-ahead" if look_ahead else "")
+            rows.append({"robot": name, "method": method, "frames": args.frames,
+                         **score(skeleton, result.q, targets, time.perf_counter() - t0, q_path)})
         if name.startswith("ur"):
             params = ur_params_from_preset(name)
             t0 = time.perf_counter()
@@ -88,10 +90,10 @@ def main() -> int:
                          **score(skeleton, q, targets, time.perf_counter() - t0, q_path)})
         rows += rtb_row(name, skeleton, targets[: args.rtb_frames], q_path)
     print(f"numpy {np.__version__}; smooth paths at 100 Hz; success <= 1e-5 m and <= 1e-5 rad; jump > 0.1 rad")
-    print(f"{'robot':6s} {'method':36s} {'frames':>7s} {'converged':>10s} {'max jump':>9s} {'jumps':>6s} "
+    print(f"{'robot':6s} {'method':42s} {'frames':>7s} {'converged':>10s} {'max jump':>9s} {'jumps':>6s} "
           f"{'flips':>6s} {'path step':>10s} {'ms/frame':>9s}")
     for r in rows:
-        print(f"{r['robot']:6s} {r['method']:36s} {r['frames']:7d} {r['converged'] * 100:9.2f}% "
+        print(f"{r['robot']:6s} {r['method']:42s} {r['frames']:7d} {r['converged'] * 100:9.2f}% "
               f"{r['max_jump_rad']:9.3f} {r['jumps_over_0.1']:6d} {r['flips']:6d} {r['path_max_step_rad']:10.3f} "
               f"{r['ms_per_frame']:9.3f}")
     print("jumps: frames changing a joint by > 0.1 rad; flips: such frames where the generating path moves < 0.1 rad")

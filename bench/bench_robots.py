@@ -221,21 +221,21 @@ def bench_track(robot, skeleton, tip, paths: int, frames: int, rng) -> dict:
                max_jump_rad=float(jumps.max()), jumps_over_0_1_rad=int(np.count_nonzero(jumps > 0.1)))
 
 
-def bench_track_take(robot, skeleton, tip, paths: int, frames: int, rng) -> dict:
-    """The same paths through solve_track, the code path bakes use (segments, prediction, repair)."""
+def bench_track_take(robot, skeleton, tip, paths: int, frames: int, rng, look_ahead: bool = False) -> dict:
+    """The same paths through solve_track (segments, prediction, repair); robot bakes add ``look_ahead``."""
     solver = make_solver(skeleton, tip, None)
     qpaths = smooth_paths(skeleton, paths, frames, rng)
     oks, total, jumps = [], 0.0, []
     for qp in qpaths:
         targets = effector_poses(skeleton, qp, 0)
         t0 = time.perf_counter()
-        res = solve_track(solver, targets, qp[0])
+        res = solve_track(solver, targets, qp[0], look_ahead=look_ahead)
         total += time.perf_counter() - t0
         oks.append(check(skeleton, res.q, targets))
         jumps.append(np.max(np.abs(np.diff(np.vstack([qp[:1], res.q]), axis=0)), axis=1))
     jumps = np.concatenate(jumps)
     per_frame = np.full(paths * frames, total / (paths * frames))
-    return row(robot, "dls", "take", np.concatenate(oks), per_frame, total,
+    return row(robot, "dls", "take+la" if look_ahead else "take", np.concatenate(oks), per_frame, total,
                max_jump_rad=float(jumps.max()), jumps_over_0_1_rad=int(np.count_nonzero(jumps > 0.1)))
 
 
@@ -292,6 +292,8 @@ def main() -> int:
             # Both tracking rows follow the same paths (same seed).
             rows.append(bench_track(robot, skeleton, tip, args.paths, args.frames, np.random.default_rng(7)))
             rows.append(bench_track_take(robot, skeleton, tip, args.paths, args.frames, np.random.default_rng(7)))
+            rows.append(bench_track_take(robot, skeleton, tip, args.paths, args.frames, np.random.default_rng(7),
+                                         look_ahead=True))
     if args.json:
         for r in rows:
             print(json.dumps(r))

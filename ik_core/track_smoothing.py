@@ -20,6 +20,8 @@ _LAM_DOWN = 0.3
 _LAM_UP = 5.0
 # Largest change of any joint per iteration [rad or m]: the linearisation holds over small steps.
 _MAX_DELTA = 0.2
+# Fraction of each joint's half range from its middle where the limit barrier starts.
+_MARGIN = 0.8
 
 
 def _reduce(A: np.ndarray, D: np.ndarray, C: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -88,7 +90,12 @@ def smooth_windows(
     has_before: np.ndarray,
     has_after: np.ndarray,
     iterations: int,
-) -> np.ndarray:
+    limit_weight: float = 0.0,
+    mu_start: float | np.ndarray = _MU_START,
+    mu_growth: float = _MU_GROWTH,
+    limit_margin: float = _MARGIN,
+    return_mu: bool = False,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Re-pose K windows of frames so their joint motion is smooth and every frame meets its target.
 
     Minimises ``sum |q[i+1] - q[i]|^2 + mu sum |e_i(q[i])|^2`` per window (the fixed frames
@@ -109,6 +116,12 @@ def smooth_windows(
         has_before: (K,) whether each window has a fixed frame before it.
         has_after: (K,) whether each window has a fixed frame after it.
         iterations: Levenberg-Marquardt iterations (accepted or not).
+        limit_weight: Weight of a barrier keeping joints out of the outer fifth of their
+            ranges (0: none); the task still wins, so it only moves the self-motion.
+        mu_start: Task weight [1/m^2] of the first iteration: scalar, (K,) or per frame (K, W).
+        mu_growth: Factor on the task weight per accepted step.
+        limit_margin: Where the barrier starts, as a fraction of each half range from its middle.
+        return_mu: Also return the (K, W) task weights reached (to continue from them).
 
     Returns:
         (K, W, dof) configurations; the caller polishes them onto the targets and decides
@@ -141,22 +154,40 @@ def smooth_windows(
         nxt[np.arange(K), last] = after
         return prev, nxt
 
+    mid, half = 0.5 * (lo + hi), np.maximum(0.5 * (hi - lo), 1e-9)
+    # The barrier: (excess of |u| over _MARGIN, scaled to 1 at the limit)^2 per joint, u = q in -1..1.
+    scale = limit_weight / (1.0 - limit_margin) ** 2
+
+    def barrier(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        u = (x - mid) / half
+        over = np.maximum(np.abs(u) - limit_margin, 0.0)
+        value = scale * np.sum(over * over * vmask, axis=(1, 2))
+        grad = 2.0 * scale * over * np.sign(u) / half * vmask
+        hess = 2.0 * scale * (np.abs(u) >= limit_margin) / (half * half) * vmask
+        return value, grad, hess
+
     def cost(x: np.ndarray, ew: np.ndarray, mu: np.ndarray) -> np.ndarray:
         prev, _ = neighbours(x)
         d = (x - prev) * c_prev[..., None]
         tail = (after - x[np.arange(K), last]) * has_after[:, None]
-        return np.sum(d * d, axis=(1, 2)) + np.sum(tail * tail, axis=1) + mu * np.sum(ew * ew, axis=(1, 2))
+        smooth = np.sum(d * d, axis=(1, 2)) + np.sum(tail * tail, axis=1) + np.sum(mu[..., None] * ew * ew, axis=(1, 2))
+        return smooth + barrier(x)[0] if limit_weight else smooth
 
-    mu = np.full(K, _MU_START)
+    mu_start = np.asarray(mu_start, dtype=float)
+    mu = np.broadcast_to(mu_start[:, None] if mu_start.ndim == 1 else mu_start, (K, W)).copy()
     lam = np.full(K, _LAM_START)
     ew, Jw = evaluate(X)
     F = cost(X, ew, mu)
     for _ in range(iterations):
         prev, nxt = neighbours(X)
         lap = c_prev[..., None] * (prev - X) + c_next[..., None] * (nxt - X)
-        rhs = lap + mu[:, None, None] * np.einsum("kwmn,kwm->kwn", Jw, ew)
-        D = mu[:, None, None, None] * np.einsum("kwmi,kwmj->kwij", Jw, Jw)
+        rhs = lap + mu[..., None] * np.einsum("kwmn,kwm->kwn", Jw, ew)
+        D = mu[..., None, None] * np.einsum("kwmi,kwmj->kwij", Jw, Jw)
         D = D + (c_prev + c_next + lam[:, None])[..., None, None] * eye
+        if limit_weight:
+            _, grad, hess = barrier(X)
+            rhs = rhs - grad
+            D = D + hess[..., None] * eye
         dx = _reduce(A, D, C, rhs[..., None])[..., 0] * vmask
         big = np.max(np.abs(dx), axis=(1, 2))
         dx *= np.minimum(1.0, _MAX_DELTA / np.maximum(big, 1e-300))[:, None, None]
@@ -168,8 +199,10 @@ def smooth_windows(
         ew = np.where(take[:, None, None], ew_new, ew)
         Jw = np.where(take[:, None, None, None], Jw_new, Jw)
         lam = np.where(take, np.maximum(lam * _LAM_DOWN, 1e-9), lam * _LAM_UP)
-        mu = np.where(take, np.minimum(mu * _MU_GROWTH, _MU_MAX), mu)
+        mu = np.where(take[:, None], np.minimum(mu * mu_growth, _MU_MAX), mu)
         F = cost(X, ew, mu)
+    if return_mu:
+        return X, mu
     return X
 
 

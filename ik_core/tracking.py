@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 
 import numpy as np
@@ -66,6 +67,7 @@ def solve_track(
     max_jump: float = 0.1,
     progress=None,
     segment: int = 32,
+    look_ahead: bool = False,
     **options: np.ndarray,
 ) -> IKResult:
     """Solve a take in batched segments, each warm-started from the previous one, then repair.
@@ -82,8 +84,13 @@ def solve_track(
     segment starts from the frame before it. Frames that did not converge, or whose
     configuration jumps by more than ``max_jump`` from the previous frame, are solved again in
     order, warm-started from the previous frame (box ``max_jump``), and the better answer is
-    kept. With a :class:`DLSSolver`, jumps left then are repaired with look-ahead
-    (:func:`~ik_core.track_smoothing.spread_jumps`): a window around each is re-posed from the
+    kept. On a redundant chain with a :class:`DLSSolver`, a take left with jumps or misses is
+    solved again from a little before the first of them by a receding horizon
+    (:func:`~ik_core.track_horizon.horizon_pass`: windows optimised for smooth joint motion
+    and a limit barrier before their first frames are kept, so the self-motion moves ahead of
+    near-singularities and limits instead of whipping or jumping there), kept when it has
+    fewer jumps and misses no more frames. With a :class:`DLSSolver`, jumps left then are
+    repaired with look-ahead (:func:`~ik_core.track_smoothing.spread_jumps`): a window around each is re-posed from the
     joint-space blend of its neighbours by Gauss-Newton on joint smoothness plus a growing
     task weight, and kept only if it has fewer jumps and misses no more frames. Frames that
     cannot be reached are reported (``converged`` False with a reason), not raised.
@@ -96,6 +103,9 @@ def solve_track(
             accepted without a warm-started retry (> 0).
         progress: Optional ``progress(done, total)`` callback.
         segment: Frames per batch (>= 1).
+        look_ahead: Run the look-ahead repairs (DLS only) on a take the frame-by-frame passes
+            left with jumps: several times slower on such takes, for offline bakes that
+            want every jump gone that can be.
         **options: Per-frame solver options with a leading N axis (for example ``pole``).
 
     Returns:
@@ -119,6 +129,7 @@ def solve_track(
     cut_at = _ACCELERATION * max_jump if solver.skeleton.dof <= rows else np.inf
     parts: list[IKResult] = []
     velocity = np.zeros_like(start)
+    first = start
     prev_ok = True
     lo = 0
     while lo < n:
@@ -154,7 +165,41 @@ def solve_track(
     if not parts:
         return solver.solve(targets, q0, **options)
     fields = {f: np.concatenate([getattr(p, f) for p in parts]) for f in IKResult.__dataclass_fields__}
+    _retry_frames(solver, targets, fields, max_jump, local, options)
+    if look_ahead and isinstance(solver, DLSSolver) and local and n > 2:
+        skeleton = solver.skeleton
+
+        def steps_of(qs: np.ndarray) -> np.ndarray:
+            return np.concatenate([[0.0], joint_steps(skeleton, qs[:-1], qs[1:])])
+
+        # Jumps the frame-by-frame passes left (a redundant arm's self-motion whipped past a
+        # near-singularity, or a branch kept past the singularity where the path crossed over):
+        # the take is known in advance, so the motion is spread over a window around each.
+        from .track_smoothing import spread_jumps
+
+        known = None if q0 is None else first
+        spread_jumps(solver, targets, fields, known, max_jump, steps_of, options)
+        # What spreading could not fix on a redundant chain (a self-motion that drifted onto a
+        # limit long before the jump): solve the take again from before it, looking ahead.
+        if skeleton.dof > rows:
+            _look_ahead(solver, targets, fields, known, max_jump, options, steps_of)
+    return IKResult(**fields)
+
+
+# Frames before a redundant chain's first jump or miss where the look-ahead pass takes over: its
+# self-motion drifts toward the trouble for a while before it arrives.
+_LEAD = 200
+
+
+def _retry_frames(
+    solver: Solver, targets: np.ndarray, fields: dict, max_jump: float, local: bool, options: dict, gentle=None
+) -> None:
+    """Re-solve, in order, the frames that missed or jumped, warm-started from the frame before; keep the better.
+
+    ``gentle`` (a solver without restarts) first finishes a missed frame from where it is.
+    """
     q, ok = fields["q"], fields["converged"]
+    n = len(q)
     skeleton = solver.skeleton
     steps = np.concatenate([[0.0], joint_steps(skeleton, q[:-1], q[1:])]) if n > 1 else np.zeros(n)
     replaced = np.zeros(n, dtype=bool)
@@ -167,7 +212,13 @@ def solve_track(
             continue  # a run of misses (an unreachable stretch): the batch answer is the best effort
         extra = {"radius": max_jump} if local else {}
         guess = q[i - 1] + (_velocity(q[i - 1], q[i - 2], ok[i - 1] and ok[i - 2], max_jump) if i > 1 else 0.0)
-        retry = solver.solve(targets[i], guess, **_frame_options(options, i), **extra)
+        retry = None
+        if gentle is not None and not ok[i]:
+            # A look-ahead answer is smooth and next to its target (a near-singular frame the
+            # polish left short): finish it where it is before a restart may jump away.
+            retry = gentle.solve(targets[i], q[i], radius=max_jump, **_frame_options(options, i))
+        if retry is None or not retry.converged:
+            retry = solver.solve(targets[i], guess, **_frame_options(options, i), **extra)
         retry_jump = float(joint_steps(skeleton, q[i - 1], retry.q))
         better = (bool(retry.converged) and (not ok[i] or retry_jump < jump)) or (
             not ok[i] and retry.position_error < fields["position_error"][i]
@@ -178,17 +229,63 @@ def solve_track(
                 value = np.asarray(getattr(retry, f))
                 # [()] unwraps 0-d fields: an object array would otherwise store the array itself.
                 fields[f][i] = value[()] if value.ndim == 0 else value
-    if isinstance(solver, DLSSolver) and local and n > 2:
-        # Jumps the frame-by-frame passes left (a redundant arm's self-motion whipped past a
-        # near-singularity, or a branch kept past the singularity where the path crossed over):
-        # the take is known in advance, so the motion is spread over a window around each.
-        from .track_smoothing import spread_jumps
 
-        def steps_of(qs: np.ndarray) -> np.ndarray:
-            return np.concatenate([[0.0], joint_steps(skeleton, qs[:-1], qs[1:])])
 
-        spread_jumps(solver, targets, fields, None if q0 is None else start, max_jump, steps_of, options)
-    return IKResult(**fields)
+def _look_ahead(
+    solver: DLSSolver, targets: np.ndarray, fields: dict, start: np.ndarray | None, max_jump: float,
+    options: dict, steps_of,
+) -> bool:
+    """Re-solve a redundant chain's take from before its first jump or miss with the receding horizon.
+
+    The frame-by-frame answer is kept where it is clean (most takes: no extra cost); from
+    ``_LEAD`` frames before its first jump or miss to ``_LEAD`` frames after its last (or the
+    end), the take is solved again by :func:`~ik_core.track_horizon.horizon_pass`, joined to
+    the frame after, its misses retried and its leftover jumps spread; that take replaces the
+    answer when it has fewer steps above ``max_jump``, a smaller total excess over it and no
+    more misses.
+    Returns whether it did.
+    """
+    from .track_horizon import horizon_pass
+
+    q, ok = fields["q"], fields["converged"]
+    n = len(q)
+    full = steps_of(q if start is None else np.concatenate([start[None], q]))
+    steps = full if start is None else full[1:]
+    bad = np.flatnonzero((steps > max_jump) | ~ok)
+    if not len(bad):
+        return False
+    a = max(int(bad[0]) - _LEAD, 0)
+    # The re-solved stretch ends _LEAD frames after the last trouble, joined to the frame there.
+    b = min(int(bad[-1]) + _LEAD, n)
+    before = q[a - 1] if a > 0 else start
+    if before is None:
+        before = q[0]
+    if b - a < 3:
+        return False
+    span_options = {k: v[a:b] for k, v in options.items()}
+    cand = horizon_pass(solver, targets[a:b], before, max_jump, span_options, after=q[b] if b < n else None)
+    span = {f: np.array(getattr(cand, f)) for f in fields}
+    gentle = copy.copy(solver)
+    gentle.policy = replace(solver.policy, restarts=0)
+    _retry_frames(solver, targets[a:b], span, max_jump, True, span_options, gentle)
+    # Judged after spreading its own leftover jumps, as the frame-by-frame answer was.
+    from .track_smoothing import spread_jumps
+
+    cand_fields = {f: v.copy() for f, v in fields.items()}
+    for f in fields:
+        cand_fields[f][a:b] = span[f]
+    spread_jumps(solver, targets, cand_fields, start, max_jump, steps_of, options)
+    new_steps = steps_of(cand_fields["q"] if start is None else np.concatenate([start[None], cand_fields["q"]]))
+    new_steps = new_steps if start is None else new_steps[1:]
+    # Fewer jumps must not be bought with bigger ones: the total excess over max_jump shrinks too.
+    fewer = np.count_nonzero(new_steps > max_jump) < np.count_nonzero(steps > max_jump) and np.sum(
+        np.maximum(new_steps - max_jump, 0.0)
+    ) < np.sum(np.maximum(steps - max_jump, 0.0))
+    if np.count_nonzero(cand_fields["converged"]) >= np.count_nonzero(ok) and fewer:
+        for f in fields:
+            fields[f][:] = cand_fields[f]
+        return True
+    return False
 
 
 def _velocity(q: np.ndarray, prev: np.ndarray, valid: bool, max_jump: float) -> np.ndarray:
@@ -213,6 +310,7 @@ def track_chain(
     max_jump: float = 0.1,
     segment: int = 32,
     pole_angle: float = 0.0,
+    look_ahead: bool = False,
 ) -> IKResult:
     """Solve one chain on every frame of a take, each frame warm-started from the previous one.
 
@@ -231,6 +329,7 @@ def track_chain(
             previous one (see :func:`solve_track`); robot paths want 0.1, character motion
             at 24 fps legitimately moves more.
         segment: Frames per batch (see :func:`solve_track`).
+        look_ahead: Look-ahead repairs of jumps (see :func:`solve_track`).
         pole_angle: Turn of the bend direction from the pole about the root-to-target axis
             [rad] (see :func:`~ik_core.poles.turn_poles`); 0 bends the chain toward the pole.
 
@@ -259,7 +358,9 @@ def track_chain(
         pole_h = np.concatenate([np.asarray(pole, dtype=float), np.ones((len(pole), 1))], axis=1)
         local_pole = np.einsum("nij,nj->ni", np.linalg.inv(base), pole_h)[:, :3]
         options["pole"] = turn_poles(local_pole, chain_root(solver.skeleton), local[:, :3, 3], pole_angle)
-    result = solve_track(solver, targets, q0, max_jump=max_jump, progress=progress, segment=segment, **options)
+    result = solve_track(
+        solver, targets, q0, max_jump=max_jump, progress=progress, segment=segment, look_ahead=look_ahead, **options
+    )
     if scale != 1.0:
         result = replace(result, position_error=result.position_error * scale)
     return result

@@ -177,7 +177,7 @@ def bake_chains(
             results.append(track_chain(
                 solver, s.base, s.target, q0_vec, pole=s.pole, use_rotation=p.settings.use_rotation, scale=scale,
                 progress=_progress(f"Articulate {arm.name}:{p.settings.name}", len(frames), wm), max_jump=max_jump,
-                segment=chain_segment, pole_angle=p.settings.pole_angle,
+                segment=chain_segment, pole_angle=p.settings.pole_angle, look_ahead=robot,
             ))
     except ArticulateError as err:
         raise BakeFailed(str(err)) from None

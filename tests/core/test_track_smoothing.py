@@ -129,3 +129,31 @@ def test_smoothed_windows_stay_inside_the_limits_and_meet_their_targets(panda, p
     assert np.abs(np.diff(np.vstack([q_path[a - 1], X, q_path[b]]), axis=0)).max() <= MAX_JUMP
     poses = effector_poses(panda, X, 0)
     assert np.abs(poses[:, :3, 3] - targets[a:b, :3, 3]).max() <= 1e-4
+
+
+def test_horizon_pass_is_smooth_on_target_and_joins_the_frame_after(panda, panda_take) -> None:
+    """The receding horizon over a stretch: every frame converged, in limits, no step > 0.1 rad, joins included."""
+    from ik_core.track_horizon import horizon_pass
+
+    q_path, targets = panda_take
+    solver = solver_for(panda)
+    b = 100
+    res = horizon_pass(solver, targets[:b], q_path[0], MAX_JUMP, {}, after=q_path[b])
+    assert res.converged.all()
+    assert panda.within_limits(res.q).all()
+    assert np.abs(np.diff(np.vstack([q_path[0], res.q, q_path[b]]), axis=0)).max() <= MAX_JUMP
+
+
+def test_per_frame_task_weights_equal_to_a_scalar_give_the_same_windows(panda, panda_take) -> None:
+    """mu_start as a (K, W) array of one value reproduces the scalar schedule exactly; the barrier keeps limits."""
+    q_path, targets = panda_take
+    solver = solver_for(panda)
+    tp, tr = solver_targets(solver, targets)
+    X0 = np.repeat(q_path[:1], 60, axis=0)[None]
+    args = (solver, tp[None, :60], tr[None, :60], X0, np.array([60]), q_path[:1], q_path[:1], np.array([True]),
+            np.array([False]), 30)
+    scalar = smooth_windows(*args, limit_weight=0.01, mu_start=10.0)
+    per_frame, mu = smooth_windows(*args, limit_weight=0.01, mu_start=np.full((1, 60), 10.0), return_mu=True)
+    np.testing.assert_array_equal(scalar, per_frame)
+    assert mu.shape == (1, 60) and np.all(mu > 10.0)
+    assert np.all((scalar >= panda.lower) & (scalar <= panda.upper))

@@ -82,19 +82,39 @@ def sine_path(skeleton, frames: int, seed: int) -> np.ndarray:
 
 def test_look_ahead_repair_removes_the_jumps_of_a_redundant_arm(monkeypatch) -> None:
     """A Panda take whose frame-by-frame passes whip the self-motion (> 0.1 rad per frame) comes back jump-free."""
-    from ik_core import track_smoothing
+    from ik_core import track_smoothing, tracking
 
     panda = robots.load_preset("panda")
     q_path = sine_path(panda, 1000, seed=0)
     targets = effector_poses(panda, q_path, 0)
-    res = solve_track(solver_for(panda), targets, q_path[0])
+    res = solve_track(solver_for(panda), targets, q_path[0], look_ahead=True)
     assert res.converged.all()
     assert max_jump(np.vstack([q_path[:1], res.q])) <= MAX_JUMP
     assert panda.within_limits(res.q).all()
-    # Without the look-ahead pass the same take jumps: the repair is what removes them.
+    # Without the look-ahead passes the same take jumps: the repair is what removes them.
     monkeypatch.setattr(track_smoothing, "spread_jumps", lambda *args, **kwargs: 0)
-    plain = solve_track(solver_for(panda), targets, q_path[0])
+    monkeypatch.setattr(tracking, "_look_ahead", lambda *args, **kwargs: False)
+    plain = solve_track(solver_for(panda), targets, q_path[0], look_ahead=True)
     assert max_jump(np.vstack([q_path[:1], plain.q])) > MAX_JUMP
+
+
+def test_receding_horizon_keeps_the_iiwa_jump_free_where_frame_by_frame_jumps(monkeypatch) -> None:
+    """An iiwa take whose frame-by-frame answer drifts onto a limit and jumps (> 3 rad) is solved jump-free."""
+    from ik_core import tracking
+
+    iiwa = robots.load_preset("lbr_iiwa_14_r820")
+    q_path = sine_path(iiwa, 1000, seed=0)
+    targets = effector_poses(iiwa, q_path, 0)
+    res = solve_track(solver_for(iiwa), targets, q_path[0], look_ahead=True)
+    assert res.converged.all()
+    assert max_jump(np.vstack([q_path[:1], res.q])) <= MAX_JUMP
+    assert iiwa.within_limits(res.q).all()
+    poses = effector_poses(iiwa, res.q, 0)
+    assert np.abs(poses[:, :3, 3] - targets[:, :3, 3]).max() <= 1e-6
+    # The receding horizon is what removes them: without it the same take jumps.
+    monkeypatch.setattr(tracking, "_look_ahead", lambda *args, **kwargs: False)
+    plain = solve_track(solver_for(iiwa), targets, q_path[0], look_ahead=True)
+    assert max_jump(np.vstack([q_path[:1], plain.q])) > 1.0
 
 
 @pytest.mark.parametrize("segment", [1, 7, FRAMES])
@@ -178,3 +198,15 @@ def test_empty_take_gives_an_empty_result(ur5) -> None:
     """Zero frames give an IKResult of batch shape (0,)."""
     res = solve_track(solver_for(ur5), np.zeros((0, 4, 4)), ur5.mid_q())
     assert res.q.shape == (0, ur5.dof) and res.converged.shape == (0,)
+
+
+def test_look_ahead_is_opt_in() -> None:
+    """Without look_ahead the repairs do not run (a fast default); with it the same take has fewer jumps."""
+    panda = robots.load_preset("panda")
+    q_path = sine_path(panda, 1000, seed=0)
+    targets = effector_poses(panda, q_path, 0)
+    plain = solve_track(solver_for(panda), targets, q_path[0])
+    repaired = solve_track(solver_for(panda), targets, q_path[0], look_ahead=True)
+    jumps = [np.count_nonzero(np.abs(np.diff(np.vstack([q_path[:1], r.q]), axis=0)).max(axis=1) > MAX_JUMP)
+             for r in (plain, repaired)]
+    assert jumps[0] > 0 and jumps[1] < jumps[0]
