@@ -96,6 +96,12 @@ class Particles:
         # (k, count): after iteration k, every raced target still running adds count seeds.
         self._boost_at, self._boost = (-1, 0) if boost is None else boost
         self._raced = np.zeros(N, dtype=bool)
+        # Where each target started: among its particles converging together, the nearest wins.
+        self._start = q0.copy()
+        # Light damping suits seeds picked for a pose near the target (a race); restart seeds
+        # of a warm-started solve (tracking) keep the solver's damping, so they do not leap
+        # across to another branch.
+        self._seed_damping = _SEED_DAMPING if race > 0 else 1.0
         if race > 0 and self.policy.restarts > 0:
             spawn, seeds = self._race(q0, min(int(race), self.policy.restarts))
             if len(spawn):
@@ -189,7 +195,8 @@ class Particles:
         # target takes nearly Gauss-Newton steps at once, a far start cautious ones.
         new = {
             "q": q, "ew": ew, "Jw": Jw, "E": E, "pe": pe, "re": re,
-            "lam": self.solver.damping * np.where(seeded, _SEED_DAMPING, 1.0) * np.minimum(E, 1.0) + self.min_damping,
+            "lam": self.solver.damping * np.where(seeded, self._seed_damping, 1.0) * np.minimum(E, 1.0)
+            + self.min_damping,
             "tp": tp, "tr": tr, "t": t,
             "ref_E": E.copy(), "check_at": np.full(n, k + self.policy.stall_iterations),
             "first": np.full(n, first),
@@ -281,10 +288,12 @@ class Particles:
             ci = np.nonzero(conv)[0]
             tc = self.t[ci]
             if len(tc) > 1:
-                # Several particles of a target converged at once: the earliest loaded (the warm
-                # start first) wins, deterministically.
-                tc, first = np.unique(tc, return_index=True)
-                ci = ci[first]
+                # Several particles of a target converged at once: the one nearest the target's
+                # start wins (the warm start itself on a tie), which keeps a tracked branch.
+                near = np.einsum("ij,ij->i", self.q[ci] - self._start[tc], self.q[ci] - self._start[tc])
+                order = np.lexsort((ci, near, tc))
+                tc, first = np.unique(tc[order], return_index=True)
+                ci = ci[order][first]
             self.best_q[tc] = self.q[ci]
             self.best_E[tc] = -1.0
             self.best_pe[tc] = self.pe[ci]
