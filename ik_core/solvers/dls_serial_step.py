@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .dls_kinematics import _LEVI_CIVITA, _LOG_PARTS, _QUARTER, rotation_log
-from .dls_linalg import _gufunc_solve, spd_solve
+from .dls_small import limit_passes, small_direction
 
 if TYPE_CHECKING:
     from .dls import DLSSolver
@@ -50,9 +50,6 @@ class SerialModel:
         self.lo_list, self.hi_list = self.lo.tolist(), self.hi.tolist()
         self.null = solver._null
         self.null_w, self.pref = solver._null_w, solver._pref
-        # m <= n: solve in task space (m x m); otherwise in joint space (n x n).
-        self.task = self.m <= self.n
-        self.eye = np.eye(self.m if self.task else self.n)
         # Entries of a flattened homogeneous pose holding its rotation R[j, k] (row-major).
         self._rot_entries = np.array([4 * j + k for j in range(3) for k in range(3)])
         self._G0 = np.zeros((16, 7 if self.full else 3))
@@ -136,40 +133,20 @@ class SerialModel:
         return pose, JT, ew, E, pe, re
 
     # --- the step ----------------------------------------------------------------------------
-    def _direction(self, JT: np.ndarray, ew: np.ndarray, lam: list[float], z: np.ndarray | None) -> np.ndarray:
-        """(P, n) damped least-squares steps (``small_direction``'s maths, transposed Jacobians)."""
-        J = JT.transpose(0, 2, 1)
-        solve = _gufunc_solve if _gufunc_solve is not None else spd_solve
-        if self.task:
-            A = J @ JT
-            A += np.multiply.outer(lam, self.eye)
-            if z is not None:
-                ew = ew - (z[:, None, :] @ JT)[:, 0]
-            dq = (JT @ solve(A, ew[:, :, None]))[:, :, 0]
-            return dq if z is None else dq + z
-        A = JT @ J
-        A += np.multiply.outer(lam, self.eye)
-        return solve(A, JT @ ew[:, :, None])[:, :, 0]
-
     def step(self, q: np.ndarray, JT: np.ndarray, ew: np.ndarray, E: list[float], lam: list[float]) -> np.ndarray:
-        """One damped step from q (P, n), stopped on the limits and solved again without the stopped joints."""
+        """One damped step from q (P, n), stopped on the limits and solved again without the stopped joints.
+
+        The general path's small-batch maths (:mod:`.dls_small`) on the transposed Jacobians.
+        """
         z = None
         if self.null:
             # The pull toward the preferred pose fades with the error (1 / DLSSolver's _NULL_FADE).
             z = (self.pref - q) * np.multiply.outer([min(math.sqrt(2.0 * e) * 10.0, 1.0) for e in E], self.null_w)
-        q_new = q + self._direction(JT, ew, lam, z)
+        J, lam = JT.transpose(0, 2, 1), np.asarray(lam)
+        q_new = q + small_direction(ew, J, lam, z)
         lo, hi = self.lo, self.hi
         out = (q_new < lo) | (q_new > hi)
         if not np.count_nonzero(out):
             return q_new
-        for _ in range(self.solver.limit_passes):
-            free = ~out
-            fixed = np.where(out, np.minimum(np.maximum(q_new, lo), hi) - q, 0.0)
-            er = ew - (fixed[:, None, :] @ JT)[:, 0]
-            d = self._direction(JT * free[:, :, None], er, lam, None if z is None else z * free)
-            q_new = q + fixed + d * free
-            more = ((q_new < lo) | (q_new > hi)) & free
-            if not np.count_nonzero(more):
-                break
-            out |= more
+        q_new = limit_passes(q, q_new, ew, J, lam, z, out, lo, hi, None, self.solver.limit_passes)
         return np.minimum(np.maximum(q_new, lo), hi)

@@ -10,6 +10,15 @@ from .dls_linalg import spd_solve
 # Up to this many particles a step runs these kernels: per-call overhead, not arithmetic, is the
 # cost, so every row is solved again in a limit pass rather than gathered and scattered.
 SMALL_STEP = 32
+# Identity matrices by size, made once: np.eye per step is a measurable share of a small step.
+_EYES: dict[int, np.ndarray] = {}
+
+
+def _eye(k: int) -> np.ndarray:
+    eye = _EYES.get(k)
+    if eye is None:
+        eye = _EYES[k] = np.eye(k)
+    return eye
 
 
 def small_direction(ew: np.ndarray, Jw: np.ndarray, lam: np.ndarray, z: np.ndarray | None = None) -> np.ndarray:
@@ -28,12 +37,12 @@ def small_direction(ew: np.ndarray, Jw: np.ndarray, lam: np.ndarray, z: np.ndarr
     m, n = Jw.shape[1:]
     JwT = Jw.transpose(0, 2, 1)
     if m <= n:
-        A = Jw @ JwT + lam[:, None, None] * np.eye(m)
+        A = Jw @ JwT + np.multiply.outer(lam, _eye(m))
         if z is not None:
             ew = ew - (Jw @ z[..., None])[..., 0]
         dq = (JwT @ spd_solve(A, ew[..., None]))[..., 0]
         return dq if z is None else dq + z
-    A = JwT @ Jw + lam[:, None, None] * np.eye(n)
+    A = JwT @ Jw + np.multiply.outer(lam, _eye(n))
     return spd_solve(A, JwT @ ew[..., None])[..., 0]
 
 
