@@ -49,6 +49,12 @@ class _ChainOperator:
         return context.object is not None and context.object.type == "ARMATURE"
 
 
+def _report_warnings(op: bpy.types.Operator, report: dict) -> None:
+    """Show the bake report's warnings (a pole its solver ignores, ...) as operator warnings."""
+    for warning in report.get("warnings", []):
+        op.report({"WARNING"}, warning)
+
+
 class ARTICULATE_OT_bake(_ChainOperator, bpy.types.Operator):
     """Solve the armature's chains on every frame of a range and key the bones' rotations"""
 
@@ -86,8 +92,7 @@ class ARTICULATE_OT_bake(_ChainOperator, bpy.types.Operator):
         if self.report_path:
             write_report(self.report_path, report)
         settings.last_summary = summary_line(report)
-        for warning in report.get("warnings", []):
-            self.report({"WARNING"}, warning)
+        _report_warnings(self, report)
         missed = report["missed_frames"]
         if missed:
             self.report({"WARNING"}, f"{len(missed)} of {len(frames)} frames missed a target: {frame_runs(missed)}")
@@ -112,6 +117,7 @@ class ARTICULATE_OT_solve_frame(_ChainOperator, bpy.types.Operator):
         except BakeFailed as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
+        _report_warnings(self, report)
         if report["missed_frames"]:
             self.report({"WARNING"}, "a target was not reached: " + summary_line(report))
         return {"FINISHED"}
