@@ -160,7 +160,7 @@ def _affine_inverse(T: np.ndarray) -> np.ndarray:
 
 def _pose_q0(rig: _Rig, basis: np.ndarray) -> np.ndarray:
     """(G, 4) warm starts of the grouped chains from their bones' current pose (``initial_q``, batched)."""
-    rotvec = _matrix_to_rotvec(_rotation_part(basis[rig.q0_rows]))
+    rotvec = _matrix_to_rotvec(bridge.rotation_part(basis[rig.q0_rows]))
     G = len(rig.grouped)
     v, h = rotvec[:G], rotvec[G:]
     t = np.sqrt(np.einsum("ni,ni->n", h, h))
@@ -170,12 +170,6 @@ def _pose_q0(rig: _Rig, basis: np.ndarray) -> np.ndarray:
     q0[:, rig.group._bq : rig.group._bq + 3] = v
     q0[:, rig.group._hq] = 2.0 * np.arctan2(along, np.cos(t / 2))
     return q0
-
-
-def _rotation_part(M: np.ndarray) -> np.ndarray:
-    """(..., 3, 3) rotation of matrices (..., 4, 4) that may carry scale (``pose_rotations``)."""
-    m = M[..., :3, :3]
-    return m / np.sqrt(np.einsum("...ij,...ij->...j", m, m))[..., None, :]
 
 
 def solve_live(arm: bpy.types.Object) -> int:
@@ -233,7 +227,7 @@ def solve_live(arm: bpy.types.Object) -> int:
         if not changed[c] or c in rig.grouped:
             continue
         if rotvecs is None:
-            rotvecs = rot.matrix_to_rotvec(_rotation_part(basis))
+            rotvecs = rot.matrix_to_rotvec(bridge.rotation_part(basis))
         options = {}
         if p.source.pole is not None and "pole" in solver.call_options:
             options["pole"] = local[c, 1, :3, 3]
@@ -243,39 +237,13 @@ def solve_live(arm: bpy.types.Object) -> int:
         moved_bones += bones
         moved_R += list(R[0])
     if moved_bones:
-        _write_rotations(arm, moved_bones, np.stack(moved_R))
+        bridge.set_pose_rotations(moved_bones, np.stack(moved_R))
         # Remember the bones as written, so the next update sees them unchanged.
         basis = pose_matrices(arm, "matrix_basis")
         for c in np.flatnonzero(changed):
             n = 16 * len(rig.bone_rows[c])
             rig.last[c][-n:] = basis[rig.bone_rows[c]].ravel()
     return int(changed.sum())
-
-
-def _write_rotations(arm: bpy.types.Object, bones: list, R: np.ndarray) -> None:
-    """``bridge.set_pose_rotations``, with the quaternion bones in one ``foreach_get`` and one ``foreach_set``."""
-    quat = [k for k, pb in enumerate(bones) if pb.rotation_mode == "QUATERNION"]
-    if len(quat) < 2:
-        bridge.set_pose_rotations(bones, R)
-        return
-    pose_bones = arm.pose.bones
-    current = np.empty(4 * len(pose_bones), dtype=np.float32)
-    pose_bones.foreach_get("rotation_quaternion", current)
-    current = current.reshape(-1, 4)
-    index = {pb.name: k for k, pb in enumerate(pose_bones)}
-    rows = [index[bones[k].name] for k in quat]
-    new = rot.matrix_to_quat(R[quat])
-    # The sign nearer the current value, as set_pose_rotations picks it.
-    flip = np.einsum("ni,ni->n", new, current[rows].astype(float)) < 0
-    current[rows] = np.where(flip[:, None], -new, new)
-    pose_bones.foreach_set("rotation_quaternion", current.ravel())
-    # foreach_set runs no property update; one ordinary assignment does (depsgraph tag and the
-    # viewport's pose notifier), and it covers the whole pose.
-    first = bones[quat[0]]
-    first.rotation_quaternion = first.rotation_quaternion
-    others = [k for k in range(len(bones)) if k not in set(quat)]
-    if others:
-        bridge.set_pose_rotations([bones[k] for k in others], R[others])
 
 
 @persistent

@@ -12,6 +12,7 @@ from .errors import BridgeError
 from .keys import (
     bone_rotation_channels,
     pose_rotations,
+    rotation_part,
     set_pose_rotations,
     world_to_basis,
     write_bone_poses,
@@ -42,6 +43,7 @@ __all__ = [
     "matrix_to_array",
     "pose_bone_chain",
     "pose_rotations",
+    "rotation_part",
     "sample_chains",
     "set_pose_rotations",
     "target_matrix",

@@ -16,14 +16,17 @@ from .rig import matrix_to_array
 EULER_ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
 
 
+def rotation_part(M: np.ndarray) -> np.ndarray:
+    """(..., 3, 3) rotations of matrices (..., 4, 4) that may carry scale (columns normalised)."""
+    m = M[..., :3, :3]
+    return m / np.sqrt(np.einsum("...ij,...ij->...j", m, m))[..., None, :]
+
+
 def pose_rotations(bones: Sequence[bpy.types.PoseBone]) -> np.ndarray:
     """(B, 3, 3) current pose rotation of each bone (``matrix_basis`` rotation part)."""
-    out = np.empty((len(bones), 3, 3))
-    for k, pb in enumerate(bones):
-        m = matrix_to_array(pb.matrix_basis)[:3, :3]
-        # matrix_basis may carry scale: keep only the rotation.
-        out[k] = m / np.linalg.norm(m, axis=0, keepdims=True)
-    return out
+    if not len(bones):
+        return np.empty((0, 3, 3))
+    return rotation_part(np.stack([matrix_to_array(pb.matrix_basis) for pb in bones]))
 
 
 def bone_rotation_channels(
@@ -94,10 +97,7 @@ def set_pose_rotations(bones: Sequence[bpy.types.PoseBone], R: np.ndarray) -> No
     for mode, idx in by_mode.items():
         Rm = R[idx]
         if mode == "QUATERNION":
-            q = rot.matrix_to_quat(Rm)
-            for k, value in zip(idx, q):
-                current = np.array(bones[k].rotation_quaternion)
-                bones[k].rotation_quaternion = (value if np.dot(value, current) >= 0 else -value).tolist()
+            _set_quaternions([bones[k] for k in idx], rot.matrix_to_quat(Rm))
         elif mode in EULER_ORDERS:
             e = rot.matrix_to_euler(Rm, mode)
             ref = np.array([tuple(bones[k].rotation_euler) for k in idx])
@@ -110,6 +110,30 @@ def set_pose_rotations(bones: Sequence[bpy.types.PoseBone], R: np.ndarray) -> No
                 bones[k].rotation_axis_angle = (float(ang), *a.tolist())
         else:
             raise BridgeError(f"bone {bones[idx[0]].name!r} has unknown rotation mode {mode!r}")
+
+
+def _set_quaternions(bones: Sequence[bpy.types.PoseBone], q: np.ndarray) -> None:
+    """Set quaternions q (B, 4) on bones, each with the sign nearer its current value.
+
+    Several bones of one armature go through one ``foreach_get`` and one ``foreach_set`` of its
+    whole pose (live posing writes every update); ``foreach_set`` runs no property update, so one
+    ordinary assignment afterwards tags the depsgraph and the viewport for the whole pose.
+    """
+    arm = bones[0].id_data if bones else None
+    if len(bones) < 2 or any(pb.id_data != arm for pb in bones):
+        for pb, value in zip(bones, q):
+            current = np.array(pb.rotation_quaternion)
+            pb.rotation_quaternion = (value if np.dot(value, current) >= 0 else -value).tolist()
+        return
+    pose_bones = arm.pose.bones
+    current = np.empty(4 * len(pose_bones), dtype=np.float32)
+    pose_bones.foreach_get("rotation_quaternion", current)
+    current = current.reshape(-1, 4)
+    rows = [pose_bones.find(pb.name) for pb in bones]
+    flip = np.einsum("ni,ni->n", q, current[rows].astype(float)) < 0
+    current[rows] = np.where(flip[:, None], -q, q)
+    pose_bones.foreach_set("rotation_quaternion", current.ravel())
+    bones[0].rotation_quaternion = bones[0].rotation_quaternion
 
 
 def world_to_basis(arm_obj: bpy.types.Object, bone_world: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
