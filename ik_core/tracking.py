@@ -178,11 +178,31 @@ def solve_track(
         from .track_smoothing import spread_jumps
 
         known = None if q0 is None else first
+        searched = None
+        if skeleton.dof == rows + 1 and not options:
+            # One redundant variable: search the self-motion around each jump (a global
+            # choice, where the frame-by-frame passes only ever see the frame before). A take
+            # it leaves smooth is done; otherwise the passes below start from the frame-by-frame
+            # answer, and the search comes back to what they leave.
+            from .track_repair import grid_repair, jump_score
+
+            def track_rest(rest: np.ndarray, q_start: np.ndarray) -> IKResult:
+                return solve_track(solver, rest, q_start, max_jump=max_jump, segment=segment)
+
+            searched = {f: v.copy() for f, v in fields.items()}
+            grid_repair(solver, targets, searched, known, max_jump, track_rest)
+            if jump_score(skeleton, searched["q"], known, max_jump)[0] == 0:
+                return IKResult(**searched)
         spread_jumps(solver, targets, fields, known, max_jump, steps_of, options)
         # What spreading could not fix on a redundant chain (a self-motion that drifted onto a
         # limit long before the jump): solve the take again from before it, looking ahead.
         if skeleton.dof > rows:
             _look_ahead(solver, targets, fields, known, max_jump, options, steps_of)
+        if searched is not None and jump_score(skeleton, fields["q"], known, max_jump)[0]:
+            grid_repair(solver, targets, fields, known, max_jump, track_rest)
+            left = jump_score(skeleton, fields["q"], known, max_jump)
+            if jump_score(skeleton, searched["q"], known, max_jump) < left:
+                fields = searched
     return IKResult(**fields)
 
 

@@ -82,7 +82,7 @@ def sine_path(skeleton, frames: int, seed: int) -> np.ndarray:
 
 def test_look_ahead_repair_removes_the_jumps_of_a_redundant_arm(monkeypatch) -> None:
     """A Panda take whose frame-by-frame passes whip the self-motion (> 0.1 rad per frame) comes back jump-free."""
-    from ik_core import track_smoothing, tracking
+    from ik_core import track_repair, track_smoothing, tracking
 
     panda = robots.load_preset("panda")
     q_path = sine_path(panda, 1000, seed=0)
@@ -91,9 +91,14 @@ def test_look_ahead_repair_removes_the_jumps_of_a_redundant_arm(monkeypatch) -> 
     assert res.converged.all()
     assert max_jump(np.vstack([q_path[:1], res.q])) <= MAX_JUMP
     assert panda.within_limits(res.q).all()
-    # Without the look-ahead passes the same take jumps: the repair is what removes them.
+    # The self-motion search alone (spreading and the receding horizon off) removes them too.
     monkeypatch.setattr(track_smoothing, "spread_jumps", lambda *args, **kwargs: 0)
     monkeypatch.setattr(tracking, "_look_ahead", lambda *args, **kwargs: False)
+    searched = solve_track(solver_for(panda), targets, q_path[0], look_ahead=True)
+    assert searched.converged.all()
+    assert max_jump(np.vstack([q_path[:1], searched.q])) <= MAX_JUMP
+    # Without any of the look-ahead passes the same take jumps: the repairs are what remove them.
+    monkeypatch.setattr(track_repair, "grid_repair", lambda *args, **kwargs: False)
     plain = solve_track(solver_for(panda), targets, q_path[0], look_ahead=True)
     assert max_jump(np.vstack([q_path[:1], plain.q])) > MAX_JUMP
 

@@ -1,0 +1,331 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Global redundancy resolution of a take: the self-motion sampled on grids, the smoothest path by dynamic programming.
+
+A 7-joint arm tracking 6-D poses has a one-parameter family of solutions per frame (its
+self-motion). Tracking frame by frame picks one member per frame from the last, so the
+choice drifts and may later sit on a joint limit or on the wrong side of a singularity when
+the path forces a jump. Knowing the whole take, the family can be searched instead: one
+variable (or two, each on its own grid) is held at each value of a fine grid, every grid
+value is tracked over the take as a non-redundant problem, and dynamic programming finds
+the path through (frame, grid value) states with the fewest and smallest jumps, which may
+also follow the frame-by-frame answer wherever that one is smooth.
+
+:func:`~ik_core.track_repair.grid_repair` applies this to the stretches of a frame-by-frame
+answer around its jumps.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from .track_smoothing import solver_targets
+
+# Grid spacing of the held joint [rad or m]: neighbouring grid values must lie well inside the
+# largest accepted step, so the path may move along the self-motion without a jump.
+_CELL = 0.04
+# Grid values a path may move per frame (either way).
+_REACH = 2
+# Cost of a step above max_jump, plus as much per unit of excess, against squared steps below
+# it: a jump is worth almost any detour, and fewer jumps beat smaller ones.
+_JUMP_PENALTY = 1e3
+# Cost of a state whose target the grid value does not reach: only taken when nothing reaches.
+_MISS_PENALTY = 1e6
+# Gauss-Newton iterations per frame while tracking, and when a grid value is (re)seeded.
+_TRACK_ITERATIONS = 3
+_SEED_ITERATIONS = 12
+# Frames tracked together in one batch, each from the last solved frame moved on at its velocity.
+_SEGMENT = 16
+
+
+def held_candidates(solver, q: np.ndarray) -> list[tuple[int, ...]]:
+    """Sets of variables to hold on grids, cheapest first, for the self-motion along a take.
+
+    For a chain with one redundant variable the self-motion direction is the Jacobian's null
+    vector n (unit, in joint space). Holding variable i leaves a regular arm where |n_i| is
+    large (the reduced Jacobian's determinant is proportional to it); where n_i = 0 the
+    self-motion folds over i's grid and a grid value's solution disappears. One variable may
+    do for a whole take (the Panda's q1 measured best), but on a 7-joint arm with aligned axes
+    none avoids every fold (the iiwa's q3 folds where q6 = 0, its q5 where q2 = 0), so the
+    second set holds two variables, each on its own grid, that cover each other's folds.
+
+    Args:
+        solver: A DLS solver of a chain with one more variable than task rows.
+        q: (F, dof) sample configurations of the take.
+
+    Returns:
+        The best single variable (largest median |n_i|), then the pair whose better |n| has
+        the largest 5th percentile over the samples.
+    """
+    _, J = solver.model.poses_and_jacobians(q)
+    Jw = J.reshape(len(q), -1, J.shape[-1])
+    null = np.abs(np.linalg.svd(Jw)[2][:, -1, :])
+    median = np.median(null, axis=0)
+    ranked = [int(i) for i in np.argsort(-median, kind="stable")]
+    dof = null.shape[1]
+    best, pair = -1.0, (ranked[0], ranked[1 % dof])
+    for i in range(dof):
+        for j in range(i + 1, dof):
+            # The worst samples decide (a low percentile of the better of the two), then the median.
+            both = np.maximum(null[:, i], null[:, j])
+            score = float(np.percentile(both, 5)) + 1e-3 * float(np.median(both))
+            if score > best:
+                best, pair = score, (i, j) if median[i] >= median[j] else (j, i)
+    return [(ranked[0],), pair]
+
+
+class _HeldSolver:
+    """Gauss-Newton on the solver's residual, each configuration with one variable held fixed."""
+
+    def __init__(self, solver) -> None:
+        self.solver = copy.copy(solver)
+        self.solver._null = False  # the grid decides the self-motion, not a pull
+
+    def run(
+        self, q: np.ndarray, held: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, iterations: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Iterate configurations q (P, dof) toward their targets, variable ``held[p]`` of each fixed.
+
+        Only configurations still short of their target iterate (an active set), each with
+        its own Levenberg-Marquardt damping; a step that does not lower the error is undone.
+
+        Returns:
+            q (P, dof) and converged (P,).
+        """
+        s = self.solver
+        q = q.copy()
+        if not len(q):
+            return q, np.zeros(0, dtype=bool)
+        ew, Jw, E, pe, re = s._evaluate(q, tp, tr)
+        conv = (pe <= s.tolerance) & (re <= s.rotation_tolerance)
+        act = np.flatnonzero(~conv)
+        ew, Jw, E = ew[act], Jw[act], E[act]
+        lam = s.damping * np.minimum(E, 1.0) * 1e-2 + s.min_damping
+        for _ in range(iterations):
+            if not len(act):
+                break
+            Jh = Jw.copy()
+            Jh[np.arange(len(act)), :, held[act]] = 0.0
+            q_new = s._step(q[act], ew, Jh, E, lam)
+            ew2, Jw2, E2, pe2, re2 = s._evaluate(q_new, tp[act], None if tr is None else tr[act])
+            take = E2 < E
+            q[act[take]] = q_new[take]
+            done = take & (pe2 <= s.tolerance) & (re2 <= s.rotation_tolerance)
+            conv[act[done]] = True
+            ew = np.where(take[:, None], ew2, ew)
+            Jw = np.where(take[:, None, None], Jw2, Jw)
+            E = np.where(take, E2, E)
+            lam = np.where(take, np.maximum(lam * 0.2, s.min_damping), lam * 8.0)
+            keep = ~done
+            act, ew, Jw, E, lam = act[keep], ew[keep], Jw[keep], E[keep], lam[keep]
+        return q, conv
+
+
+def _nearest_true(mask: np.ndarray) -> np.ndarray:
+    """(F, K) index of the nearest True entry along each row of ``mask`` (rows with none: 0)."""
+    F, K = mask.shape
+    idx = np.broadcast_to(np.arange(K), (F, K))
+    left = np.maximum.accumulate(np.where(mask, idx, -1), axis=1)
+    right = np.minimum.accumulate(np.where(mask, idx, K)[:, ::-1], axis=1)[:, ::-1]
+    use_left = (left >= 0) & ((right >= K) | (idx - left <= right - idx))
+    return np.where(use_left, left, np.where(right < K, right, 0))
+
+
+class _Grids:
+    """The states of one or more grids side by side: grid g holds variable ``held[g]``."""
+
+    def __init__(self, lower: np.ndarray, upper: np.ndarray, held) -> None:
+        self.held = [int(h) for h in held]
+        self.values, self.first, self.cell = [], [], []
+        offset = 0
+        for h in self.held:
+            lo, hi = float(lower[h]), float(upper[h])
+            if not (np.isfinite(lo) and np.isfinite(hi)):
+                lo, hi = -np.pi, np.pi
+            k = max(int(np.ceil((hi - lo) / _CELL)) + 1, 2)
+            self.values.append(np.linspace(lo, hi, k))
+            self.first.append(offset)
+            self.cell.append((hi - lo) / (k - 1))
+            offset += k
+        self.size = offset
+        self.state_held = np.concatenate([np.full(len(v), h) for h, v in zip(self.held, self.values)])
+        self.state_value = np.concatenate(self.values)
+        self.block = np.concatenate([np.full(len(v), g) for g, v in enumerate(self.values)])
+
+    def nearest_true(self, mask: np.ndarray) -> np.ndarray:
+        """(F, S) state index of the nearest True state of the same grid, per frame."""
+        out = np.empty(mask.shape, dtype=int)
+        for g, v in enumerate(self.values):
+            a = self.first[g]
+            out[:, a : a + len(v)] = a + _nearest_true(mask[:, a : a + len(v)])
+        return out
+
+    def within(self, shift: int) -> tuple[np.ndarray, np.ndarray]:
+        """Source and destination states ``shift`` values apart on the same grid."""
+        src = np.arange(self.size)
+        dst = src + shift
+        valid = (dst >= 0) & (dst < self.size)
+        valid[valid] &= self.block[src[valid]] == self.block[dst[valid]]
+        return src[valid], dst[valid]
+
+    def nearest_on(self, g: int, value: np.ndarray) -> np.ndarray:
+        """State index on grid g whose value is nearest to ``value`` (...,)."""
+        k = np.rint((value - self.values[g][0]) / self.cell[g]).astype(int)
+        return self.first[g] + np.clip(k, 0, len(self.values[g]) - 1)
+
+
+def track_grid(
+    solver, targets: np.ndarray, start: np.ndarray, max_jump: float, held, steps_of=None,
+    incumbent: np.ndarray | None = None, incumbent_ok: np.ndarray | None = None,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The smoothest joint paths over a take among the self-motions of a one-redundant chain.
+
+    Every value of each held variable's grid is tracked over the take (segments of frames
+    in one batch, each from the last solved frame moved on at its velocity; a value that
+    loses its target restarts from the nearest value of its grid that has it), then dynamic
+    programming finds the state sequence with the fewest and smallest steps above
+    ``max_jump`` and the least squared joint motion, moving at most ``_REACH`` values per
+    frame along a grid or across to the other grid's nearest values.
+
+    Args:
+        solver: A :class:`~ik_core.solvers.dls.DLSSolver` whose chain has one more variable
+            than task rows.
+        targets: (N, ...) the take's targets as ``solver.solve`` takes them.
+        start: (dof,) configuration before the first frame (the path starts next to it).
+        max_jump: Largest accepted step between frames [rad or m].
+        held: Variables to hold, one grid each (see :func:`held_candidates`).
+        steps_of: ``steps_of(qa, qb)`` -> (...,) joint step measure; default max |qb - qa|.
+        incumbent: (N, dof) an answer to improve on, one more state per frame that the path
+            may follow and leave and join again, or None.
+        incumbent_ok: (N,) which frames of ``incumbent`` reach their targets.
+
+    Returns:
+        Candidate paths, each q (N, dof) and converged (N,): the cheapest, then (with an
+        incumbent, when that one leaves it) the cheapest that ends on the incumbent.
+    """
+    if steps_of is None:
+        def steps_of(a, b):
+            return np.max(np.abs(b - a), axis=-1)
+    tp, tr = solver_targets(solver, targets)
+    n = len(tp)
+    start = np.asarray(start, dtype=float)
+    grids = _Grids(solver._lo, solver._hi, held)
+    gs = _HeldSolver(solver)
+    S, dof = grids.size, len(start)
+    hv, vv = grids.state_held, grids.state_value
+    Q = np.empty((n, S, dof))
+    ok = np.zeros((n, S), dtype=bool)
+    first = np.repeat(start[None], S, axis=0)
+    first[np.arange(S), hv] = vv
+    trk = None if tr is None else tr[:, None]
+    last = None
+    velocity = np.zeros((S, dof))
+    lo = 0
+    while lo < n:
+        hi = min(lo + _SEGMENT, n)
+        m = hi - lo
+        if last is None:
+            guess = np.repeat(first[None], m, axis=0)
+        else:
+            guess = last[None] + np.arange(1, m + 1)[:, None, None] * velocity[None]
+            guess[:, np.arange(S), hv] = vv
+        tps = np.broadcast_to(tp[lo:hi, None], (m, S, *tp.shape[1:])).reshape(m * S, *tp.shape[1:])
+        trs = None if tr is None else np.broadcast_to(trk[lo:hi], (m, S, *tr.shape[1:])).reshape(m * S, *tr.shape[1:])
+        q = guess.reshape(m * S, dof).copy()
+        conv = np.zeros(m * S, dtype=bool)
+        held_rows = np.tile(hv, m)
+        # Only states that had their target at the last frame are tracked on (if none had,
+        # every state starts again from where it got to).
+        live = np.ones(S, dtype=bool) if last is None or not ok[lo - 1].any() else ok[lo - 1]
+        rows = np.flatnonzero(np.tile(live, m))
+        iters = _SEED_ITERATIONS if last is None else _TRACK_ITERATIONS
+        q[rows], conv[rows] = gs.run(q[rows], held_rows[rows], tps[rows], None if trs is None else trs[rows], iters)
+        q, conv = q.reshape(m, S, dof), conv.reshape(m, S)
+        near = grids.nearest_true(conv)
+        gap = np.abs(near - np.arange(S)[None, :])
+        # The reachable part of a grid grows by a few values per frame at most: only values
+        # next to one that has its target are worth a restart, from that one moved to their own.
+        lost = ~conv & conv[np.arange(m)[:, None], near] & (gap <= _REACH + 1)
+        if lost.any():
+            f, k = np.nonzero(lost)
+            seed = q[f, near[f, k]].copy()
+            seed[np.arange(len(k)), hv[k]] = vv[k]
+            tpl = tps.reshape(m, S, *tp.shape[1:])[f, k]
+            trl = None if trs is None else trs.reshape(m, S, *tr.shape[1:])[f, k]
+            q2, conv2 = gs.run(seed, hv[k], tpl, trl, _SEED_ITERATIONS)
+            q[f[conv2], k[conv2]] = q2[conv2]
+            conv[f[conv2], k[conv2]] = True
+        Q[lo:hi], ok[lo:hi] = q, conv
+        prev = Q[hi - 2] if m > 1 else (last if last is not None else first)
+        both = ok[hi - 1] & (ok[hi - 2] if m > 1 else True)
+        velocity = np.where(both[:, None], np.clip(Q[hi - 1] - prev, -max_jump, max_jump), 0.0)
+        last = Q[hi - 1]
+        lo = hi
+    if incumbent is not None:
+        # The answer so far is one more state per frame: the search keeps it where it is
+        # smooth and leaves it only where a grid path does better.
+        Q = np.concatenate([Q, np.asarray(incumbent, dtype=float)[:, None]], axis=1)
+        ok = np.concatenate([ok, np.asarray(incumbent_ok, dtype=bool)[:, None]], axis=1)
+    D, back = _shortest_paths(Q, ok, grids, start, max_jump, steps_of)
+    ends = [int(np.argmin(D))]
+    if incumbent is not None and ends[0] != len(D) - 1:
+        ends.append(len(D) - 1)
+    frames = np.arange(n)
+    return [(Q[frames, path], ok[frames, path]) for path in (_backtrack(back, k) for k in ends)]
+
+
+def _shortest_paths(Q, ok, grids: _Grids, start, max_jump: float, steps_of) -> tuple[np.ndarray, np.ndarray]:
+    """Cheapest paths through the states of every frame, by dynamic programming.
+
+    Returns:
+        (S,) cost of the cheapest path to each state of the last frame, and (N, S) the state
+        of the frame before that each state is best reached from.
+    """
+    n, S = ok.shape
+    extra = S - grids.size  # the incumbent, when given, is the last state
+
+    def cost(steps: np.ndarray) -> np.ndarray:
+        over = steps > max_jump
+        return steps * steps + np.where(over, _JUMP_PENALTY * (1.0 + steps - max_jump), 0.0)
+
+    D = cost(steps_of(start[None], Q[0])) + np.where(ok[0], 0.0, _MISS_PENALTY)
+    back = np.empty((n, S), dtype=np.int32)
+    moves = [grids.within(s) for s in range(-_REACH, _REACH + 1)]
+    states = np.arange(S)
+    grid_states = states[: grids.size]
+    crossings = [(g, h) for g in range(len(grids.held)) for h in range(len(grids.held)) if g != h]
+    for t in range(1, n):
+        best = np.full(S, np.inf)
+        arg = np.zeros(S, dtype=np.int32)
+        pairs = list(moves)
+        for g, h in crossings:
+            # Into grid h from the states of grid g holding about the same value of g's variable.
+            dst = grid_states[grids.block == h]
+            centre = grids.nearest_on(g, Q[t, dst, grids.held[g]])
+            for d in (-1, 0, 1):
+                src = np.clip(centre + d, grids.first[g], grids.first[g] + len(grids.values[g]) - 1)
+                pairs.append((src, dst))
+        if extra:
+            # The incumbent from and to every state.
+            last = S - 1
+            pairs.append((np.full(S, last), states))
+            pairs.append((states[:-1], np.full(S - 1, last)))
+        for src, dst in pairs:
+            c = D[src] + cost(steps_of(Q[t - 1, src], Q[t, dst]))
+            better = c < best[dst]
+            best[dst[better]] = c[better]
+            arg[dst[better]] = src[better]
+        D = best + np.where(ok[t], 0.0, _MISS_PENALTY)
+        back[t] = arg
+    return D, back
+
+
+def _backtrack(back: np.ndarray, k: int) -> np.ndarray:
+    """(N,) states of the cheapest path ending in state k at the last frame."""
+    n = len(back)
+    path = np.empty(n, dtype=int)
+    for t in range(n - 1, -1, -1):
+        path[t] = k
+        k = back[t, k]
+    return path

@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Repairing a one-redundant chain's take around its jumps with the self-motion search of :mod:`.track_grid`.
+
+Each stretch around a jump is searched from well before its first jump, and the rest of the
+take is kept (where the searched path rejoins the old answer) or tracked on from where the
+path ends; a repair is kept only when the take ends up with fewer and smaller jumps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .track_grid import held_candidates, track_grid
+
+# Frames before a jump where the search starts (the self-motion must have room to move ahead
+# of the trouble) and frames after it where the search ends and frame-by-frame tracking resumes.
+_LEAD = 600
+_AFTER = 400
+# Stretches searched per take at most.
+_ROUNDS = 6
+
+
+def jump_score(skeleton, q: np.ndarray, start: np.ndarray | None, max_jump: float) -> tuple[int, float]:
+    """Steps of a take (N, dof) above ``max_jump``: their count and their total excess [rad or m].
+
+    The first step is from ``start`` when it is given.
+    """
+    from .tracking import joint_steps
+
+    seq = q if start is None else np.concatenate([np.asarray(start, dtype=float)[None], q])
+    steps = joint_steps(skeleton, seq[:-1], seq[1:])
+    return int(np.count_nonzero(steps > max_jump)), float(np.sum(np.maximum(steps - max_jump, 0.0)))
+
+
+def grid_repair(
+    solver, targets: np.ndarray, fields: dict, start: np.ndarray | None, max_jump: float, track
+) -> bool:
+    """Remove the jumps of a one-redundant chain's take by searching its self-motion around each.
+
+    Round by round, the first frame past the last searched stretch that jumps (or misses) is
+    found; from ``_LEAD`` frames before it to ``_AFTER`` after, :func:`track_grid` finds the
+    smoothest self-motion paths (holding the variable sets of :func:`held_candidates` in turn,
+    until one leaves no jump). A path that ends back on the old answer keeps the old rest of
+    the take; otherwise ``track`` tracks the rest on from the path's last frame. The new take
+    replaces the old when it misses no more frames and has fewer steps above ``max_jump`` and
+    a smaller total excess over them.
+
+    Args:
+        solver: A :class:`~ik_core.solvers.dls.DLSSolver`.
+        targets: (N, ...) the take's targets.
+        fields: The take's :class:`IKResult` fields (N leading), updated in place.
+        start: (dof,) configuration before the first frame, or None.
+        max_jump: Largest accepted step between frames [rad or m].
+        track: ``track(targets, q0)`` -> IKResult, the frame-by-frame tracker for the rest.
+
+    Returns:
+        Whether the take was replaced.
+    """
+    from .tracking import joint_steps
+
+    skeleton = solver.skeleton
+    n = len(fields["q"])
+
+    def steps_of(q: np.ndarray) -> np.ndarray:
+        seq = q if start is None else np.concatenate([start[None], q])
+        steps = joint_steps(skeleton, seq[:-1], seq[1:])
+        return np.concatenate([[0.0], steps]) if start is None else steps
+
+    def pair(qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
+        return joint_steps(skeleton, qa, qb)
+
+    replaced = False
+    frm = 0
+    for _ in range(_ROUNDS):
+        q, ok = fields["q"], fields["converged"]
+        steps = steps_of(q)
+        bad = np.flatnonzero(((steps > max_jump) | ~ok)[frm:]) + frm
+        if not len(bad):
+            break
+        i = int(bad[0])
+        a, b = max(i - _LEAD, 0), min(i + _AFTER, n)
+        frm = b  # each stretch is searched once; the next round looks past it
+        before = q[a - 1] if a > 0 else (q[0] if start is None else start)
+        best = None
+        for held in held_candidates(solver, q[a:b:10]):
+            paths = track_grid(solver, targets[a:b], before, max_jump, held, steps_of=pair,
+                               incumbent=q[a:b], incumbent_ok=ok[a:b])
+            for qg, _ in paths:
+                # The search's answer, measured (and any frame it missed retried) by the solver.
+                part = solver.solve(targets[a:b], qg, radius=max_jump)
+                head = {f: np.concatenate([v[:a], np.asarray(getattr(part, f))]) for f, v in fields.items()}
+                if b < n:
+                    # The cheapest path goes on frame by frame; the one back on the incumbent keeps its rest.
+                    rejoined = np.array_equal(qg[-1], q[b - 1])
+                    rest = None if rejoined else track(targets[b:], part.q[-1])
+                    tail = {f: (v[b:] if rest is None else np.asarray(getattr(rest, f))) for f, v in fields.items()}
+                    cand = {f: np.concatenate([head[f], tail[f]]) for f in fields}
+                else:
+                    cand = head
+                if np.count_nonzero(cand["converged"]) < np.count_nonzero(ok):
+                    continue
+                score = jump_score(skeleton, cand["q"], start, max_jump)
+                if best is None or score < best[0]:
+                    best = (score, cand)
+            if best is not None and best[0][0] == 0:
+                break
+        old = jump_score(skeleton, q, start, max_jump)
+        if best is None or not (best[0][0] < old[0] and best[0][1] < old[1]):
+            continue
+        for f in fields:
+            fields[f][:] = best[1][f]
+        replaced = True
+    return replaced
