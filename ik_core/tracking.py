@@ -175,11 +175,14 @@ def solve_track(
         # Jumps the frame-by-frame passes left (a redundant arm's self-motion whipped past a
         # near-singularity, or a branch kept past the singularity where the path crossed over):
         # the take is known in advance, so the motion is spread over a window around each.
+        from .skeleton import JointKind
         from .track_smoothing import spread_jumps
 
         known = None if q0 is None else first
         searched = None
-        if skeleton.dof == rows + 1 and not options:
+        # (Grids hold single variables: chains of 1-DoF joints, as robot arms are.)
+        one_dof = all(j.kind is not JointKind.BALL for j in skeleton.joints)
+        if skeleton.dof == rows + 1 and one_dof and not options:
             # One redundant variable: search the self-motion around each jump (a global
             # choice, where the frame-by-frame passes only ever see the frame before). A take
             # it leaves smooth is done; otherwise the passes below start from the frame-by-frame

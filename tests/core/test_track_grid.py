@@ -116,7 +116,7 @@ def test_repair_never_leaves_more_or_bigger_jumps_on_the_iiwa() -> None:
 
 
 def test_panda_ten_thousand_frame_path_tracks_without_a_flip(panda) -> None:
-    """Issue 5's Cartesian path: frame by frame the self-motion drifts onto q1's limit and flips; the bake's pass does not."""
+    """Issue 5's Cartesian path: frame by frame the self-motion drifts onto q1's limit and flips; a bake does not."""
     q_path = cartesian_path(panda, 10_000)
     targets = effector_poses(panda, q_path, 0)
     solver = DLSSolver(panda, "tool", mode="full", tolerance=1e-5, rotation_tolerance=1e-5, restarts=4)
