@@ -103,9 +103,9 @@ def test_look_ahead_repair_removes_the_jumps_of_a_redundant_arm(monkeypatch) -> 
     assert max_jump(np.vstack([q_path[:1], plain.q])) > MAX_JUMP
 
 
-def test_receding_horizon_keeps_the_iiwa_jump_free_where_frame_by_frame_jumps(monkeypatch) -> None:
+def test_look_ahead_keeps_the_iiwa_jump_free_where_frame_by_frame_jumps(monkeypatch) -> None:
     """An iiwa take whose frame-by-frame answer drifts onto a limit and jumps (> 3 rad) is solved jump-free."""
-    from ik_core import tracking
+    from ik_core import track_repair, tracking
 
     iiwa = robots.load_preset("lbr_iiwa_14_r820")
     q_path = sine_path(iiwa, 1000, seed=0)
@@ -116,8 +116,17 @@ def test_receding_horizon_keeps_the_iiwa_jump_free_where_frame_by_frame_jumps(mo
     assert iiwa.within_limits(res.q).all()
     poses = effector_poses(iiwa, res.q, 0)
     assert np.abs(poses[:, :3, 3] - targets[:, :3, 3]).max() <= 1e-6
-    # The receding horizon is what removes them: without it the same take jumps.
+    # Either look-ahead pass removes them on its own: the receding horizon, and the self-motion search.
+    monkeypatch.setattr(track_repair, "grid_repair", lambda *args, **kwargs: False)
+    horizon = solve_track(solver_for(iiwa), targets, q_path[0], look_ahead=True)
+    assert max_jump(np.vstack([q_path[:1], horizon.q])) <= MAX_JUMP
+    monkeypatch.undo()
     monkeypatch.setattr(tracking, "_look_ahead", lambda *args, **kwargs: False)
+    searched = solve_track(solver_for(iiwa), targets, q_path[0], look_ahead=True)
+    assert searched.converged.all()
+    assert max_jump(np.vstack([q_path[:1], searched.q])) <= MAX_JUMP
+    # Without both the same take jumps.
+    monkeypatch.setattr(track_repair, "grid_repair", lambda *args, **kwargs: False)
     plain = solve_track(solver_for(iiwa), targets, q_path[0], look_ahead=True)
     assert max_jump(np.vstack([q_path[:1], plain.q])) > 1.0
 
