@@ -20,15 +20,19 @@ _AFTER = 400
 _ROUNDS = 6
 
 
-def jump_score(skeleton, q: np.ndarray, start: np.ndarray | None, max_jump: float) -> tuple[int, float]:
-    """Steps of a take (N, dof) above ``max_jump``: their count and their total excess [rad or m].
-
-    The first step is from ``start`` when it is given.
-    """
+def take_steps(skeleton, q: np.ndarray, start: np.ndarray | None) -> np.ndarray:
+    """(N,) step into each frame of a take q (N, dof) [rad or m]: from ``start``, or 0 for the first without one."""
     from .tracking import joint_steps
 
-    seq = q if start is None else np.concatenate([np.asarray(start, dtype=float)[None], q])
-    steps = joint_steps(skeleton, seq[:-1], seq[1:])
+    if start is None:
+        return np.concatenate([[0.0], joint_steps(skeleton, q[:-1], q[1:])])
+    seq = np.concatenate([np.asarray(start, dtype=float)[None], q])
+    return joint_steps(skeleton, seq[:-1], seq[1:])
+
+
+def jump_score(skeleton, q: np.ndarray, start: np.ndarray | None, max_jump: float) -> tuple[int, float]:
+    """Steps of a take (N, dof) above ``max_jump``: their count and their total excess [rad or m]."""
+    steps = take_steps(skeleton, q, start)
     return int(np.count_nonzero(steps > max_jump)), float(np.sum(np.maximum(steps - max_jump, 0.0)))
 
 
@@ -61,11 +65,6 @@ def grid_repair(
     skeleton = solver.skeleton
     n = len(fields["q"])
 
-    def steps_of(q: np.ndarray) -> np.ndarray:
-        seq = q if start is None else np.concatenate([start[None], q])
-        steps = joint_steps(skeleton, seq[:-1], seq[1:])
-        return np.concatenate([[0.0], steps]) if start is None else steps
-
     def pair(qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
         return joint_steps(skeleton, qa, qb)
 
@@ -73,7 +72,7 @@ def grid_repair(
     frm = 0
     for _ in range(_ROUNDS):
         q, ok = fields["q"], fields["converged"]
-        steps = steps_of(q)
+        steps = take_steps(skeleton, q, start)
         bad = np.flatnonzero(((steps > max_jump) | ~ok)[frm:]) + frm
         if not len(bad):
             break
