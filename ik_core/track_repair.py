@@ -8,6 +8,8 @@ path ends; a repair is kept only when the take ends up with fewer and smaller ju
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from .track_grid import held_candidates, track_grid
@@ -64,9 +66,7 @@ def grid_repair(
 
     skeleton = solver.skeleton
     n = len(fields["q"])
-
-    def pair(qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
-        return joint_steps(skeleton, qa, qb)
+    pair = partial(joint_steps, skeleton)  # step between two configurations, as the take measures it
 
     replaced = False
     frm = 0

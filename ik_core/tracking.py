@@ -194,7 +194,8 @@ def solve_track(
 
             searched = {f: v.copy() for f, v in fields.items()}
             grid_repair(solver, targets, searched, known, max_jump, track_rest)
-            if jump_score(skeleton, searched["q"], known, max_jump)[0] == 0:
+            searched_score = jump_score(skeleton, searched["q"], known, max_jump)
+            if searched_score[0] == 0:
                 return IKResult(**searched)
         spread_jumps(solver, targets, fields, known, max_jump, steps_of, options)
         # What spreading could not fix on a redundant chain (a self-motion that drifted onto a
@@ -203,8 +204,7 @@ def solve_track(
             _look_ahead(solver, targets, fields, known, max_jump, options, steps_of)
         if searched is not None and jump_score(skeleton, fields["q"], known, max_jump)[0]:
             grid_repair(solver, targets, fields, known, max_jump, track_rest)
-            left = jump_score(skeleton, fields["q"], known, max_jump)
-            if jump_score(skeleton, searched["q"], known, max_jump) < left:
+            if searched_score < jump_score(skeleton, fields["q"], known, max_jump):
                 fields = searched
     return IKResult(**fields)
 
