@@ -214,7 +214,11 @@ def track_grid(
     tp, tr = solver_targets(solver, targets)
     n = len(tp)
     start = np.asarray(start, dtype=float)
-    grids = _Grids(solver._lo, solver._hi, held)
+    held = tuple(int(h) for h in held)
+    # Two held variables: each gets a second grid for the other side of its self-motion circle.
+    layers = 2 if len(held) > 1 else 1
+    grids = _Grids(solver._lo, solver._hi, held * layers)
+    first_layer_size = grids.first[len(held)] if layers > 1 else grids.size
     gs = _HeldSolver(solver)
     S, dof = grids.size, len(start)
     hv, vv = grids.state_held, grids.state_value
@@ -227,7 +231,7 @@ def track_grid(
     velocity = np.zeros((S, dof))
     lo = 0
     while lo < n:
-        hi = min(lo + (_SEGMENT_ONE_GRID if len(grids.held) == 1 else _SEGMENT), n)
+        hi = min(lo + (_SEGMENT_ONE_GRID if len(held) == 1 else _SEGMENT), n)
         m = hi - lo
         if last is None:
             guess = np.repeat(first[None], m, axis=0)
@@ -241,10 +245,18 @@ def track_grid(
         held_rows = np.tile(hv, m)
         # Only states that had their target at the last frame are tracked on (if none had,
         # every state starts again from where it got to).
-        live = np.ones(S, dtype=bool) if last is None or not ok[lo - 1].any() else ok[lo - 1]
+        live = np.ones(S, dtype=bool) if last is None or not ok[lo - 1].any() else ok[lo - 1].copy()
+        if last is None:
+            live[first_layer_size:] = False  # second layers wait for crossings to seed them
         rows = np.flatnonzero(np.tile(live, m))
         iters = _SEED_ITERATIONS if last is None else _TRACK_ITERATIONS
         q[rows], conv[rows] = gs.run(q[rows], held_rows[rows], tps[rows], None if trs is None else trs[rows], iters)
+        # Near a singularity Gauss-Newton converges slowly: states short of their target get
+        # more iterations before they are given up.
+        slow = rows[~conv[rows]]
+        if len(slow) and iters < _SEED_ITERATIONS:
+            q[slow], conv[slow] = gs.run(q[slow], held_rows[slow], tps[slow], None if trs is None else trs[slow],
+                                         _SEED_ITERATIONS)
         q, conv = q.reshape(m, S, dof), conv.reshape(m, S)
         near = grids.nearest_true(conv)
         gap = np.abs(near - np.arange(S)[None, :])
@@ -260,10 +272,16 @@ def track_grid(
             q2, conv2 = gs.run(seed, hv[k], tpl, trl, _SEED_ITERATIONS)
             q[f[conv2], k[conv2]] = q2[conv2]
             conv[f[conv2], k[conv2]] = True
+        if layers > 1:
+            _seed_crossings(gs, grids, q, conv, tps.reshape(m, S, *tp.shape[1:]),
+                            None if trs is None else trs.reshape(m, S, *tr.shape[1:]), max_jump)
         Q[lo:hi], ok[lo:hi] = q, conv
         prev = Q[hi - 2] if m > 1 else (last if last is not None else first)
         both = ok[hi - 1] & (ok[hi - 2] if m > 1 else True)
-        velocity = np.where(both[:, None], np.clip(Q[hi - 1] - prev, -max_jump, max_jump), 0.0)
+        step = Q[hi - 1] - prev
+        # A state (re)seeded at the last frame moved there from elsewhere: it has no velocity yet.
+        both &= np.max(np.abs(step), axis=-1) <= max_jump
+        velocity = np.where(both[:, None], step, 0.0)
         last = Q[hi - 1]
         lo = hi
     if incumbent is not None:
@@ -277,6 +295,74 @@ def track_grid(
         ends.append(len(D) - 1)
     frames = np.arange(n)
     return [(Q[frames, path], ok[frames, path]) for path in (_backtrack(back, k) for k in ends)]
+
+
+def _seed_crossings(gs, grids, q, conv, tp, tr, max_jump: float) -> None:
+    """Give each variable's second grid the states where another variable's grid folds, in place.
+
+    A held value meets the self-motion at several points (both sides of each closed curve,
+    on each branch); a grid tracks one of them. Near its fold (|n_i| small) a grid's path must
+    cross to another variable's grid, which is only possible if that grid holds the same
+    point. So for every state whose own variable is worse conditioned than variable h there
+    (|n_own| < |n_h|) and that no grid of h holds, a second-layer state of h at the nearest
+    value is seeded from it and solved with the value held. Only the segment's last frame is
+    seeded; the new states are tracked on from there.
+
+    Args:
+        gs: The held-variable Gauss-Newton solver.
+        grids: The grids, second layers after the first (same variables, same order).
+        q: (m, S, dof) the segment's states, updated in place.
+        conv: (m, S) which of them reach their targets, updated in place.
+        tp: (m, S, ...) their position targets.
+        tr: (m, S, ...) their rotation targets, or None without rotations.
+        max_jump: Largest accepted step [rad or m]: states closer than half of it are the same.
+    """
+    f = q.shape[0] - 1
+    live = np.flatnonzero(conv[f])
+    if not len(live):
+        return
+    _, J = gs.solver.model.poses_and_jacobians(q[f, live])
+    null = np.abs(np.linalg.svd(J.reshape(len(live), -1, J.shape[-1]))[2][:, -1, :])
+    n_held = len(grids.held) // 2
+    rows, seeds = [], []
+    for g in range(n_held, len(grids.held)):
+        h, a, vals = grids.held[g], grids.first[g], grids.values[g]
+        own = grids.state_held[live]
+        src = np.flatnonzero((own != h) & (null[np.arange(len(live)), own] < null[:, h]))
+        if not len(src):
+            continue
+        k = grids.nearest_on(g, q[f, live[src], h]) - a
+        # Already held by a grid of h (either layer) at that value: nothing to add.
+        mine = np.flatnonzero(grids.state_held == h)
+        same_value = (mine - grids.first[g]) % len(vals)
+        held_by = np.zeros(len(src), dtype=bool)
+        for j, idx in enumerate(k):
+            cand = mine[(same_value == idx) & conv[f, mine]]
+            if len(cand):
+                held_by[j] = np.min(np.max(np.abs(q[f, cand] - q[f, live[src[j]]]), axis=-1)) < 0.5 * max_jump
+        src, k = src[~held_by], k[~held_by]
+        if not len(src):
+            continue
+        # Per value, the state whose own variable is the worst conditioned: the surest crossing.
+        ratio = null[src, own[src]] / null[src, h]
+        order = np.lexsort((ratio, k))
+        src, k = src[order], k[order]
+        first = np.r_[True, k[1:] != k[:-1]]
+        for j, idx in zip(src[first], k[first]):
+            seed = q[f, live[j]].copy()
+            seed[h] = vals[idx]
+            rows.append(a + idx)
+            seeds.append(seed)
+    if not seeds:
+        return
+    rows = np.array(rows)
+    seeds = np.array(seeds)
+    q2, ok2 = gs.run(seeds, grids.state_held[rows], tp[f, rows], None if tr is None else tr[f, rows],
+                     _SEED_ITERATIONS)
+    # Only a solution next to its source is the crossing it was seeded for.
+    take = ok2 & (np.max(np.abs(q2 - seeds), axis=-1) < max_jump)
+    q[f, rows[take]] = q2[take]
+    conv[f, rows[take]] = True
 
 
 def _shortest_paths(Q, ok, grids: _Grids, start, max_jump: float, steps_of) -> tuple[np.ndarray, np.ndarray]:
