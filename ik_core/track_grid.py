@@ -41,9 +41,11 @@ _SEED_ITERATIONS = 12
 # some cost per frame, so one held variable (a take without such folds) tracks 16 at a time.
 _SEGMENT = 4
 _SEGMENT_ONE_GRID = 16
+# Pairs of held variables tried in turn on a stretch until one leaves it without a jump.
+_PAIRS = 3
 
 
-def held_candidates(solver, q: np.ndarray) -> list[tuple[int, ...]]:
+def held_candidates(solver, q: np.ndarray, pairs: int = _PAIRS) -> list[tuple[int, ...]]:
     """Sets of variables to hold on grids, cheapest first, for the self-motion along a take.
 
     For a chain with one redundant variable the self-motion direction is the Jacobian's null
@@ -52,15 +54,17 @@ def held_candidates(solver, q: np.ndarray) -> list[tuple[int, ...]]:
     self-motion folds over i's grid and a grid value's solution disappears. One variable may
     do for a whole take (the Panda's q1 measured best), but on a 7-joint arm with aligned axes
     none avoids every fold (the iiwa's q3 folds where q6 = 0, its q5 where q2 = 0), so the
-    second set holds two variables, each on its own grid, that cover each other's folds.
+    next sets hold two variables, each on its own grid, that cover each other's folds.
 
     Args:
         solver: A DLS solver of a chain with one more variable than task rows.
         q: (F, dof) sample configurations of the take.
+        pairs: Pairs to propose (the samples are only the answer so far, not the path the
+            search will take, so the best-scored pair is not always the one that works).
 
     Returns:
-        The best single variable (largest median |n_i|), then the pair whose better |n| has
-        the largest 5th percentile over the samples.
+        The best single variable (largest median |n_i|), then the ``pairs`` pairs whose
+        better |n| has the largest 5th percentile over the samples, best first.
     """
     _, J = solver.model.poses_and_jacobians(q)
     Jw = J.reshape(len(q), -1, J.shape[-1])
@@ -68,15 +72,15 @@ def held_candidates(solver, q: np.ndarray) -> list[tuple[int, ...]]:
     median = np.median(null, axis=0)
     ranked = [int(i) for i in np.argsort(-median, kind="stable")]
     dof = null.shape[1]
-    best, pair = -1.0, (ranked[0], ranked[1 % dof])
+    scored = []
     for i in range(dof):
         for j in range(i + 1, dof):
             # The worst samples decide (a low percentile of the better of the two), then the median.
             both = np.maximum(null[:, i], null[:, j])
             score = float(np.percentile(both, 5)) + 1e-3 * float(np.median(both))
-            if score > best:
-                best, pair = score, (i, j) if median[i] >= median[j] else (j, i)
-    return [(ranked[0],), pair]
+            scored.append((-score, (i, j) if median[i] >= median[j] else (j, i)))
+    scored.sort(key=lambda item: item[0])
+    return [(ranked[0],)] + [pair for _, pair in scored[:pairs]]
 
 
 class _HeldSolver:

@@ -48,8 +48,10 @@ def grid_repair(
     smoothest self-motion paths (holding the variable sets of :func:`held_candidates` in turn,
     until one leaves no jump). A path that ends back on the old answer keeps the old rest of
     the take; otherwise ``track`` tracks the rest on from the path's last frame. The new take
-    replaces the old when it misses no more frames and has fewer steps above ``max_jump`` and
-    a smaller total excess over them.
+    replaces the old when it misses no more frames and its steps above ``max_jump`` up to the
+    stretch's end are fewer with a smaller total excess (or the same, and so over the whole
+    take): a rest the frame-by-frame tracker left worse is for the next rounds to repair.
+    Should the take end up no better than it came, it is restored.
 
     Args:
         solver: A :class:`~ik_core.solvers.dls.DLSSolver`.
@@ -69,6 +71,7 @@ def grid_repair(
     pair = partial(joint_steps, skeleton)  # step between two configurations, as the take measures it
 
     replaced = False
+    initial = (jump_score(skeleton, fields["q"], start, max_jump), {f: v.copy() for f, v in fields.items()})
     frm = 0
     for _ in range(_ROUNDS):
         q, ok = fields["q"], fields["converged"]
@@ -98,15 +101,35 @@ def grid_repair(
                     cand = head
                 if np.count_nonzero(cand["converged"]) < np.count_nonzero(ok):
                     continue
-                score = jump_score(skeleton, cand["q"], start, max_jump)
+                score = _scores(skeleton, cand["q"], start, max_jump, b)
                 if best is None or score < best[0]:
                     best = (score, cand)
-            if best is not None and best[0][0] == 0:
+            if best is not None and best[0][0][0] == 0:
                 break
-        old = jump_score(skeleton, q, start, max_jump)
-        if best is None or not (best[0][0] < old[0] and best[0][1] < old[1]):
+        if best is None or not _better(best[0], _scores(skeleton, q, start, max_jump, b)):
             continue
         for f in fields:
             fields[f][:] = best[1][f]
         replaced = True
+    if replaced and not _better(jump_score(skeleton, fields["q"], start, max_jump), initial[0]):
+        # Later stretches could not repair what the earlier rounds' re-tracked rests broke.
+        for f in fields:
+            fields[f][:] = initial[1][f]
+        replaced = False
     return replaced
+
+
+def _scores(skeleton, q: np.ndarray, start, max_jump: float, end: int) -> tuple[tuple[int, float], tuple[int, float]]:
+    """Jump scores of a take up to frame ``end`` (the stretches searched so far), then of all of it."""
+    return jump_score(skeleton, q[:end], start, max_jump), jump_score(skeleton, q, start, max_jump)
+
+
+def _better(new, old) -> bool:
+    """Whether a jump score (count, excess), or a pair of them compared in order, is an improvement.
+
+    A score improves with fewer jumps and a smaller total excess; a pair improves on its first
+    score, or keeps the first the same and improves on the second.
+    """
+    if isinstance(new[0], tuple):
+        return _better(new[0], old[0]) or (new[0] == old[0] and _better(new[1], old[1]))
+    return new[0] < old[0] and new[1] < old[1]

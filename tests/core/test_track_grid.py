@@ -46,8 +46,8 @@ def test_held_pair_covers_the_folds_of_each_variable_on_the_iiwa() -> None:
     q = rng.uniform(-1.2, 1.2, (40, 7))
     q[:20, 1] = 0.0  # shoulder axes 1 and 3 aligned
     q[20:, 5] = 0.0  # wrist axes 5 and 7 aligned
-    single, pair = held_candidates(solver_for(iiwa), q)
-    assert len(single) == 1 and len(pair) == 2
+    single, pair, *others = held_candidates(solver_for(iiwa), q)
+    assert len(single) == 1 and len(pair) == 2 and all(len(o) == 2 for o in others)
     assert set(pair) & {0, 2}, pair
     assert set(pair) & {4, 6}, pair
 
