@@ -95,8 +95,13 @@ def test_repair_leaves_a_clean_take_alone(panda) -> None:
         np.testing.assert_array_equal(fields[f], before[f])
 
 
-def test_repair_never_leaves_more_or_bigger_jumps_on_the_iiwa() -> None:
-    """Whatever the search finds on a hard iiwa take, the take it returns is at least as good."""
+def test_repair_clears_a_hard_iiwa_take() -> None:
+    """A 1,500-frame iiwa take that jumps 42 times frame by frame is repaired without a jump.
+
+    Its path crosses the folds of every single held variable (q3 where q6 = 0, q5 where
+    q2 = 0, the elbow near q4 = 0): only the paired grids, with second layers seeded where the
+    other variable folds, carry a path across all of them.
+    """
     iiwa = robots.load_preset("lbr_iiwa_14_r820")
     q_path = cartesian_path(iiwa, 1500, seed=4)
     targets = effector_poses(iiwa, q_path, 0)
@@ -108,10 +113,10 @@ def test_repair_never_leaves_more_or_bigger_jumps_on_the_iiwa() -> None:
     def track(rest, q0):
         return solve_track(solver, rest, q0)
 
-    grid_repair(solver, targets, fields, q_path[0], MAX_JUMP, track)
-    after = jump_score(iiwa, fields["q"], q_path[0], MAX_JUMP)
-    assert after[0] <= before[0] and after[1] <= before[1]
-    assert np.count_nonzero(fields["converged"]) >= np.count_nonzero(res.converged)
+    assert before[0] > 10  # the frame-by-frame take this repair exists for
+    assert grid_repair(solver, targets, fields, q_path[0], MAX_JUMP, track)
+    assert jump_score(iiwa, fields["q"], q_path[0], MAX_JUMP) == (0, 0.0)
+    assert fields["converged"].all()
     assert iiwa.within_limits(fields["q"]).all()
 
 
