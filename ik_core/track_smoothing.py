@@ -154,7 +154,10 @@ def smooth_windows(
         nxt[np.arange(K), last] = after
         return prev, nxt
 
-    mid, half = 0.5 * (lo + hi), np.maximum(0.5 * (hi - lo), 1e-9)
+    # Continuous joints (infinite limits) get no barrier: u = 0 for them.
+    bounded = np.isfinite(lo) & np.isfinite(hi)
+    mid = np.where(bounded, 0.5 * (np.where(bounded, lo, 0.0) + np.where(bounded, hi, 0.0)), 0.0)
+    half = np.where(bounded, np.maximum(0.5 * (np.where(bounded, hi, 0.0) - np.where(bounded, lo, 0.0)), 1e-9), np.inf)
     # The barrier: (excess of |u| over _MARGIN, scaled to 1 at the limit)^2 per joint, u = q in -1..1.
     scale = limit_weight / (1.0 - limit_margin) ** 2
 

@@ -157,3 +157,25 @@ def test_per_frame_task_weights_equal_to_a_scalar_give_the_same_windows(panda, p
     np.testing.assert_array_equal(scalar, per_frame)
     assert mu.shape == (1, 60) and np.all(mu > 10.0)
     assert np.all((scalar >= panda.lower) & (scalar <= panda.upper))
+
+
+def test_limit_barrier_leaves_continuous_joints_free_and_finite() -> None:
+    """The Kinova Gen3's continuous joints have infinite limits: the barrier skips them instead of turning NaN."""
+    from ik_core import robots
+
+    gen3 = robots.load_preset("kinova_gen3_7dof")
+    assert not np.all(np.isfinite(gen3.lower))  # the case under test
+    rng = np.random.default_rng(5)
+    lo, hi = np.maximum(gen3.lower, -2.0), np.minimum(gen3.upper, 2.0)
+    q_path = np.linspace(rng.uniform(lo, hi) * 0.5, rng.uniform(lo, hi) * 0.5, 40)
+    targets = effector_poses(gen3, q_path, 0)
+    solver = solver_for(gen3)
+    tp, tr = solver_targets(solver, targets)
+    X0 = np.repeat(q_path[:1], 40, axis=0)[None]
+    X = smooth_windows(
+        solver, tp[None], tr[None], X0, np.array([40]), q_path[:1], q_path[-1:], np.array([True]),
+        np.array([True]), 150, limit_weight=0.01,
+    )[0]
+    assert np.all(np.isfinite(X))
+    poses = effector_poses(gen3, X, 0)
+    assert np.abs(poses[:, :3, 3] - targets[:, :3, 3]).max() <= 1e-4
