@@ -10,7 +10,7 @@ value is tracked over the take as a non-redundant problem, and dynamic programmi
 the path through (frame, grid value) states with the fewest and smallest jumps, which may
 also follow the frame-by-frame answer wherever that one is smooth.
 
-:func:`~ik_core.track_repair.grid_repair` applies this to the stretches of a frame-by-frame
+:func:`~ik_core.track_repair.search_repair` applies this to the stretches of a frame-by-frame
 answer around its jumps.
 """
 
@@ -298,7 +298,7 @@ def track_grid(
     if incumbent is not None and ends[0] != len(D) - 1:
         ends.append(len(D) - 1)
     frames = np.arange(n)
-    return [(Q[frames, path], ok[frames, path]) for path in (_backtrack(back, k) for k in ends)]
+    return [(Q[frames, path], ok[frames, path]) for path in (backtrack(back, k) for k in ends)]
 
 
 def _seed_crossings(gs, grids, q, conv, tp, tr, max_jump: float) -> None:
@@ -369,6 +369,12 @@ def _seed_crossings(gs, grids, q, conv, tp, tr, max_jump: float) -> None:
     conv[f, rows[take]] = True
 
 
+def step_cost(steps: np.ndarray, max_jump: float) -> np.ndarray:
+    """(...,) path cost of joint steps [rad or m]: squared below ``max_jump``, a jump penalty above."""
+    over = steps > max_jump
+    return steps * steps + np.where(over, _JUMP_PENALTY * (1.0 + steps - max_jump), 0.0)
+
+
 def _shortest_paths(Q, ok, grids: _Grids, start, max_jump: float, steps_of) -> tuple[np.ndarray, np.ndarray]:
     """Cheapest paths through the states of every frame, by dynamic programming.
 
@@ -380,8 +386,7 @@ def _shortest_paths(Q, ok, grids: _Grids, start, max_jump: float, steps_of) -> t
     extra = S - grids.size  # the incumbent, when given, is the last state
 
     def cost(steps: np.ndarray) -> np.ndarray:
-        over = steps > max_jump
-        return steps * steps + np.where(over, _JUMP_PENALTY * (1.0 + steps - max_jump), 0.0)
+        return step_cost(steps, max_jump)
 
     D = cost(steps_of(start[None], Q[0])) + np.where(ok[0], 0.0, _MISS_PENALTY)
     back = np.empty((n, S), dtype=np.int32)
@@ -415,7 +420,7 @@ def _shortest_paths(Q, ok, grids: _Grids, start, max_jump: float, steps_of) -> t
     return D, back
 
 
-def _backtrack(back: np.ndarray, k: int) -> np.ndarray:
+def backtrack(back: np.ndarray, k: int) -> np.ndarray:
     """(N,) states of the cheapest path ending in state k at the last frame."""
     n = len(back)
     path = np.empty(n, dtype=int)

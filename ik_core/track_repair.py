@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Repairing a one-redundant chain's take around its jumps with the self-motion search of :mod:`.track_grid`.
+"""Repairing a take around its jumps with a global search of its solutions.
 
-Each stretch around a jump is searched from well before its first jump, and the rest of the
-take is kept (where the searched path rejoins the old answer) or tracked on from where the
-path ends; a repair is kept only when the take ends up with fewer and smaller jumps.
+The search is :mod:`.track_grid`'s over a one-redundant chain's self-motion, or
+:mod:`.track_branches`'s over a non-redundant chain's IK branches. Each stretch around a jump
+is searched from well before its first jump, and the rest of the take is kept (where the
+searched path rejoins the old answer) or tracked on from where the path ends; a repair is
+kept only when the take ends up with fewer and smaller jumps.
 """
 
 from __future__ import annotations
@@ -38,20 +40,21 @@ def jump_score(skeleton, q: np.ndarray, start: np.ndarray | None, max_jump: floa
     return int(np.count_nonzero(steps > max_jump)), float(np.sum(np.maximum(steps - max_jump, 0.0)))
 
 
-def grid_repair(
-    solver, targets: np.ndarray, fields: dict, start: np.ndarray | None, max_jump: float, track
+def search_repair(
+    solver, targets: np.ndarray, fields: dict, start: np.ndarray | None, max_jump: float, track, search=None
 ) -> bool:
-    """Remove the jumps of a one-redundant chain's take by searching its self-motion around each.
+    """Remove the jumps of a take by a global search of its solutions around each.
 
     Round by round, the first frame past the last searched stretch that jumps (or misses) is
-    found; from ``_LEAD`` frames before it to ``_AFTER`` after, :func:`track_grid` finds the
-    smoothest self-motion paths (holding the variable sets of :func:`held_candidates` in turn,
-    until one leaves no jump). A path that ends back on the old answer keeps the old rest of
-    the take; otherwise ``track`` tracks the rest on from the path's last frame. The new take
-    replaces the old when it misses no more frames and its steps above ``max_jump`` up to the
-    stretch's end are fewer with a smaller total excess (or the same, and so over the whole
-    take): a rest the frame-by-frame tracker left worse is for the next rounds to repair.
-    Should the take end up no better than it came, it is restored.
+    found; from ``_LEAD`` frames before it to ``_AFTER`` after, ``search`` finds the smoothest
+    paths: by default :func:`track_grid` over a one-redundant chain's self-motion (holding the
+    variable sets of :func:`held_candidates` in turn, until one leaves no jump). A path that
+    ends back on the old answer keeps the old rest of the take; otherwise ``track`` tracks the
+    rest on from the path's last frame. The new take replaces the old when it misses no more
+    frames and its steps above ``max_jump`` up to the stretch's end are fewer with a smaller
+    total excess (or the same, and so over the whole take): a rest the frame-by-frame tracker
+    left worse is for the next rounds to repair. Should the take end up no better than it
+    came, it is restored.
 
     Args:
         solver: A :class:`~ik_core.solvers.dls.DLSSolver`.
@@ -60,6 +63,9 @@ def grid_repair(
         start: (dof,) configuration before the first frame, or None.
         max_jump: Largest accepted step between frames [rad or m].
         track: ``track(targets, q0)`` -> IKResult, the frame-by-frame tracker for the rest.
+        search: ``search(solver, targets, before, max_jump, steps_of=, incumbent=,
+            incumbent_ok=)`` -> candidate paths [(q, converged)], as :func:`track_grid` and
+            :func:`~ik_core.track_branches.track_branches` are; None for the self-motion grids.
 
     Returns:
         Whether the take was replaced.
@@ -84,9 +90,12 @@ def grid_repair(
         frm = b  # each stretch is searched once; the next round looks past it
         before = q[a - 1] if a > 0 else (q[0] if start is None else start)
         best = None
-        for held in held_candidates(solver, q[a:b:10]):
-            paths = track_grid(solver, targets[a:b], before, max_jump, held, steps_of=pair,
-                               incumbent=q[a:b], incumbent_ok=ok[a:b])
+        if search is None:
+            searches = [partial(track_grid, held=held) for held in held_candidates(solver, q[a:b:10])]
+        else:
+            searches = [search]
+        for find in searches:
+            paths = find(solver, targets[a:b], before, max_jump, steps_of=pair, incumbent=q[a:b], incumbent_ok=ok[a:b])
             for qg, _ in paths:
                 # The search's answer, measured (and any frame it missed retried) by the solver.
                 part = solver.solve(targets[a:b], qg, radius=max_jump)

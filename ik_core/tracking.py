@@ -182,18 +182,22 @@ def solve_track(
         searched = None
         # (Grids hold single variables: chains of 1-DoF joints, as robot arms are.)
         one_dof = all(j.kind is not JointKind.BALL for j in skeleton.joints)
-        if skeleton.dof == rows + 1 and one_dof and not options:
-            # One redundant variable: search the self-motion around each jump (a global
-            # choice, where the frame-by-frame passes only ever see the frame before). A take
-            # it leaves smooth is done; otherwise the passes below start from the frame-by-frame
-            # answer, and the search comes back to what they leave.
-            from .track_repair import grid_repair, jump_score
+        if skeleton.dof in (rows, rows + 1) and one_dof and not options:
+            # Search the solutions around each jump (a global choice, where the frame-by-frame
+            # passes only ever see the frame before): with one redundant variable its
+            # self-motion, without one the IK branches. A take it leaves smooth is done;
+            # otherwise the passes below start from the frame-by-frame answer, and the search
+            # comes back to what they leave.
+            from .track_branches import track_branches
+            from .track_repair import jump_score, search_repair
+
+            search = track_branches if skeleton.dof == rows else None
 
             def track_rest(rest: np.ndarray, q_start: np.ndarray) -> IKResult:
                 return solve_track(solver, rest, q_start, max_jump=max_jump, segment=segment)
 
             searched = {f: v.copy() for f, v in fields.items()}
-            grid_repair(solver, targets, searched, known, max_jump, track_rest)
+            search_repair(solver, targets, searched, known, max_jump, track_rest, search)
             searched_score = jump_score(skeleton, searched["q"], known, max_jump)
             if searched_score[0] == 0:
                 return IKResult(**searched)
@@ -203,7 +207,7 @@ def solve_track(
         if skeleton.dof > rows:
             _look_ahead(solver, targets, fields, known, max_jump, options, steps_of)
         if searched is not None and jump_score(skeleton, fields["q"], known, max_jump)[0]:
-            grid_repair(solver, targets, fields, known, max_jump, track_rest)
+            search_repair(solver, targets, fields, known, max_jump, track_rest, search)
             if searched_score < jump_score(skeleton, fields["q"], known, max_jump):
                 fields = searched
     return IKResult(**fields)

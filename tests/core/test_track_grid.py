@@ -12,7 +12,7 @@ from ik_core.rotations import rotation_error
 from ik_core.solvers.base import IKResult
 from ik_core.solvers.dls import DLSSolver
 from ik_core.track_grid import held_candidates, track_grid
-from ik_core.track_repair import grid_repair, jump_score
+from ik_core.track_repair import jump_score, search_repair
 from ik_core.tracking import solve_track
 
 MAX_JUMP = 0.1
@@ -90,7 +90,7 @@ def test_repair_leaves_a_clean_take_alone(panda) -> None:
     def never(*args):
         raise AssertionError("a clean take needs no tracking")
 
-    assert grid_repair(solver, targets, fields, q_path[0], MAX_JUMP, never) is False
+    assert search_repair(solver, targets, fields, q_path[0], MAX_JUMP, never) is False
     for f in fields:
         np.testing.assert_array_equal(fields[f], before[f])
 
@@ -114,7 +114,7 @@ def test_repair_clears_a_hard_iiwa_take() -> None:
         return solve_track(solver, rest, q0)
 
     assert before[0] > 10  # the frame-by-frame take this repair exists for
-    assert grid_repair(solver, targets, fields, q_path[0], MAX_JUMP, track)
+    assert search_repair(solver, targets, fields, q_path[0], MAX_JUMP, track)
     assert jump_score(iiwa, fields["q"], q_path[0], MAX_JUMP) == (0, 0.0)
     assert fields["converged"].all()
     assert iiwa.within_limits(fields["q"]).all()

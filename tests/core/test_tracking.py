@@ -98,7 +98,7 @@ def test_look_ahead_repair_removes_the_jumps_of_a_redundant_arm(monkeypatch) -> 
     assert searched.converged.all()
     assert max_jump(np.vstack([q_path[:1], searched.q])) <= MAX_JUMP
     # Without any of the look-ahead passes the same take jumps: the repairs are what remove them.
-    monkeypatch.setattr(track_repair, "grid_repair", lambda *args, **kwargs: False)
+    monkeypatch.setattr(track_repair, "search_repair", lambda *args, **kwargs: False)
     plain = solve_track(solver_for(panda), targets, q_path[0], look_ahead=True)
     assert max_jump(np.vstack([q_path[:1], plain.q])) > MAX_JUMP
 
@@ -117,7 +117,7 @@ def test_look_ahead_keeps_the_iiwa_jump_free_where_frame_by_frame_jumps(monkeypa
     poses = effector_poses(iiwa, res.q, 0)
     assert np.abs(poses[:, :3, 3] - targets[:, :3, 3]).max() <= 1e-6
     # Either look-ahead pass removes them on its own: the receding horizon, and the self-motion search.
-    monkeypatch.setattr(track_repair, "grid_repair", lambda *args, **kwargs: False)
+    monkeypatch.setattr(track_repair, "search_repair", lambda *args, **kwargs: False)
     horizon = solve_track(solver_for(iiwa), targets, q_path[0], look_ahead=True)
     assert max_jump(np.vstack([q_path[:1], horizon.q])) <= MAX_JUMP
     monkeypatch.undo()
@@ -126,7 +126,7 @@ def test_look_ahead_keeps_the_iiwa_jump_free_where_frame_by_frame_jumps(monkeypa
     assert searched.converged.all()
     assert max_jump(np.vstack([q_path[:1], searched.q])) <= MAX_JUMP
     # Without both the same take jumps.
-    monkeypatch.setattr(track_repair, "grid_repair", lambda *args, **kwargs: False)
+    monkeypatch.setattr(track_repair, "search_repair", lambda *args, **kwargs: False)
     plain = solve_track(solver_for(iiwa), targets, q_path[0], look_ahead=True)
     assert max_jump(np.vstack([q_path[:1], plain.q])) > 1.0
 
