@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .branches import random_configurations
 from .track_grid import _MISS_PENALTY, backtrack, step_cost
 
 # Frames between the boundaries where every branch is found afresh.
@@ -74,32 +75,35 @@ def track_branches(
     bounds = np.unique(np.r_[np.arange(0, n, _BLOCK), n - 1])
     # Every branch at every boundary: solves of the boundary's target from random starts, plus
     # (at the first) the continuation of the configuration before the take.
-    lo, hi = solver._lo, solver._hi
-    flo, fhi = np.where(np.isfinite(lo), lo, -np.pi), np.where(np.isfinite(hi), hi, np.pi)
     rng = np.random.default_rng(0)
-    starts = rng.uniform(flo, fhi, (len(bounds), _STARTS, dof))
+    starts = random_configurations(solver.skeleton, len(bounds) * _STARTS, rng).reshape(len(bounds), _STARTS, dof)
     starts[0, 0] = start
     found = solver.solve(np.repeat(targets[bounds], _STARTS, axis=0), starts.reshape(-1, dof))
     fq = found.q.reshape(len(bounds), _STARTS, dof)
     fok = np.asarray(found.converged).reshape(len(bounds), _STARTS)
     seeds = np.stack([_distinct(fq[i], fok[i]) for i in range(len(bounds))])
 
-    # Forward trackers run from each boundary to the next, backward ones from the next back to it.
+    # Forward trackers run from each boundary to the next, arriving on it; backward ones from
+    # the next back to the frame after it. Boundary frames keep every branch found there as
+    # the backward states, so a path may change trackers there.
     K = _BRANCHES
     Q = np.zeros((n, 2 * K, dof))
     ok = np.zeros((n, 2 * K), dtype=bool)
     known = np.zeros((n, 2 * K), dtype=bool)  # states a tracker has (the others are never picked)
+    found_live = np.all(np.isfinite(seeds), axis=-1)
+    Q[bounds, K:] = np.where(found_live[..., None], seeds, 0.0)
+    ok[bounds, K:] = known[bounds, K:] = found_live
+    Q[bounds[:-1], :K] = Q[bounds[:-1], K:]
+    ok[bounds[:-1], :K] = known[bounds[:-1], :K] = found_live[:-1]
+    length = np.diff(bounds)
     for direction, col in ((1, 0), (-1, K)):
         origin = bounds[:-1] if direction == 1 else bounds[1:]
         q = seeds[:-1] if direction == 1 else seeds[1:]  # (blocks, K, dof)
         live = np.all(np.isfinite(q), axis=-1)
-        Q[origin, col : col + K] = np.where(live[..., None], q, 0.0)
-        ok[origin, col : col + K] = live
-        known[origin, col : col + K] = live
+        steps = length if direction == 1 else length - 1
         velocity = np.zeros_like(q)
-        length = np.diff(bounds)
-        for step in range(1, int(length.max()) + 1):
-            active = (step <= length)[:, None] & live
+        for step in range(1, int(steps.max(initial=0)) + 1):
+            active = (step <= steps)[:, None] & live
             if not active.any():
                 break
             frames = origin + direction * step

@@ -1,0 +1,107 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Tests of the branch search for non-redundant arms (ik_core.track_branches) and its use by takes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ik_core.kinematics import effector_poses
+from ik_core.rotations import rotation_error
+from ik_core.solvers.dls import DLSSolver
+from ik_core.track_branches import track_branches
+from ik_core.track_repair import jump_score
+from ik_core.tracking import solve_track
+from ik_core.urdf import parse_urdf
+
+MAX_JUMP = 0.1
+TOL = 1e-6
+
+# The kinematics of a KUKA KR 16-2 (joint origins, axes and limits from ROS-Industrial's
+# kuka_experimental kr16_2 URDF, Apache-2.0): a 6-joint industrial arm with an offset elbow,
+# whose takes slip between elbow branches near full stretch.
+KR16_URDF = """<robot name="kr16_2">
+  <link name="base_link"/><link name="link_1"/><link name="link_2"/><link name="link_3"/>
+  <link name="link_4"/><link name="link_5"/><link name="link_6"/><link name="tool0"/>
+  <joint name="joint_a1" type="revolute"><parent link="base_link"/><child link="link_1"/>
+    <origin xyz="0 0 0.675" rpy="0 0 0"/><axis xyz="0 0 -1"/>
+    <limit lower="-3.22885911619" upper="3.22885911619" effort="0" velocity="2.72"/></joint>
+  <joint name="joint_a2" type="revolute"><parent link="link_1"/><child link="link_2"/>
+    <origin xyz="0.26 0 0" rpy="0 0 0"/><axis xyz="0 1 0"/>
+    <limit lower="-2.70526034059" upper="0.610865238198" effort="0" velocity="2.72"/></joint>
+  <joint name="joint_a3" type="revolute"><parent link="link_2"/><child link="link_3"/>
+    <origin xyz="0.68 0 0" rpy="0 0 0"/><axis xyz="0 1 0"/>
+    <limit lower="-2.26892802759" upper="2.68780704807" effort="0" velocity="2.72"/></joint>
+  <joint name="joint_a4" type="revolute"><parent link="link_3"/><child link="link_4"/>
+    <origin xyz="0.67 0 -0.035" rpy="0 0 0"/><axis xyz="-1 0 0"/>
+    <limit lower="-6.10865238198" upper="6.10865238198" effort="0" velocity="5.76"/></joint>
+  <joint name="joint_a5" type="revolute"><parent link="link_4"/><child link="link_5"/>
+    <origin xyz="0 0 0" rpy="0 0 0"/><axis xyz="0 1 0"/>
+    <limit lower="-2.26892802759" upper="2.26892802759" effort="0" velocity="5.76"/></joint>
+  <joint name="joint_a6" type="revolute"><parent link="link_5"/><child link="link_6"/>
+    <origin xyz="0 0 0" rpy="0 0 0"/><axis xyz="-1 0 0"/>
+    <limit lower="-6.10865238198" upper="6.10865238198" effort="0" velocity="10.73"/></joint>
+  <joint name="joint_a6-tool0" type="fixed"><parent link="link_6"/><child link="tool0"/>
+    <origin xyz="0.158 0 0" rpy="0 1.57079632679 0"/></joint>
+</robot>"""
+
+
+@pytest.fixture(scope="module")
+def kr16():
+    return parse_urdf(KR16_URDF).to_skeleton(None, None)
+
+
+def smooth_path(skeleton, frames: int, seed: int) -> np.ndarray:
+    """(frames, dof) two sines per joint inside the limits (bench_robots' tracking paths)."""
+    rng = np.random.default_rng(seed)
+    lo, hi = skeleton.lower, skeleton.upper
+    half, mid = np.minimum(0.5 * (hi - lo), np.pi), 0.5 * (lo + hi)
+    t = np.arange(frames)[:, None] / frames
+    center = mid + rng.uniform(-0.25, 0.25, skeleton.dof) * half
+    a1, a2 = rng.uniform(0.15, 0.35, (2, skeleton.dof)) * half
+    f1, f2 = rng.integers(1, 4, (2, skeleton.dof))
+    ph1, ph2 = rng.uniform(0, 2 * np.pi, (2, skeleton.dof))
+    return np.clip(center + a1 * np.sin(2 * np.pi * f1 * t + ph1) + a2 * np.sin(2 * np.pi * f2 * t + ph2), lo, hi)
+
+
+def solver_for(skeleton) -> DLSSolver:
+    return DLSSolver(skeleton, 0, mode="full", tolerance=TOL, rotation_tolerance=TOL, restarts=4)
+
+
+def test_searched_path_is_smooth_and_reaches_every_target(kr16) -> None:
+    """Over a take the frame-by-frame tracker jumps on, the cheapest branch path steps <= max_jump, on target."""
+    q_path = smooth_path(kr16, 500, seed=11)
+    targets = effector_poses(kr16, q_path, 0)
+    solver = solver_for(kr16)
+    (q, ok), *_ = track_branches(solver, targets, q_path[0], MAX_JUMP)
+    assert ok.all()
+    assert jump_score(kr16, q, q_path[0], MAX_JUMP) == (0, 0.0)
+    reached = effector_poses(kr16, q, 0)
+    assert np.abs(reached[:, :3, 3] - targets[:, :3, 3]).max() <= TOL
+    assert rotation_error(reached[:, :3, :3], targets[:, :3, :3]).max() <= TOL
+    assert kr16.within_limits(q).all()
+
+
+def test_a_smooth_incumbent_stays_smooth(kr16) -> None:
+    """With the generating path as the incumbent, the cheapest path has no jump either."""
+    q_path = smooth_path(kr16, 300, seed=17)
+    targets = effector_poses(kr16, q_path, 0)
+    paths = track_branches(solver_for(kr16), targets, q_path[0], MAX_JUMP, incumbent=q_path,
+                           incumbent_ok=np.ones(300, dtype=bool))
+    q, ok = paths[0]
+    assert ok.all()
+    assert jump_score(kr16, q, q_path[0], MAX_JUMP)[0] == 0
+
+
+@pytest.mark.parametrize("seed", [11, 17, 22])
+def test_take_with_look_ahead_has_no_jump_where_frame_by_frame_slips(kr16, seed: int) -> None:
+    """Takes whose frame-by-frame answer slips onto another elbow branch and whips are baked jump-free."""
+    q_path = smooth_path(kr16, 500, seed=seed)
+    targets = effector_poses(kr16, q_path, 0)
+    solver = solver_for(kr16)
+    plain = solve_track(solver, targets, q_path[0])
+    assert jump_score(kr16, plain.q, q_path[0], MAX_JUMP)[0] > 0  # the slip this search exists for
+    res = solve_track(solver, targets, q_path[0], look_ahead=True)
+    assert res.converged.all()
+    assert jump_score(kr16, res.q, q_path[0], MAX_JUMP) == (0, 0.0)
+    assert kr16.within_limits(res.q).all()
