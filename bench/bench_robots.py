@@ -182,7 +182,9 @@ def bench_ikpy(robot, skeleton, path, tip, targets, mid) -> dict | None:
 
 def smooth_paths(skeleton, paths: int, frames: int, rng: np.random.Generator) -> np.ndarray:
     """(paths, frames, dof) joint paths: two sines per joint, inside the limits, <= ~0.04 rad/frame."""
-    lo, hi = skeleton.lower, skeleton.upper
+    # Continuous joints (infinite limits) move within +/- pi.
+    lo = np.where(np.isfinite(skeleton.lower), skeleton.lower, -np.pi)
+    hi = np.where(np.isfinite(skeleton.upper), skeleton.upper, np.pi)
     half = np.minimum(0.5 * (hi - lo), np.pi)
     mid = 0.5 * (lo + hi)
     t = np.arange(frames)[:, None] / frames
