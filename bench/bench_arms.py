@@ -32,7 +32,7 @@ from ik_core import robots  # noqa: E402
 from ik_core.kinematics import effector_poses  # noqa: E402
 from ik_core.urdf import load_urdf  # noqa: E402
 
-PRESETS = ("ur10e", "kinova_gen3_7dof")
+PRESETS = {"ur10e": "ur10e", "gen3": "kinova_gen3_7dof"}
 RTB_URDFS = {
     "irb140": "abb_irb140_description/urdf/irb140.urdf",
     "kr16": "kuka_description/kuka_kr16/urdf/kr16_2.urdf",
@@ -44,7 +44,7 @@ RTB_URDFS = {
 
 def arms() -> list[tuple[str, object]]:
     """(name, skeleton) of every arm available here."""
-    out = [(name, robots.load_preset(name)) for name in PRESETS]
+    out = [(name, robots.load_preset(preset)) for name, preset in PRESETS.items()]
     try:
         import rtbdata
     except ImportError:

@@ -337,13 +337,11 @@ def _seed_crossings(gs, grids, q, conv, tp, tr, max_jump: float) -> None:
             continue
         k = grids.nearest_on(g, q[f, live[src], h]) - a
         # Already held by a grid of h (either layer) at that value: nothing to add.
-        mine = np.flatnonzero(grids.state_held == h)
-        same_value = (mine - grids.first[g]) % len(vals)
         held_by = np.zeros(len(src), dtype=bool)
-        for j, idx in enumerate(k):
-            cand = mine[(same_value == idx) & conv[f, mine]]
-            if len(cand):
-                held_by[j] = np.min(np.max(np.abs(q[f, cand] - q[f, live[src[j]]]), axis=-1)) < 0.5 * max_jump
+        for layer in (g - n_held, g):
+            state = grids.first[layer] + k
+            near = np.max(np.abs(q[f, state] - q[f, live[src]]), axis=-1) < 0.5 * max_jump
+            held_by |= conv[f, state] & near
         src, k = src[~held_by], k[~held_by]
         if not len(src):
             continue

@@ -210,6 +210,9 @@ def solve_track(
             search_repair(solver, targets, fields, known, max_jump, track_rest, search)
             if searched_score < jump_score(skeleton, fields["q"], known, max_jump):
                 fields = searched
+            # A small step the searches left where the path passes a branch point: spread it.
+            if jump_score(skeleton, fields["q"], known, max_jump)[0]:
+                spread_jumps(solver, targets, fields, known, max_jump, steps_of, options)
     return IKResult(**fields)
 
 
