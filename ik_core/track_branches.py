@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .branches import random_configurations
-from .track_grid import _MISS_PENALTY, backtrack, step_cost
+from .track_grid import _MISS_PENALTY, candidate_paths, max_step, step_cost
 
 # Frames between the boundaries where every branch is found afresh.
 _BLOCK = 100
@@ -66,9 +66,7 @@ def track_branches(
         Candidate paths, each q (N, dof) and converged (N,): the cheapest, then (with an
         incumbent, when that one leaves it) the cheapest that ends on the incumbent.
     """
-    if steps_of is None:
-        def steps_of(a, b):
-            return np.max(np.abs(b - a), axis=-1)
+    steps_of = max_step if steps_of is None else steps_of
     n = len(targets)
     start = np.asarray(start, dtype=float)
     dof = len(start)
@@ -124,11 +122,7 @@ def track_branches(
         ok = np.concatenate([ok, np.asarray(incumbent_ok, dtype=bool)[:, None]], axis=1)
         known = np.concatenate([known, np.ones((n, 1), dtype=bool)], axis=1)
     D, back = _cheapest(Q, ok, known, start, max_jump, steps_of)
-    ends = [int(np.argmin(D))]
-    if incumbent is not None and ends[0] != Q.shape[1] - 1:
-        ends.append(Q.shape[1] - 1)
-    frames = np.arange(n)
-    return [(Q[frames, p], ok[frames, p]) for p in (backtrack(back, k) for k in ends)]
+    return candidate_paths(Q, ok, D, back, incumbent is not None)
 
 
 def _cheapest(Q, ok, known, start, max_jump: float, steps_of) -> tuple[np.ndarray, np.ndarray]:

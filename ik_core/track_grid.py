@@ -212,9 +212,7 @@ def track_grid(
         Candidate paths, each q (N, dof) and converged (N,): the cheapest, then (with an
         incumbent, when that one leaves it) the cheapest that ends on the incumbent.
     """
-    if steps_of is None:
-        def steps_of(a, b):
-            return np.max(np.abs(b - a), axis=-1)
+    steps_of = max_step if steps_of is None else steps_of
     tp, tr = solver_targets(solver, targets)
     n = len(tp)
     start = np.asarray(start, dtype=float)
@@ -294,10 +292,31 @@ def track_grid(
         Q = np.concatenate([Q, np.asarray(incumbent, dtype=float)[:, None]], axis=1)
         ok = np.concatenate([ok, np.asarray(incumbent_ok, dtype=bool)[:, None]], axis=1)
     D, back = _shortest_paths(Q, ok, grids, start, max_jump, steps_of)
+    return candidate_paths(Q, ok, D, back, incumbent is not None)
+
+
+def max_step(qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
+    """(...,) largest change of any variable between configurations (..., dof) [rad or m]."""
+    return np.max(np.abs(qb - qa), axis=-1)
+
+
+def candidate_paths(Q, ok, D, back, with_incumbent: bool) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The cheapest path, then (with an incumbent, the last state) the cheapest ending on it.
+
+    Args:
+        Q: (N, S, dof) states.
+        ok: (N, S) which of them reach their targets.
+        D: (S,) cost of the cheapest path to each state of the last frame.
+        back: (N, S) predecessor of each state on its cheapest path.
+        with_incumbent: Whether the last state is the incumbent.
+
+    Returns:
+        [(q (N, dof), converged (N,))], one or two paths.
+    """
     ends = [int(np.argmin(D))]
-    if incumbent is not None and ends[0] != len(D) - 1:
+    if with_incumbent and ends[0] != len(D) - 1:
         ends.append(len(D) - 1)
-    frames = np.arange(n)
+    frames = np.arange(len(Q))
     return [(Q[frames, path], ok[frames, path]) for path in (backtrack(back, k) for k in ends)]
 
 

@@ -20,35 +20,34 @@ TOL = 1e-6
 # The kinematics of a KUKA KR 16-2 (joint origins, axes and limits from ROS-Industrial's
 # kuka_experimental kr16_2 URDF, Apache-2.0): a 6-joint industrial arm with an offset elbow,
 # whose takes slip between elbow branches near full stretch.
-KR16_URDF = """<robot name="kr16_2">
-  <link name="base_link"/><link name="link_1"/><link name="link_2"/><link name="link_3"/>
-  <link name="link_4"/><link name="link_5"/><link name="link_6"/><link name="tool0"/>
-  <joint name="joint_a1" type="revolute"><parent link="base_link"/><child link="link_1"/>
-    <origin xyz="0 0 0.675" rpy="0 0 0"/><axis xyz="0 0 -1"/>
-    <limit lower="-3.22885911619" upper="3.22885911619" effort="0" velocity="2.72"/></joint>
-  <joint name="joint_a2" type="revolute"><parent link="link_1"/><child link="link_2"/>
-    <origin xyz="0.26 0 0" rpy="0 0 0"/><axis xyz="0 1 0"/>
-    <limit lower="-2.70526034059" upper="0.610865238198" effort="0" velocity="2.72"/></joint>
-  <joint name="joint_a3" type="revolute"><parent link="link_2"/><child link="link_3"/>
-    <origin xyz="0.68 0 0" rpy="0 0 0"/><axis xyz="0 1 0"/>
-    <limit lower="-2.26892802759" upper="2.68780704807" effort="0" velocity="2.72"/></joint>
-  <joint name="joint_a4" type="revolute"><parent link="link_3"/><child link="link_4"/>
-    <origin xyz="0.67 0 -0.035" rpy="0 0 0"/><axis xyz="-1 0 0"/>
-    <limit lower="-6.10865238198" upper="6.10865238198" effort="0" velocity="5.76"/></joint>
-  <joint name="joint_a5" type="revolute"><parent link="link_4"/><child link="link_5"/>
-    <origin xyz="0 0 0" rpy="0 0 0"/><axis xyz="0 1 0"/>
-    <limit lower="-2.26892802759" upper="2.26892802759" effort="0" velocity="5.76"/></joint>
-  <joint name="joint_a6" type="revolute"><parent link="link_5"/><child link="link_6"/>
-    <origin xyz="0 0 0" rpy="0 0 0"/><axis xyz="-1 0 0"/>
-    <limit lower="-6.10865238198" upper="6.10865238198" effort="0" velocity="10.73"/></joint>
-  <joint name="joint_a6-tool0" type="fixed"><parent link="link_6"/><child link="tool0"/>
-    <origin xyz="0.158 0 0" rpy="0 1.57079632679 0"/></joint>
-</robot>"""
+KR16_JOINTS = [  # name, origin xyz [m], axis, lower, upper [rad]
+    ("joint_a1", "0 0 0.675", "0 0 -1", -3.22885911619, 3.22885911619),
+    ("joint_a2", "0.26 0 0", "0 1 0", -2.70526034059, 0.610865238198),
+    ("joint_a3", "0.68 0 0", "0 1 0", -2.26892802759, 2.68780704807),
+    ("joint_a4", "0.67 0 -0.035", "-1 0 0", -6.10865238198, 6.10865238198),
+    ("joint_a5", "0 0 0", "0 1 0", -2.26892802759, 2.26892802759),
+    ("joint_a6", "0 0 0", "-1 0 0", -6.10865238198, 6.10865238198),
+]
+
+
+def kr16_urdf() -> str:
+    """The KR 16-2 as URDF text, with its tool0 flange frame."""
+    links = "".join(f'<link name="link_{k}"/>' for k in range(len(KR16_JOINTS) + 1)) + '<link name="tool0"/>'
+    joints = "".join(
+        f'<joint name="{name}" type="revolute"><parent link="link_{k}"/><child link="link_{k + 1}"/>'
+        f'<origin xyz="{xyz}" rpy="0 0 0"/><axis xyz="{axis}"/>'
+        f'<limit lower="{lo}" upper="{hi}" effort="0" velocity="1"/></joint>'
+        for k, (name, xyz, axis, lo, hi) in enumerate(KR16_JOINTS)
+    )
+    tool = (f'<joint name="tool" type="fixed"><parent link="link_{len(KR16_JOINTS)}"/><child link="tool0"/>'
+            '<origin xyz="0.158 0 0" rpy="0 1.57079632679 0"/></joint>')
+    return f'<robot name="kr16_2">{links}{joints}{tool}</robot>'
+
 
 
 @pytest.fixture(scope="module")
 def kr16():
-    return parse_urdf(KR16_URDF).to_skeleton(None, None)
+    return parse_urdf(kr16_urdf()).to_skeleton(None, None)
 
 
 def smooth_path(skeleton, frames: int, seed: int) -> np.ndarray:
