@@ -85,7 +85,8 @@ def main() -> int:
         if name.startswith("ur"):
             params = ur_params_from_preset(name)
             t0 = time.perf_counter()
-            q, _found = ur_ik_path(targets, params, q_path[0])
+            # The protocol's own tolerance, as the DLS rows get: the path passes the stretched arm.
+            q, _found = ur_ik_path(targets, params, q_path[0], tolerance=1e-5)
             rows.append({"robot": name, "method": "articulate ur_ik_path (analytic)", "frames": args.frames,
                          **score(skeleton, q, targets, time.perf_counter() - t0, q_path)})
         rows += rtb_row(name, skeleton, targets[: args.rtb_frames], q_path)
