@@ -67,8 +67,7 @@ def held_candidates(solver, q: np.ndarray, pairs: int = _PAIRS) -> list[tuple[in
         better |n| has the largest 5th percentile over the samples, best first.
     """
     _, J = solver.model.poses_and_jacobians(q)
-    Jw = J.reshape(len(q), -1, J.shape[-1])
-    null = np.abs(np.linalg.svd(Jw)[2][:, -1, :])
+    null = null_vectors(J.reshape(len(q), -1, J.shape[-1]))
     median = np.median(null, axis=0)
     ranked = [int(i) for i in np.argsort(-median, kind="stable")]
     dof = null.shape[1]
@@ -81,6 +80,22 @@ def held_candidates(solver, q: np.ndarray, pairs: int = _PAIRS) -> list[tuple[in
             scored.append((-score, (i, j) if median[i] >= median[j] else (j, i)))
     scored.sort(key=lambda item: item[0])
     return [(ranked[0],)] + [pair for _, pair in scored[:pairs]]
+
+
+def null_vectors(J: np.ndarray) -> np.ndarray:
+    """(..., r + 1) |n|: the unit null vectors of Jacobians J (..., r, r + 1), componentwise absolute.
+
+    The null vector of an r x (r + 1) matrix is its vector of signed maximal minors (Cramer),
+    n_i = (-1)^i det(J without column i): r + 1 small determinants are cheaper than an SVD. A
+    rank-deficient J has no unique null vector and gives zeros.
+    """
+    cols = J.shape[-1]
+    drop = np.array([[j for j in range(cols) if j != i] for i in range(cols)], dtype=int)
+    minors = np.abs(np.linalg.det(np.moveaxis(J[..., drop], -2, -3)))  # (..., r + 1)
+    norm = np.linalg.norm(minors, axis=-1, keepdims=True)
+    # Minors at rounding level (relative to the entries' scale to the r-th power) are zeros.
+    scale = np.max(np.abs(J), axis=(-2, -1))[..., None] ** J.shape[-2]
+    return np.divide(minors, norm, out=np.zeros_like(minors), where=norm > 1e-12 * scale)
 
 
 class _HeldSolver:
@@ -168,14 +183,6 @@ class _Grids:
             a = self.first[g]
             out[:, a : a + len(v)] = a + _nearest_true(mask[:, a : a + len(v)])
         return out
-
-    def within(self, shift: int) -> tuple[np.ndarray, np.ndarray]:
-        """Source and destination states ``shift`` values apart on the same grid."""
-        src = np.arange(self.size)
-        dst = src + shift
-        valid = (dst >= 0) & (dst < self.size)
-        valid[valid] &= self.block[src[valid]] == self.block[dst[valid]]
-        return src[valid], dst[valid]
 
     def nearest_on(self, g: int, value: np.ndarray) -> np.ndarray:
         """State index on grid g whose value is nearest to ``value`` (...,)."""
@@ -345,7 +352,7 @@ def _seed_crossings(gs, grids, q, conv, tp, tr, max_jump: float) -> None:
     if not len(live):
         return
     _, J = gs.solver.model.poses_and_jacobians(q[f, live])
-    null = np.abs(np.linalg.svd(J.reshape(len(live), -1, J.shape[-1]))[2][:, -1, :])
+    null = null_vectors(J.reshape(len(live), -1, J.shape[-1]))
     n_held = len(grids.held) // 2
     rows, seeds = [], []
     for g in range(n_held, len(grids.held)):
@@ -395,45 +402,65 @@ def step_cost(steps: np.ndarray, max_jump: float) -> np.ndarray:
 def _shortest_paths(Q, ok, grids: _Grids, start, max_jump: float, steps_of) -> tuple[np.ndarray, np.ndarray]:
     """Cheapest paths through the states of every frame, by dynamic programming.
 
+    A grid state is reached from the states up to ``_REACH`` values away on its own grid,
+    from the three states of every other grid nearest its value of that grid's variable, and
+    from the incumbent (the last state, when there is one), which is reached from every state.
+    Each frame is one vectorized step over a (candidates, states) table.
+
     Returns:
         (S,) cost of the cheapest path to each state of the last frame, and (N, S) the state
         of the frame before that each state is best reached from.
     """
     n, S = ok.shape
-    extra = S - grids.size  # the incumbent, when given, is the last state
+    G = grids.size
+    states = np.arange(G)
+    block = grids.block
+    # Moves along a state's own grid: the source ``shift`` values below it (-1: none).
+    moves = []
+    for shift in range(-_REACH, _REACH + 1):
+        src = states - shift
+        valid = (src >= 0) & (src < G)
+        valid[valid] &= block[src[valid]] == block[valid]
+        moves.append(np.where(valid, src, -1))
+    moves = np.array(moves)
+    # Crossings: for each state, the other grids (rows) and their variables, first states and cells.
+    layers = len(grids.held)
+    others = np.array([[g for g in range(layers) if g != block[k]] for k in states], dtype=int).T.reshape(layers - 1, G)
+    held = np.asarray(grids.held)[others]
+    first = np.asarray(grids.first)[others]
+    size = np.array([len(v) for v in grids.values])[others]
+    v0 = np.array([v[0] for v in grids.values])[others]
+    cell = np.asarray(grids.cell)[others]
+    last_of = first + size - 1
+    incumbent = S > G
 
     def cost(steps: np.ndarray) -> np.ndarray:
         return step_cost(steps, max_jump)
 
     D = cost(steps_of(start[None], Q[0])) + np.where(ok[0], 0.0, _MISS_PENALTY)
     back = np.empty((n, S), dtype=np.int32)
-    moves = [grids.within(s) for s in range(-_REACH, _REACH + 1)]
-    states = np.arange(S)
-    grid_states = states[: grids.size]
-    crossings = [(g, h) for g in range(len(grids.held)) for h in range(len(grids.held)) if g != h]
     for t in range(1, n):
-        best = np.full(S, np.inf)
-        arg = np.zeros(S, dtype=np.int32)
-        pairs = list(moves)
-        for g, h in crossings:
-            # Into grid h from the states of grid g holding about the same value of g's variable.
-            dst = grid_states[grids.block == h]
-            centre = grids.nearest_on(g, Q[t, dst, grids.held[g]])
-            for d in (-1, 0, 1):
-                src = np.clip(centre + d, grids.first[g], grids.first[g] + len(grids.values[g]) - 1)
-                pairs.append((src, dst))
-        if extra:
-            # The incumbent from and to every state.
-            last = S - 1
-            pairs.append((np.full(S, last), states))
-            pairs.append((states[:-1], np.full(S - 1, last)))
-        for src, dst in pairs:
-            c = D[src] + cost(steps_of(Q[t - 1, src], Q[t, dst]))
-            better = c < best[dst]
-            best[dst[better]] = c[better]
-            arg[dst[better]] = src[better]
+        # Into a state from the states of another grid holding about the same value of that
+        # grid's variable as this state's configuration does.
+        value = Q[t, states[None, :], held]
+        centre = first + np.clip(np.rint((value - v0) / cell).astype(int), 0, size - 1)
+        rows = [moves] + [np.clip(centre + d, first, last_of) for d in (-1, 0, 1)]
+        if incumbent:
+            rows.append(np.full((1, G), S - 1))
+        src = np.concatenate(rows)
+        valid = src >= 0
+        src = np.where(valid, src, 0)
+        c = np.where(valid, D[src] + cost(steps_of(Q[t - 1][src], Q[t, :G][None])), np.inf)
+        pick = np.argmin(c, axis=0)
+        best = np.empty(S)
+        best[:G] = c[pick, states]
+        back[t, :G] = src[pick, states]
+        if incumbent:
+            # The incumbent from every state, itself included.
+            ci = D + cost(steps_of(Q[t - 1], Q[t, S - 1][None]))
+            back[t, S - 1] = int(np.argmin(ci))
+            best[S - 1] = ci[back[t, S - 1]]
         D = best + np.where(ok[t], 0.0, _MISS_PENALTY)
-        back[t] = arg
     return D, back
 
 

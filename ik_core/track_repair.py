@@ -14,7 +14,7 @@ from functools import partial
 
 import numpy as np
 
-from .track_grid import held_candidates, track_grid
+from .track_grid import held_candidates, max_step, track_grid
 
 # Frames before a jump where the search starts (the self-motion must have room to move ahead
 # of the trouble) and frames after it where the search ends and frame-by-frame tracking resumes.
@@ -74,7 +74,12 @@ def search_repair(
 
     skeleton = solver.skeleton
     n = len(fields["q"])
-    pair = partial(joint_steps, skeleton)  # step between two configurations, as the take measures it
+    # Step between two configurations, as the take measures it (the plain largest change on
+    # chains of 1-DoF joints, which the searches are for: no per-call joint bookkeeping).
+    from .skeleton import JointKind
+
+    balls = any(j.kind is JointKind.BALL and j.dof for j in skeleton.joints)
+    pair = partial(joint_steps, skeleton) if balls else max_step
 
     replaced = False
     initial = (jump_score(skeleton, fields["q"], start, max_jump), {f: v.copy() for f, v in fields.items()})
