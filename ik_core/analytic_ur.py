@@ -357,7 +357,7 @@ def ur_ik_path(
     Raises:
         InvalidInputError: Bad shapes or non-finite input, or ``max_jump`` not > 0.
     """
-    from .track_grid import _MISS_PENALTY, step_cost
+    from .track_dp import MISS_PENALTY, step_cost
 
     T = np.asarray(targets, dtype=float)
     if T.ndim != 3 or T.shape[1:] != (4, 4):
@@ -381,7 +381,7 @@ def ur_ik_path(
     for k in range(n):
         sols, ok = ur_ik(np.broadcast_to(T[k], (len(prev), 4, 4)), params, prev, tolerance=tolerance)  # (S, 8, 6)
         steps = np.max(np.abs(sols - prev[:, None]), axis=-1)
-        cost = D[:, None] + step_cost(steps, max_jump) + np.where(ok, 0.0, _MISS_PENALTY)
+        cost = D[:, None] + step_cost(steps, max_jump) + np.where(ok, 0.0, MISS_PENALTY)
         back[k] = np.argmin(cost, axis=0)
         Q[k], V[k], D = sols[back[k], rows], ok[back[k], rows], cost[back[k], rows]
         prev = Q[k]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .branches import random_configurations
-from .track_grid import _MISS_PENALTY, candidate_paths, max_step, step_cost
+from .track_dp import MISS_PENALTY, candidate_paths, max_step, step_cost
 
 # Frames between the boundaries where every branch is found afresh.
 _BLOCK = 100
@@ -137,7 +137,7 @@ def _cheapest(Q, ok, known, start, max_jump: float, steps_of) -> tuple[np.ndarra
     def cost(steps: np.ndarray) -> np.ndarray:
         return step_cost(steps, max_jump)
 
-    extra = np.where(ok, 0.0, _MISS_PENALTY) + np.where(known, 0.0, np.inf)
+    extra = np.where(ok, 0.0, MISS_PENALTY) + np.where(known, 0.0, np.inf)
     D = cost(steps_of(start[None], Q[0])) + extra[0]
     back = np.zeros((n, S), dtype=np.int32)
     for t in range(1, n):

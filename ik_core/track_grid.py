@@ -16,10 +16,10 @@ answer around its jumps.
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 
+from .track_dp import MISS_PENALTY, candidate_paths, max_step, step_cost
+from .track_held import HeldSolver, null_vectors
 from .track_smoothing import solver_targets
 
 # Grid spacing of the held joint [rad or m]: neighbouring grid values must lie well inside the
@@ -28,11 +28,6 @@ _CELL = 0.04
 # Grid values a path may move per frame (either way); near a fold the self-motion moves fast
 # along the grid (measured on the iiwa: 4 left 16 -> 4 jumps where 2 left 16).
 _REACH = 4
-# Cost of a step above max_jump, plus as much per unit of excess, against squared steps below
-# it: a jump is worth almost any detour, and fewer jumps beat smaller ones.
-_JUMP_PENALTY = 1e3
-# Cost of a state whose target the grid value does not reach: only taken when nothing reaches.
-_MISS_PENALTY = 1e6
 # Gauss-Newton iterations per frame while tracking, and when a grid value is (re)seeded.
 _TRACK_ITERATIONS = 3
 _SEED_ITERATIONS = 12
@@ -41,108 +36,6 @@ _SEED_ITERATIONS = 12
 # some cost per frame, so one held variable (a take without such folds) tracks 16 at a time.
 _SEGMENT = 4
 _SEGMENT_ONE_GRID = 16
-# Pairs of held variables tried in turn on a stretch until one leaves it without a jump.
-_PAIRS = 3
-
-
-def held_candidates(solver, q: np.ndarray, pairs: int = _PAIRS) -> list[tuple[int, ...]]:
-    """Sets of variables to hold on grids, cheapest first, for the self-motion along a take.
-
-    For a chain with one redundant variable the self-motion direction is the Jacobian's null
-    vector n (unit, in joint space). Holding variable i leaves a regular arm where |n_i| is
-    large (the reduced Jacobian's determinant is proportional to it); where n_i = 0 the
-    self-motion folds over i's grid and a grid value's solution disappears. One variable may
-    do for a whole take (the Panda's q1 measured best), but on a 7-joint arm with aligned axes
-    none avoids every fold (the iiwa's q3 folds where q6 = 0, its q5 where q2 = 0), so the
-    next sets hold two variables, each on its own grid, that cover each other's folds.
-
-    Args:
-        solver: A DLS solver of a chain with one more variable than task rows.
-        q: (F, dof) sample configurations of the take.
-        pairs: Pairs to propose (the samples are only the answer so far, not the path the
-            search will take, so the best-scored pair is not always the one that works).
-
-    Returns:
-        The best single variable (largest median |n_i|), then the ``pairs`` pairs whose
-        better |n| has the largest 5th percentile over the samples, best first.
-    """
-    _, J = solver.model.poses_and_jacobians(q)
-    null = null_vectors(J.reshape(len(q), -1, J.shape[-1]))
-    median = np.median(null, axis=0)
-    ranked = [int(i) for i in np.argsort(-median, kind="stable")]
-    dof = null.shape[1]
-    scored = []
-    for i in range(dof):
-        for j in range(i + 1, dof):
-            # The worst samples decide (a low percentile of the better of the two), then the median.
-            both = np.maximum(null[:, i], null[:, j])
-            score = float(np.percentile(both, 5)) + 1e-3 * float(np.median(both))
-            scored.append((-score, (i, j) if median[i] >= median[j] else (j, i)))
-    scored.sort(key=lambda item: item[0])
-    return [(ranked[0],)] + [pair for _, pair in scored[:pairs]]
-
-
-def null_vectors(J: np.ndarray) -> np.ndarray:
-    """(..., r + 1) |n|: the unit null vectors of Jacobians J (..., r, r + 1), componentwise absolute.
-
-    The null vector of an r x (r + 1) matrix is its vector of signed maximal minors (Cramer),
-    n_i = (-1)^i det(J without column i): r + 1 small determinants are cheaper than an SVD. A
-    rank-deficient J has no unique null vector and gives zeros.
-    """
-    cols = J.shape[-1]
-    drop = np.array([[j for j in range(cols) if j != i] for i in range(cols)], dtype=int)
-    minors = np.abs(np.linalg.det(np.moveaxis(J[..., drop], -2, -3)))  # (..., r + 1)
-    norm = np.linalg.norm(minors, axis=-1, keepdims=True)
-    # Minors at rounding level (relative to the entries' scale to the r-th power) are zeros.
-    scale = np.max(np.abs(J), axis=(-2, -1))[..., None] ** J.shape[-2]
-    return np.divide(minors, norm, out=np.zeros_like(minors), where=norm > 1e-12 * scale)
-
-
-class _HeldSolver:
-    """Gauss-Newton on the solver's residual, each configuration with one variable held fixed."""
-
-    def __init__(self, solver) -> None:
-        self.solver = copy.copy(solver)
-        self.solver._null = False  # the grid decides the self-motion, not a pull
-
-    def run(
-        self, q: np.ndarray, held: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, iterations: int
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Iterate configurations q (P, dof) toward their targets, variable ``held[p]`` of each fixed.
-
-        Only configurations still short of their target iterate (an active set), each with
-        its own Levenberg-Marquardt damping; a step that does not lower the error is undone.
-
-        Returns:
-            q (P, dof) and converged (P,).
-        """
-        s = self.solver
-        q = q.copy()
-        if not len(q):
-            return q, np.zeros(0, dtype=bool)
-        ew, Jw, E, pe, re = s._evaluate(q, tp, tr)
-        conv = (pe <= s.tolerance) & (re <= s.rotation_tolerance)
-        act = np.flatnonzero(~conv)
-        ew, Jw, E = ew[act], Jw[act], E[act]
-        lam = s.damping * np.minimum(E, 1.0) * 1e-2 + s.min_damping
-        for _ in range(iterations):
-            if not len(act):
-                break
-            Jh = Jw.copy()
-            Jh[np.arange(len(act)), :, held[act]] = 0.0
-            q_new = s._step(q[act], ew, Jh, E, lam)
-            ew2, Jw2, E2, pe2, re2 = s._evaluate(q_new, tp[act], None if tr is None else tr[act])
-            take = E2 < E
-            q[act[take]] = q_new[take]
-            done = take & (pe2 <= s.tolerance) & (re2 <= s.rotation_tolerance)
-            conv[act[done]] = True
-            ew = np.where(take[:, None], ew2, ew)
-            Jw = np.where(take[:, None, None], Jw2, Jw)
-            E = np.where(take, E2, E)
-            lam = np.where(take, np.maximum(lam * 0.2, s.min_damping), lam * 8.0)
-            keep = ~done
-            act, ew, Jw, E, lam = act[keep], ew[keep], Jw[keep], E[keep], lam[keep]
-        return q, conv
 
 
 def _nearest_true(mask: np.ndarray) -> np.ndarray:
@@ -228,7 +121,7 @@ def track_grid(
     layers = 2 if len(held) > 1 else 1
     grids = _Grids(solver._lo, solver._hi, held * layers)
     first_layer_size = grids.first[len(held)] if layers > 1 else grids.size
-    gs = _HeldSolver(solver)
+    gs = HeldSolver(solver)
     S, dof = grids.size, len(start)
     hv, vv = grids.state_held, grids.state_value
     Q = np.empty((n, S, dof))
@@ -302,31 +195,6 @@ def track_grid(
     return candidate_paths(Q, ok, D, back, incumbent is not None)
 
 
-def max_step(qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
-    """(...,) largest change of any variable between configurations (..., dof) [rad or m]."""
-    return np.max(np.abs(qb - qa), axis=-1)
-
-
-def candidate_paths(Q, ok, D, back, with_incumbent: bool) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The cheapest path, then (with an incumbent, the last state) the cheapest ending on it.
-
-    Args:
-        Q: (N, S, dof) states.
-        ok: (N, S) which of them reach their targets.
-        D: (S,) cost of the cheapest path to each state of the last frame.
-        back: (N, S) predecessor of each state on its cheapest path.
-        with_incumbent: Whether the last state is the incumbent.
-
-    Returns:
-        [(q (N, dof), converged (N,))], one or two paths.
-    """
-    ends = [int(np.argmin(D))]
-    if with_incumbent and ends[0] != len(D) - 1:
-        ends.append(len(D) - 1)
-    frames = np.arange(len(Q))
-    return [(Q[frames, path], ok[frames, path]) for path in (backtrack(back, k) for k in ends)]
-
-
 def _seed_crossings(gs, grids, q, conv, tp, tr, max_jump: float) -> None:
     """Give each variable's second grid the states where another variable's grid folds, in place.
 
@@ -393,12 +261,6 @@ def _seed_crossings(gs, grids, q, conv, tp, tr, max_jump: float) -> None:
     conv[f, rows[take]] = True
 
 
-def step_cost(steps: np.ndarray, max_jump: float) -> np.ndarray:
-    """(...,) path cost of joint steps [rad or m]: squared below ``max_jump``, a jump penalty above."""
-    over = steps > max_jump
-    return steps * steps + np.where(over, _JUMP_PENALTY * (1.0 + steps - max_jump), 0.0)
-
-
 def _shortest_paths(Q, ok, grids: _Grids, start, max_jump: float, steps_of) -> tuple[np.ndarray, np.ndarray]:
     """Cheapest paths through the states of every frame, by dynamic programming.
 
@@ -437,7 +299,7 @@ def _shortest_paths(Q, ok, grids: _Grids, start, max_jump: float, steps_of) -> t
     def cost(steps: np.ndarray) -> np.ndarray:
         return step_cost(steps, max_jump)
 
-    D = cost(steps_of(start[None], Q[0])) + np.where(ok[0], 0.0, _MISS_PENALTY)
+    D = cost(steps_of(start[None], Q[0])) + np.where(ok[0], 0.0, MISS_PENALTY)
     back = np.empty((n, S), dtype=np.int32)
     for t in range(1, n):
         # Into a state from the states of another grid holding about the same value of that
@@ -460,15 +322,5 @@ def _shortest_paths(Q, ok, grids: _Grids, start, max_jump: float, steps_of) -> t
             ci = D + cost(steps_of(Q[t - 1], Q[t, S - 1][None]))
             back[t, S - 1] = int(np.argmin(ci))
             best[S - 1] = ci[back[t, S - 1]]
-        D = best + np.where(ok[t], 0.0, _MISS_PENALTY)
+        D = best + np.where(ok[t], 0.0, MISS_PENALTY)
     return D, back
-
-
-def backtrack(back: np.ndarray, k: int) -> np.ndarray:
-    """(N,) states of the cheapest path ending in state k at the last frame."""
-    n = len(back)
-    path = np.empty(n, dtype=int)
-    for t in range(n - 1, -1, -1):
-        path[t] = k
-        k = back[t, k]
-    return path

@@ -14,7 +14,9 @@ from functools import partial
 
 import numpy as np
 
-from .track_grid import held_candidates, max_step, track_grid
+from .track_dp import max_step
+from .track_grid import track_grid
+from .track_held import held_candidates
 
 # Frames before a jump where the search starts (the self-motion must have room to move ahead
 # of the trouble) and frames after it where the search ends and frame-by-frame tracking resumes.

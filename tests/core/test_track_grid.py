@@ -11,7 +11,8 @@ from ik_core.kinematics import effector_poses
 from ik_core.rotations import rotation_error
 from ik_core.solvers.base import IKResult
 from ik_core.solvers.dls import DLSSolver
-from ik_core.track_grid import held_candidates, null_vectors, track_grid
+from ik_core.track_grid import track_grid
+from ik_core.track_held import held_candidates
 from ik_core.track_repair import jump_score, search_repair
 from ik_core.tracking import solve_track
 
@@ -37,33 +38,6 @@ def cartesian_path(skeleton, frames: int, seed: int = 0) -> np.ndarray:
 @pytest.fixture(scope="module")
 def panda():
     return robots.load_preset("panda")
-
-
-def test_null_vectors_span_the_jacobians_null_space() -> None:
-    """Cofactor null vectors are unit, annihilated by J, equal to the SVD's up to sign; rank-deficient J gives 0."""
-    rng = np.random.default_rng(0)
-    J = rng.normal(size=(20, 6, 7))
-    n = null_vectors(J)
-    np.testing.assert_allclose(np.linalg.norm(n, axis=-1), 1.0)
-    np.testing.assert_allclose(n, np.abs(np.linalg.svd(J)[2][:, -1, :]), atol=1e-12)
-    signs = np.sign(np.linalg.svd(J)[2][:, -1, :])  # |n| loses the sign; J annihilates the signed vector
-    assert np.abs(np.einsum("kij,kj->ki", J, n * signs)).max() < 1e-12
-    J[0, :, 1] = J[0, :, 0]  # two equal columns and another dependency: rank 5
-    J[0, :, 2] = J[0, :, 3]
-    assert np.all(null_vectors(J[:1]) == 0.0)
-
-
-def test_held_pair_covers_the_folds_of_each_variable_on_the_iiwa() -> None:
-    """At q2 = 0 the self-motion is q1 against q3, at q6 = 0 q5 against q7: the pair holds one of each."""
-    iiwa = robots.load_preset("lbr_iiwa_14_r820")
-    rng = np.random.default_rng(3)
-    q = rng.uniform(-1.2, 1.2, (40, 7))
-    q[:20, 1] = 0.0  # shoulder axes 1 and 3 aligned
-    q[20:, 5] = 0.0  # wrist axes 5 and 7 aligned
-    single, pair, *others = held_candidates(solver_for(iiwa), q)
-    assert len(single) == 1 and len(pair) == 2 and all(len(o) == 2 for o in others)
-    assert set(pair) & {0, 2}, pair
-    assert set(pair) & {4, 6}, pair
 
 
 def test_searched_path_reaches_every_target_in_small_steps(panda) -> None:

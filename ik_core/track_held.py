@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Holding variables of a one-redundant chain: which to hold (null vectors), and Gauss-Newton with one held."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+# Pairs of held variables tried in turn on a stretch until one leaves it without a jump.
+_PAIRS = 3
+
+
+def held_candidates(solver, q: np.ndarray, pairs: int = _PAIRS) -> list[tuple[int, ...]]:
+    """Sets of variables to hold on grids, cheapest first, for the self-motion along a take.
+
+    For a chain with one redundant variable the self-motion direction is the Jacobian's null
+    vector n (unit, in joint space). Holding variable i leaves a regular arm where |n_i| is
+    large (the reduced Jacobian's determinant is proportional to it); where n_i = 0 the
+    self-motion folds over i's grid and a grid value's solution disappears. One variable may
+    do for a whole take (the Panda's q1 measured best), but on a 7-joint arm with aligned axes
+    none avoids every fold (the iiwa's q3 folds where q6 = 0, its q5 where q2 = 0), so the
+    next sets hold two variables, each on its own grid, that cover each other's folds.
+
+    Args:
+        solver: A DLS solver of a chain with one more variable than task rows.
+        q: (F, dof) sample configurations of the take.
+        pairs: Pairs to propose (the samples are only the answer so far, not the path the
+            search will take, so the best-scored pair is not always the one that works).
+
+    Returns:
+        The best single variable (largest median |n_i|), then the ``pairs`` pairs whose
+        better |n| has the largest 5th percentile over the samples, best first.
+    """
+    _, J = solver.model.poses_and_jacobians(q)
+    null = null_vectors(J.reshape(len(q), -1, J.shape[-1]))
+    median = np.median(null, axis=0)
+    ranked = [int(i) for i in np.argsort(-median, kind="stable")]
+    dof = null.shape[1]
+    scored = []
+    for i in range(dof):
+        for j in range(i + 1, dof):
+            # The worst samples decide (a low percentile of the better of the two), then the median.
+            both = np.maximum(null[:, i], null[:, j])
+            score = float(np.percentile(both, 5)) + 1e-3 * float(np.median(both))
+            scored.append((-score, (i, j) if median[i] >= median[j] else (j, i)))
+    scored.sort(key=lambda item: item[0])
+    return [(ranked[0],)] + [pair for _, pair in scored[:pairs]]
+
+
+def null_vectors(J: np.ndarray) -> np.ndarray:
+    """(..., r + 1) |n|: the unit null vectors of Jacobians J (..., r, r + 1), componentwise absolute.
+
+    The null vector of an r x (r + 1) matrix is its vector of signed maximal minors (Cramer),
+    n_i = (-1)^i det(J without column i): r + 1 small determinants are cheaper than an SVD. A
+    rank-deficient J has no unique null vector and gives zeros.
+    """
+    cols = J.shape[-1]
+    drop = np.array([[j for j in range(cols) if j != i] for i in range(cols)], dtype=int)
+    minors = np.abs(np.linalg.det(np.moveaxis(J[..., drop], -2, -3)))  # (..., r + 1)
+    norm = np.linalg.norm(minors, axis=-1, keepdims=True)
+    # Minors at rounding level (relative to the entries' scale to the r-th power) are zeros.
+    scale = np.max(np.abs(J), axis=(-2, -1))[..., None] ** J.shape[-2]
+    return np.divide(minors, norm, out=np.zeros_like(minors), where=norm > 1e-12 * scale)
+
+
+class HeldSolver:
+    """Gauss-Newton on the solver's residual, each configuration with one variable held fixed."""
+
+    def __init__(self, solver) -> None:
+        self.solver = copy.copy(solver)
+        self.solver._null = False  # the grid decides the self-motion, not a pull
+
+    def run(
+        self, q: np.ndarray, held: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, iterations: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Iterate configurations q (P, dof) toward their targets, variable ``held[p]`` of each fixed.
+
+        Only configurations still short of their target iterate (an active set), each with
+        its own Levenberg-Marquardt damping; a step that does not lower the error is undone.
+
+        Returns:
+            q (P, dof) and converged (P,).
+        """
+        s = self.solver
+        q = q.copy()
+        if not len(q):
+            return q, np.zeros(0, dtype=bool)
+        ew, Jw, E, pe, re = s._evaluate(q, tp, tr)
+        conv = (pe <= s.tolerance) & (re <= s.rotation_tolerance)
+        act = np.flatnonzero(~conv)
+        ew, Jw, E = ew[act], Jw[act], E[act]
+        lam = s.damping * np.minimum(E, 1.0) * 1e-2 + s.min_damping
+        for _ in range(iterations):
+            if not len(act):
+                break
+            Jh = Jw.copy()
+            Jh[np.arange(len(act)), :, held[act]] = 0.0
+            q_new = s._step(q[act], ew, Jh, E, lam)
+            ew2, Jw2, E2, pe2, re2 = s._evaluate(q_new, tp[act], None if tr is None else tr[act])
+            take = E2 < E
+            q[act[take]] = q_new[take]
+            done = take & (pe2 <= s.tolerance) & (re2 <= s.rotation_tolerance)
+            conv[act[done]] = True
+            ew = np.where(take[:, None], ew2, ew)
+            Jw = np.where(take[:, None, None], Jw2, Jw)
+            E = np.where(take, E2, E)
+            lam = np.where(take, np.maximum(lam * 0.2, s.min_damping), lam * 8.0)
+            keep = ~done
+            act, ew, Jw, E, lam = act[keep], ew[keep], Jw[keep], E[keep], lam[keep]
+        return q, conv
