@@ -25,7 +25,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ik_core import effector_poses, robots  # noqa: E402
-from ik_core.analytic_ur import ur_ik_path, ur_params_from_preset  # noqa: E402
+from ik_core.analytic_ur import ur_params_from_preset  # noqa: E402
+from ik_core.analytic_ur_path import ur_ik_path  # noqa: E402
 from ik_core.rotations import rotation_error  # noqa: E402
 from ik_core.solvers.dls import DLSSolver  # noqa: E402
 from ik_core.tracking import solve_track  # noqa: E402
