@@ -8,7 +8,9 @@ the path forces a jump. Knowing the whole take, the family can be searched inste
 variable (or two, each on its own grid) is held at each value of a fine grid, every grid
 value is tracked over the take as a non-redundant problem, and dynamic programming finds
 the path through (frame, grid value) states with the fewest and smallest jumps, which may
-also follow the frame-by-frame answer wherever that one is smooth.
+also follow the frame-by-frame answer wherever that one is smooth. With two held variables
+each also has a second grid, seeded wherever the other variable's grid folds, so a path can
+change grids exactly there.
 
 :func:`~ik_core.track_repair.search_repair` applies this to the stretches of a frame-by-frame
 answer around its jumps.
