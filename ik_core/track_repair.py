@@ -47,16 +47,16 @@ def search_repair(
 ) -> bool:
     """Remove the jumps of a take by a global search of its solutions around each.
 
-    Round by round, the first frame past the last searched stretch that jumps (or misses) is
-    found; from ``_LEAD`` frames before it to ``_AFTER`` after, ``search`` finds the smoothest
-    paths: by default :func:`track_grid` over a one-redundant chain's self-motion (holding the
-    variable sets of :func:`held_candidates` in turn, until one leaves no jump). A path that
-    ends back on the old answer keeps the old rest of the take; otherwise ``track`` tracks the
-    rest on from the path's last frame. The new take replaces the old when it misses no more
-    frames and its steps above ``max_jump`` up to the stretch's end are fewer with a smaller
-    total excess (or the same, and so over the whole take): a rest the frame-by-frame tracker
-    left worse is for the next rounds to repair. Should the take end up no better than it
-    came, it is restored.
+    Round by round, the first frame past the last searched stretch that jumps from a reached
+    frame to a reached frame is found; from ``_LEAD`` frames before it to ``_AFTER`` after,
+    ``search`` finds the smoothest paths: by default :func:`track_grid` over a one-redundant
+    chain's self-motion (holding the variable sets of :func:`held_candidates` in turn, until
+    one leaves no jump). A path that ends back on the old answer keeps the old rest of the
+    take; otherwise ``track`` tracks the rest on from the path's last frame. The new take
+    replaces the old when it misses no more frames and its steps above ``max_jump`` up to the
+    stretch's end are fewer with a smaller total excess (or the same, and so over the whole
+    take): a rest the frame-by-frame tracker left worse is for the next rounds to repair.
+    Should the take end up no better than it came, it is restored.
 
     Args:
         solver: A :class:`~ik_core.solvers.dls.DLSSolver`.
@@ -89,7 +89,10 @@ def search_repair(
     for _ in range(_ROUNDS):
         q, ok = fields["q"], fields["converged"]
         steps = take_steps(skeleton, q, start)
-        bad = np.flatnonzero(((steps > max_jump) | ~ok)[frm:]) + frm
+        # Steps between two reached frames: a step into or out of a frame that cannot be
+        # reached is its best effort moving, which no search of the solutions can smooth.
+        reached_pair = ok & np.concatenate([[True], ok[:-1]])
+        bad = np.flatnonzero(((steps > max_jump) & reached_pair)[frm:]) + frm
         if not len(bad):
             break
         i = int(bad[0])

@@ -104,3 +104,18 @@ def test_take_with_look_ahead_has_no_jump_where_frame_by_frame_slips(kr16, seed:
     assert res.converged.all()
     assert jump_score(kr16, res.q, q_path[0], MAX_JUMP) == (0, 0.0)
     assert kr16.within_limits(res.q).all()
+
+
+def test_unreachable_stretch_is_reported_and_the_rest_still_reached(kr16) -> None:
+    """Targets 5 m out for a stretch: those frames come back unconverged with a reason, the others converge, no NaN."""
+    q_path = smooth_path(kr16, 400, seed=11)
+    targets = effector_poses(kr16, q_path, 0)
+    targets[150:260, 0, 3] += 5.0
+    solver = solver_for(kr16)
+    (q, ok), *_ = track_branches(solver, targets, q_path[0], MAX_JUMP)
+    assert np.isfinite(q).all() and not ok[150:260].any() and ok[:150].all() and ok[260:].all()
+    res = solve_track(solver, targets, q_path[0], look_ahead=True)
+    assert np.isfinite(res.q).all()
+    assert kr16.within_limits(res.q).all()
+    assert not res.converged[150:260].any() and res.converged[:150].all() and res.converged[260:].all()
+    assert all("reach" in str(r) for r in np.asarray(res.reason)[150:260])
