@@ -96,7 +96,8 @@ def track_branches(
     length = np.diff(bounds)
     for direction, col in ((1, 0), (-1, K)):
         origin = bounds[:-1] if direction == 1 else bounds[1:]
-        q = seeds[:-1] if direction == 1 else seeds[1:]  # (blocks, K, dof)
+        # (blocks, K, dof), a copy: the trackers move on from it, the seeds stay for the other way.
+        q = (seeds[:-1] if direction == 1 else seeds[1:]).copy()
         live = np.all(np.isfinite(q), axis=-1)
         steps = length if direction == 1 else length - 1
         velocity = np.zeros_like(q)

@@ -246,15 +246,14 @@ def _seed_crossings(gs, grids, q, conv, tp, tr, max_jump: float) -> None:
         order = np.lexsort((ratio, k))
         src, k = src[order], k[order]
         first = np.r_[True, k[1:] != k[:-1]]
-        for j, idx in zip(src[first], k[first]):
-            seed = q[f, live[j]].copy()
-            seed[h] = vals[idx]
-            rows.append(a + idx)
-            seeds.append(seed)
+        seed = q[f, live[src[first]]]  # fancy indexing: a copy
+        seed[:, h] = vals[k[first]]
+        rows.append(a + k[first])
+        seeds.append(seed)
     if not seeds:
         return
-    rows = np.array(rows)
-    seeds = np.array(seeds)
+    rows = np.concatenate(rows)
+    seeds = np.concatenate(seeds)
     q2, ok2 = gs.run(seeds, grids.state_held[rows], tp[f, rows], None if tr is None else tr[f, rows],
                      _SEED_ITERATIONS)
     # Only a solution next to its source is the crossing it was seeded for.
