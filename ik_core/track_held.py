@@ -53,9 +53,14 @@ def null_vectors(J: np.ndarray) -> np.ndarray:
 
     The null vector of an r x (r + 1) matrix is its vector of signed maximal minors (Cramer),
     n_i = (-1)^i det(J without column i): r + 1 small determinants are cheaper than an SVD. A
-    rank-deficient J has no unique null vector and gives zeros.
+    rank-deficient J has no unique null vector and gives zeros. Other shapes (a square J whose
+    rows over-count the task) get the SVD's least-moving direction instead.
     """
     cols = J.shape[-1]
+    if J.shape[-2] != cols - 1:
+        # Not r x (r + 1) (an aim task's 6 Jacobian rows for 5 task rows): the right singular
+        # vector of the smallest singular value is the direction the task moves least along.
+        return np.abs(np.linalg.svd(J)[2][..., -1, :])
     drop = np.array([[j for j in range(cols) if j != i] for i in range(cols)], dtype=int)
     minors = np.abs(np.linalg.det(np.moveaxis(J[..., drop], -2, -3)))  # (..., r + 1)
     norm = np.linalg.norm(minors, axis=-1, keepdims=True)

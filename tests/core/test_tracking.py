@@ -224,3 +224,46 @@ def test_look_ahead_is_opt_in() -> None:
     jumps = [np.count_nonzero(np.abs(np.diff(np.vstack([q_path[:1], r.q]), axis=0)).max(axis=1) > MAX_JUMP)
              for r in (plain, repaired)]
     assert jumps[0] > 0 and jumps[1] < jumps[0]
+
+
+def _random_chain(dof: int, seed: int, prismatic: bool = False):
+    """A serial chain of random revolute joints (one prismatic, optionally) with a tool offset."""
+    from ik_core.skeleton import Effector, Joint, JointKind, Skeleton
+
+    rng = np.random.default_rng(seed)
+    joints = []
+    for i in range(dof):
+        origin = np.eye(4)
+        origin[:3, 3] = rng.uniform(-0.3, 0.3, 3) + (0.0, 0.0, 0.3)
+        slide = prismatic and i == 1
+        joints.append(Joint(f"j{i}", JointKind.PRISMATIC if slide else JointKind.REVOLUTE, i - 1, origin,
+                            axis=rng.normal(size=3), lower=-0.3 if slide else -2.5, upper=0.3 if slide else 2.5))
+    tip = np.eye(4)
+    tip[0, 3] = 0.1
+    return Skeleton(joints, [Effector("tip", dof - 1, tip)])
+
+
+@pytest.mark.parametrize(("dof", "mode", "prismatic"), [
+    (3, "position", False),  # as many variables as rows: the branch search
+    (5, "aim", False),
+    (6, "aim", True),  # one redundant variable under an aim: the self-motion grids
+    (6, "full", True),
+    (7, "full", False),
+])
+def test_look_ahead_runs_on_any_chain_and_task(dof: int, mode: str, prismatic: bool) -> None:
+    """Every chain shape and task mode gets through the look-ahead: finite, in limits, reached, never more jumps."""
+    skeleton = _random_chain(dof, seed=3 + dof, prismatic=prismatic)
+    rng = np.random.default_rng(dof)
+    t = np.linspace(0.0, 1.0, 300)[:, None]
+    wave = 0.8 * np.sin(2 * np.pi * t * rng.integers(1, 3, dof) + rng.uniform(0, 6, dof))
+    q_path = np.clip(0.5 * rng.uniform(-1, 1, dof) + wave, skeleton.lower, skeleton.upper)
+    targets = effector_poses(skeleton, q_path, 0)
+    if mode == "position":
+        targets = targets[:, :3, 3]
+    solver = DLSSolver(skeleton, 0, mode=mode, tolerance=1e-6, rotation_tolerance=1e-6, restarts=4)
+    plain = solve_track(solver, targets, q_path[0])
+    res = solve_track(solver, targets, q_path[0], look_ahead=True)
+    assert np.all(np.isfinite(res.q)) and skeleton.within_limits(res.q).all()
+    assert res.converged.all()
+    steps = [np.abs(np.diff(np.vstack([q_path[:1], r.q]), axis=0)).max(axis=1) for r in (plain, res)]
+    assert np.count_nonzero(steps[1] > MAX_JUMP) <= np.count_nonzero(steps[0] > MAX_JUMP)
