@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -335,71 +335,11 @@ class Skeleton:
     def chain(self, tips: str | Sequence[str], root: str | None = None) -> Skeleton:
         """The sub-tree from ``root`` to one or more tip effectors (or joints).
 
-        Joints above ``root`` are folded into the root's origin at their rest pose (q = 0),
-        so the returned skeleton places the chain where it sits in the whole skeleton at rest.
-
-        Args:
-            tips: One or several effector names (or joint names, which get an effector at
-                the joint frame).
-            root: Name of the first joint kept; by default every tip keeps its whole path
-                up to its root (a skeleton may have several roots).
-
-        Returns:
-            A new skeleton holding only the joints on the root-to-tip paths.
-
-        Raises:
-            UnknownNameError: For unknown tip or root names.
-            SkeletonError: If a tip does not descend from ``root``.
+        See :func:`~ik_core.skeleton_chain.sub_chain`, which this calls.
         """
-        from .kinematics import rest_transforms  # local: kinematics imports this module
+        from .skeleton_chain import sub_chain  # local: skeleton_chain imports this module
 
-        tip_names = [tips] if isinstance(tips, str) else list(tips)
-        tip_joints, tip_offsets = [], []
-        for tip in tip_names:
-            if tip in self._effector_index:
-                eff = self.effector(tip)
-                tip_joints.append(eff.joint)
-                tip_offsets.append(eff.offset)
-            elif tip in self._index:
-                tip_joints.append(self._index[tip])
-                tip_offsets.append(np.eye(4))
-            else:
-                raise UnknownNameError("effector or joint", tip, [*self._effector_index, *self._index])
-        root_index = None if root is None else self.joint_index(root)
-        keep: set[int] = set()
-        for tip, tj in zip(tip_names, tip_joints):
-            path = self.ancestors(tj)
-            if root_index is not None:
-                if root_index not in path:
-                    root_name = self.joints[root_index].name
-                    raise SkeletonError(f"tip {tip!r} does not descend from root {root_name!r}")
-                path = path[path.index(root_index) :]
-            keep.update(path)
-        order = sorted(keep)
-        remap = {old: new for new, old in enumerate(order)}
-        rest = rest_transforms(self)
-        parent_of_root = -1 if root_index is None else self.joints[root_index].parent
-        base = rest[parent_of_root] if parent_of_root >= 0 else np.eye(4)
-        new_joints = []
-        for old in order:
-            j = self.joints[old]
-            if old == root_index:
-                j = replace(j, parent=-1, origin=base @ j.origin)
-            elif j.parent >= 0:
-                j = replace(j, parent=remap[j.parent])
-            if j.mimic is not None and self.joint_index(j.mimic.joint) not in keep:
-                raise SkeletonError(f"joint {j.name!r} mimics {j.mimic.joint!r}, which is outside the chain")
-            new_joints.append(j)
-        new_effectors = [
-            Effector(tip, remap[tj], off) for tip, tj, off in zip(tip_names, tip_joints, tip_offsets)
-        ]
-        kept_q = [
-            np.arange(self.q_index[o], self.q_index[o] + self.joints[o].dof)
-            for o in order
-            if self.joints[o].dof
-        ]
-        pref = self.preferred_q[np.concatenate(kept_q)] if kept_q else np.zeros(0)
-        return Skeleton(new_joints, new_effectors, name=self.name, preferred_q=pref)
+        return sub_chain(self, tips, root)
 
     def __repr__(self) -> str:
         return (
