@@ -9,21 +9,24 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from ..kinematics import forward_kinematics
-from ..rotations import matrix_to_rotvec, rotvec_to_matrix
+from ..rotations import matrix_to_rotvec
 from ..skeleton import Skeleton
 from .base import Solver, Targets
 from .fabrik_hints import apply_pole, kick
 from .fabrik_limb import find_limbs, solve_limb
 from .fabrik_ops import (
+    apply,
     axis_rotation,
     best_axis_angle,
     chordal_mean,
-    dot,
     hinge_fit,
+    project_into_limit,
     shortest_rotation,
     signed_angle,
+    transpose,
     twist_fit,
     unit,
+    weighted_hinge_angle,
 )
 from .fabrik_tree import Body, build_tree, orientation_points
 
@@ -32,27 +35,6 @@ from .fabrik_tree import Body, build_tree, orientation_points
 _STUCK = 1e-12
 # Sideways nudges allowed per target when stuck away from it (see fabrik_hints.kick).
 _KICKS = 2
-
-
-def _t(R: np.ndarray) -> np.ndarray:
-    return np.swapaxes(R, -1, -2)
-
-
-def _apply(R: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """(n, 3) ``R @ v`` for (n, 3, 3) or (3, 3) ``R`` and (n, 3) or (3,) ``v``."""
-    if v.ndim == 1:
-        return R @ v
-    return (R @ v[..., None])[..., 0]
-
-
-def _project(body: Body, R: np.ndarray) -> np.ndarray:
-    """Ball-joint rotations (n, 3, 3) moved inside the body's limit (if any)."""
-    limit = body.limit
-    if limit is None:
-        return R
-    if hasattr(limit, "project_matrix"):
-        return limit.project_matrix(R)
-    return rotvec_to_matrix(limit.project(matrix_to_rotvec(R)))
 
 
 class FabrikSolver(Solver):
@@ -141,7 +123,9 @@ class FabrikSolver(Solver):
         p = np.stack([frames[:, b.joint, :3, 3] for b in bodies])
         theta = np.stack([q[:, b.q_index] if b.hinge else np.zeros(n_all) for b in bodies])
         # Joint rotations relative to their pre-motion frames, read off the frames (no conversions).
-        rel = np.stack([_t(W[b.parent] @ b.rot if b.parent >= 0 else b.rot) @ W[k] for k, b in enumerate(bodies)])
+        rel = np.stack(
+            [transpose(W[b.parent] @ b.rot if b.parent >= 0 else b.rot) @ W[k] for k, b in enumerate(bodies)]
+        )
         iterations = np.zeros(n_all, dtype=int)
         pe, Re = self._effector_poses(W, p)
         done = self._converged(pe, Re, tp, tr)
@@ -226,7 +210,7 @@ class FabrikSolver(Solver):
         for k in range(len(bodies) - 1, -1, -1):
             body = bodies[k]
             pts, goal = self._goal(body, pb, tp)
-            cur = _apply(W[k], body.bone)
+            cur = apply(W[k], body.bone)
             d, _ = unit(goal - p[k], cur)
             e = self._leaf[k]
             # A body hanging on one hinge child gets its frame from that child: only d matters.
@@ -237,33 +221,33 @@ class FabrikSolver(Solver):
                 if self.mode == "full":
                     Wd = tr[:, e] @ self.tree.eff_rot[e].T
                 else:
-                    aim_now, _ = unit(_apply(Wd, self._aim_local[e]), d)
-                    Wd = shortest_rotation(aim_now, _apply(tr[:, e], self.aim_axis)) @ Wd
+                    aim_now, _ = unit(apply(Wd, self._aim_local[e]), d)
+                    Wd = shortest_rotation(aim_now, apply(tr[:, e], self.aim_axis)) @ Wd
             elif pts.shape[1] > 1:
                 Wd = self._fit_branches(Wd, d, body, pts, goal)
             # A limited ball joint against its parent's current frame (a hinge's own constraint
             # is enforced from its parent's side below: projecting it here too slowed chains)...
             if body.limit is not None and not body.hinge:
                 P_old = W[body.parent] @ body.rot if body.parent >= 0 else body.rot
-                Wd = P_old @ _project(body, _t(P_old) @ Wd)
+                Wd = P_old @ project_into_limit(body, transpose(P_old) @ Wd)
             # ...then each child joint against the child's frame placed earlier in this pass.
             cands = []
             for ci, c in enumerate(body.children):
                 child = bodies[c]
                 if child.hinge:
-                    u = np.einsum("nji,nj->ni", Wb[c], d if Wd is None else _apply(Wd, body.bone))
+                    u = np.einsum("nji,nj->ni", Wb[c], d if Wd is None else apply(Wd, body.bone))
                     th, ok = signed_angle(child.axis, u, body.child_bone[ci])
                     th = hinge_fit(np.where(ok, th, theta[c]), theta[c], child.lower, child.upper)
                     cands.append(Wb[c] @ axis_rotation(child.axis, -th) @ child.rot.T)
                 elif child.limit is not None:
-                    Rc = _project(child, child.rot.T @ _t(Wd) @ Wb[c])
-                    cands.append(Wb[c] @ _t(Rc) @ child.rot.T)
+                    Rc = project_into_limit(child, child.rot.T @ transpose(Wd) @ Wb[c])
+                    cands.append(Wb[c] @ transpose(Rc) @ child.rot.T)
             if len(cands) == 1 and len(body.children) == 1:
                 Wd = cands[0]
             elif cands:
                 Wd = chordal_mean(cands + [Wd] * (len(body.children) - len(cands)))
             Wb[k] = Wd
-            pb[k] = goal - _apply(Wd, body.center)
+            pb[k] = goal - apply(Wd, body.center)
         return pb, Wb
 
     def _fit_branches(self, R: np.ndarray, d: np.ndarray, body: Body, pts: np.ndarray, goal: np.ndarray) -> np.ndarray:
@@ -291,7 +275,7 @@ class FabrikSolver(Solver):
         below = None
         if pb is not None:
             # Orientation targets enter the hinge fits as points rigid with the effector's body.
-            virtual = [pb[b] + _apply(Wb[b], off) for b, off in self._virtual] if tr is not None else []
+            virtual = [pb[b] + apply(Wb[b], off) for b, off in self._virtual] if tr is not None else []
             below = np.concatenate([pb, np.swapaxes(tp, 0, 1), *(v[None] for v in virtual)])
         exact: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         for k, body in enumerate(tree.bodies):
@@ -300,13 +284,13 @@ class FabrikSolver(Solver):
                 p[k] = body.pos
             else:
                 P = W[body.parent] @ body.rot
-                p[k] = p[body.parent] + _apply(W[body.parent], body.pos)
+                p[k] = p[body.parent] + apply(W[body.parent], body.pos)
             if pb is None:
                 pts, goal = tp[:, :1], tp[:, 0]
             else:
                 pts, goal = self._goal(body, pb, tp)
-            PT = _t(P)
-            d_local = _apply(PT, goal - p[k])
+            PT = transpose(P)
+            d_local = apply(PT, goal - p[k])
             e = self._leaf[k]
             full = e >= 0 and tr is not None and self.mode == "full"
             aim = e >= 0 and tr is not None and self.mode == "aim"
@@ -322,7 +306,7 @@ class FabrikSolver(Solver):
                 elif full:
                     th, ok = best_axis_angle(body.axis, Rg), np.ones(n, dtype=bool)
                 elif aim:
-                    th, ok = signed_angle(body.axis, self._aim_local[e], _apply(PT, _apply(tr[:, e], self.aim_axis)))
+                    th, ok = signed_angle(body.axis, self._aim_local[e], apply(PT, apply(tr[:, e], self.aim_axis)))
                 else:
                     th, ok = signed_angle(body.axis, body.bone, d_local)
                 theta[k] = hinge_fit(np.where(ok, th, theta[k]), theta[k], body.lower, body.upper)
@@ -333,8 +317,8 @@ class FabrikSolver(Solver):
                 limb = self._limbs.get(k) if pb is not None else None
                 if limb is not None:
                     R_exact, th_exact, use = solve_limb(
-                        limb, body.limit, _apply(PT, tp[:, limb.effector] - p[k]),
-                        _apply(PT, pb[limb.hinge] - p[k]), theta[limb.hinge],
+                        limb, body.limit, apply(PT, tp[:, limb.effector] - p[k]),
+                        apply(PT, pb[limb.hinge] - p[k]), theta[limb.hinge],
                     )
                     exact[limb.hinge] = (th_exact, use)
                     if use.all():
@@ -344,18 +328,18 @@ class FabrikSolver(Solver):
                 if full:
                     R = Rg
                 else:
-                    dl, _ = unit(d_local, _apply(rel[k], body.bone))
+                    dl, _ = unit(d_local, apply(rel[k], body.bone))
                     R = shortest_rotation(body.bone, dl)
                     if aim:
-                        aim_now = _apply(R, self._aim_local[e])
-                        R = shortest_rotation(aim_now, _apply(PT, _apply(tr[:, e], self.aim_axis))) @ R
+                        aim_now = apply(R, self._aim_local[e])
+                        R = shortest_rotation(aim_now, apply(PT, apply(tr[:, e], self.aim_axis))) @ R
                     elif pts.shape[1] > 1 and pb is not None:
-                        R = self._fit_branches(R, dl, body, _apply(PT[:, None], pts - p[k][:, None]), d_local)
+                        R = self._fit_branches(R, dl, body, apply(PT[:, None], pts - p[k][:, None]), d_local)
                     if self._carries_hinge[k] and Wb is not None:
                         # A hinge below needs its axis where the backward pass put it: turn about
                         # the bone towards the backward frame (pure swings otherwise).
-                        R = twist_fit(dl, _t(R), _t(PT @ Wb[k])) @ R
-                R = _project(body, R)
+                        R = twist_fit(dl, transpose(R), transpose(PT @ Wb[k])) @ R
+                R = project_into_limit(body, R)
                 if limb is not None:
                     R = np.where(use[:, None, None], R_exact, R)
             rel[k] = R
@@ -364,21 +348,11 @@ class FabrikSolver(Solver):
     def _hinge_shape_fit(
         self, k: int, body: Body, P: np.ndarray, pk: np.ndarray, below: np.ndarray, pbk: np.ndarray, Wbk: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Hinge angle (n,) turning the backward-pass subtree, pinned at the joint, onto its wanted places.
-
-        Maximises sum_j w_j y_j . R(theta) x_j, with x_j the subtree points in the joint's
-        backward-pass frame and y_j their wanted offsets in the pre-motion frame; for one
-        point this is the classic FABRIK step. Returns the angle and where it is defined.
-        """
+        """Hinge angle (n,) turning the backward-pass subtree onto its wanted places (see weighted_hinge_angle)."""
         pts = below[self._below[k]]
-        w = self._below_weight[k]
         x = np.einsum("nji,mnj->mni", Wbk, pts - pbk)
         y = np.einsum("nji,mnj->mni", P, pts - pk)
-        a = body.axis
-        # axis . (x cross y) = x . (y cross axis); the perpendicular parts' dot is x.y - (x.a)(y.a).
-        cross = (w * dot(x, np.cross(y, a))).sum(axis=0)
-        along = (w * (dot(x, y) - (x @ a) * (y @ a))).sum(axis=0)
-        return np.arctan2(cross, along), np.hypot(cross, along) > 1e-15
+        return weighted_hinge_angle(body.axis, x, y, self._below_weight[k])
 
     # --- helpers ---------------------------------------------------------------------------
     def _effector_poses(self, W: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -398,7 +372,7 @@ class FabrikSolver(Solver):
             cos = 0.5 * (np.einsum("neij,neij->ne", Re, tr) - 1.0)
             err = np.arccos(np.clip(cos, -1.0, 1.0))
         else:
-            a, b = _apply(Re, self.aim_axis), _apply(tr, self.aim_axis)
+            a, b = apply(Re, self.aim_axis), apply(tr, self.aim_axis)
             err = np.arctan2(np.linalg.norm(np.cross(a, b), axis=-1), np.sum(a * b, axis=-1))
         return ok & (err.max(axis=-1) <= self.rotation_tolerance)
 

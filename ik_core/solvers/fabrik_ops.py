@@ -8,12 +8,39 @@ import functools
 import numpy as np
 
 from ..ball_limit import TWO_PI, circular_clamp
+from ..rotations import matrix_to_rotvec, rotvec_to_matrix
 
 # Vectors shorter than this carry no direction [m or unitless]; callers fall back to a default.
 EPS = 1e-12
 
 
 _I3 = np.eye(3)
+
+
+def transpose(R: np.ndarray) -> np.ndarray:
+    """(..., 3, 3) transposes (inverses of rotations)."""
+    return np.swapaxes(R, -1, -2)
+
+
+def apply(R: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """(n, 3) ``R @ v`` for (n, 3, 3) or (3, 3) ``R`` and (n, 3) or (3,) ``v``."""
+    if v.ndim == 1:
+        return R @ v
+    return (R @ v[..., None])[..., 0]
+
+
+def weighted_hinge_angle(
+    axis: np.ndarray, x: np.ndarray, y: np.ndarray, w: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Hinge angle (n,) about ``axis`` (3,) best turning points x onto y (m, n, 3), weights w (m, 1).
+
+    Maximises sum_j w_j y_j . R(theta) x_j; for one point this is the classic FABRIK step.
+    Returns the angle and (n,) where it is defined (not every point on the axis).
+    """
+    # axis . (x cross y) = x . (y cross axis); the perpendicular parts' dot is x.y - (x.a)(y.a).
+    cross = (w * dot(x, np.cross(y, axis))).sum(axis=0)
+    along = (w * (dot(x, y) - (x @ axis) * (y @ axis))).sum(axis=0)
+    return np.arctan2(cross, along), np.hypot(cross, along) > 1e-15
 
 
 def dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -171,3 +198,13 @@ def chordal_mean(rotations: list[np.ndarray]) -> np.ndarray:
     d = np.sign(np.linalg.det(U @ Vt))
     U = U * np.stack([np.ones_like(d), np.ones_like(d), np.where(d == 0, 1.0, d)], axis=-1)[..., None, :]
     return U @ Vt
+
+
+def project_into_limit(body, R: np.ndarray) -> np.ndarray:
+    """Ball-joint rotations (n, 3, 3) moved inside the limit of ``body`` (a fabrik_tree.Body), if any."""
+    limit = body.limit
+    if limit is None:
+        return R
+    if hasattr(limit, "project_matrix"):
+        return limit.project_matrix(R)
+    return rotvec_to_matrix(limit.project(matrix_to_rotvec(R)))
