@@ -13,7 +13,7 @@ from ..limits import project_configuration
 from ..skeleton import JointKind, Skeleton
 from .base import IKResult, Solver, Targets
 from .dls_kinematics import EffectorModel, aim_residual, rotation_log
-from .dls_linalg import dls_direction
+from .dls_linalg import dls_direction, limit_passes_rows
 from .dls_restarts import Particles, RestartPolicy
 from .dls_seeds import SeedLibrary
 from .dls_serial import SERIAL_TARGETS, SerialKernel
@@ -277,8 +277,7 @@ class DLSSolver(Solver):
         dq = small_direction(ew, Jw, lam, z) if small else dls_direction(ew, Jw, lam, z)
         if self._scaled:
             dq = dq * self._col_scale
-        per_row = lo is not None
-        if not per_row:
+        if lo is None:
             lo, hi = self._lo, self._hi
         q_new = q + dq
         out = (q_new < lo) | (q_new > hi)
@@ -289,26 +288,8 @@ class DLSSolver(Solver):
             q_new = limit_passes(q, q_new, ew, Jw, lam, z, out, lo, hi, scale, self.limit_passes)
             q_new = np.minimum(np.maximum(q_new, lo), hi)
             return project_configuration(self.skeleton, q_new) if self._project else q_new
-        rows = np.nonzero(out.any(axis=-1))[0]
-        for _ in range(self.limit_passes):
-            if not len(rows):
-                break
-            qr, held, Jr = q[rows], out[rows], Jw[rows]
-            lo_r, hi_r = (lo[rows], hi[rows]) if per_row else (lo, hi)
-            fixed = np.where(held, np.minimum(np.maximum(q_new[rows], lo_r), hi_r) - qr, 0.0)
-            free = ~held
-            # Columns are in scaled units when stiffness applies: undo the scale on the fixed part.
-            fixed_scaled = fixed / self._col_scale if self._scaled else fixed
-            er = ew[rows] - (Jr @ fixed_scaled[..., None])[..., 0]
-            zr = None if z is None else z[rows] * free
-            d = dls_direction(er, Jr * free[:, None, :], lam[rows], zr) * free
-            if self._scaled:
-                d = d * self._col_scale
-            qn = qr + fixed + d
-            q_new[rows] = qn
-            out_r = ((qn < lo_r) | (qn > hi_r)) & free
-            out[rows] = held | out_r
-            rows = rows[out_r.any(axis=-1)]
+        scale = self._col_scale if self._scaled else None
+        q_new = limit_passes_rows(q, q_new, ew, Jw, lam, z, out, lo, hi, scale, self.limit_passes)
         q_new = np.minimum(np.maximum(q_new, lo), hi)
         return project_configuration(self.skeleton, q_new) if self._project else q_new
 

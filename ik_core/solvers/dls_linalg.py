@@ -99,3 +99,52 @@ def dls_direction(ew: np.ndarray, Jw: np.ndarray, lam: np.ndarray, z: np.ndarray
     A = JwT @ Jw
     A.reshape(P, n * n)[:, :: n + 1] += lam[:, None]
     return spd_solve(A, (JwT @ ew[..., None]))[..., 0]
+
+
+def limit_passes_rows(
+    q: np.ndarray, q_new: np.ndarray, ew: np.ndarray, Jw: np.ndarray, lam: np.ndarray, z: np.ndarray | None,
+    out: np.ndarray, lo: np.ndarray, hi: np.ndarray, col_scale: np.ndarray | None, passes: int,
+) -> np.ndarray:
+    """Stop the joints a step pushed past a limit on it and solve the step again for the others.
+
+    The large-batch twin of :func:`~ik_core.solvers.dls_small.limit_passes`: only the rows with
+    a joint past a limit are solved again, pass after pass, as long as some still are.
+
+    Args:
+        q: (P, dof) configurations before the step.
+        q_new: (P, dof) configurations after the unconstrained step (updated in place).
+        ew: (P, m) weighted errors at q.
+        Jw: (P, m, dof) weighted (and stiffness-scaled) Jacobians at q.
+        lam: (P,) damping.
+        z: Optional (P, dof) null-space motion.
+        out: (P, dof) joints the step pushed past a limit (updated in place).
+        lo: (dof,) or (P, dof) lower limits.
+        hi: (dof,) or (P, dof) upper limits.
+        col_scale: (dof,) stiffness scale of the Jacobian's columns, or None.
+        passes: Times the step is solved again at most.
+
+    Returns:
+        (P, dof) stepped configurations, not yet clamped.
+    """
+    per_row = lo.ndim == 2
+    rows = np.nonzero(out.any(axis=-1))[0]
+    for _ in range(passes):
+        if not len(rows):
+            break
+        qr, held, Jr = q[rows], out[rows], Jw[rows]
+        lo_r, hi_r = (lo[rows], hi[rows]) if per_row else (lo, hi)
+        fixed = np.where(held, np.minimum(np.maximum(q_new[rows], lo_r), hi_r) - qr, 0.0)
+        free = ~held
+        # Columns are in scaled units when stiffness applies: undo the scale on the fixed part.
+        fixed_scaled = fixed if col_scale is None else fixed / col_scale
+        er = ew[rows] - (Jr @ fixed_scaled[..., None])[..., 0]
+        zr = None if z is None else z[rows] * free
+        d = dls_direction(er, Jr * free[:, None, :], lam[rows], zr) * free
+        if col_scale is not None:
+            d = d * col_scale
+        qn = qr + fixed + d
+        q_new[rows] = qn
+        out_r = ((qn < lo_r) | (qn > hi_r)) & free
+        out[rows] = held | out_r
+        rows = rows[out_r.any(axis=-1)]
+    return q_new
