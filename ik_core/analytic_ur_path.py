@@ -7,7 +7,7 @@ import numpy as np
 
 from .analytic_ur import URParams, _reference, ur_ik
 from .errors import InvalidInputError
-from .track_dp import MISS_PENALTY, step_cost
+from .track_dp import MISS_PENALTY, backtrack, max_step, step_cost
 
 
 def ur_ik_path(
@@ -62,15 +62,13 @@ def ur_ik_path(
     prev, D = start[None], np.zeros(1)
     for k in range(n):
         sols, ok = ur_ik(np.broadcast_to(T[k], (len(prev), 4, 4)), params, prev, tolerance=tolerance)  # (S, 8, 6)
-        steps = np.max(np.abs(sols - prev[:, None]), axis=-1)
-        cost = D[:, None] + step_cost(steps, max_jump) + np.where(ok, 0.0, MISS_PENALTY)
+        cost = D[:, None] + step_cost(max_step(prev[:, None], sols), max_jump) + np.where(ok, 0.0, MISS_PENALTY)
         back[k] = np.argmin(cost, axis=0)
         Q[k], V[k], D = sols[back[k], rows], ok[back[k], rows], cost[back[k], rows]
         prev = Q[k]
-    state = int(np.argmin(D))
-    for k in range(n - 1, -1, -1):
-        out[k], found[k] = Q[k, state], V[k, state]
-        state = back[k, state]
+    path = backtrack(back, int(np.argmin(D)))
+    frames = np.arange(n)
+    out, found = Q[frames, path], V[frames, path]
     # A frame without a valid solution repeats the frame before (the start before the first).
     for k in np.flatnonzero(~found):
         out[k] = out[k - 1] if k > 0 else start

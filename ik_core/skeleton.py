@@ -210,6 +210,8 @@ class Skeleton:
         mimic_source.setflags(write=False)
         self.q_index = q_index
         self.mimic_source = mimic_source
+        # First variable of each ball joint's rotation vector (joint steps measure these as angles).
+        self.ball_q_starts = tuple(int(q_index[i]) for i, j in enumerate(joints) if j.kind is JointKind.BALL and j.dof)
 
         if not effectors:
             effectors = (Effector(joints[-1].name, len(joints) - 1),)

@@ -14,7 +14,6 @@ from functools import partial
 
 import numpy as np
 
-from .track_dp import max_step
 from .track_grid import track_grid
 from .track_held import held_candidates
 
@@ -76,12 +75,7 @@ def search_repair(
 
     skeleton = solver.skeleton
     n = len(fields["q"])
-    # Step between two configurations, as the take measures it (the plain largest change on
-    # chains of 1-DoF joints, which the searches are for: no per-call joint bookkeeping).
-    from .skeleton import JointKind
-
-    balls = any(j.kind is JointKind.BALL and j.dof for j in skeleton.joints)
-    pair = partial(joint_steps, skeleton) if balls else max_step
+    pair = partial(joint_steps, skeleton)  # step between two configurations, as the take measures it
 
     replaced = False
     initial = (jump_score(skeleton, fields["q"], start, max_jump), {f: v.copy() for f, v in fields.items()})

@@ -40,14 +40,12 @@ def joint_steps(skeleton, qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
     rotation [rad], not by its rotation-vector components, which flip sign near half a turn
     while the rotation itself moves continuously.
     """
-    from .rotations import _rotation_angle, _rotvec_to_matrix
-    from .skeleton import JointKind
-
     qa, qb = np.broadcast_arrays(np.asarray(qa, dtype=float), np.asarray(qb, dtype=float))
     diff = np.abs(qb - qa)
-    balls = [skeleton.q_index[i] for i, j in enumerate(skeleton.joints) if j.kind is JointKind.BALL and j.dof]
+    balls = skeleton.ball_q_starts
     if not balls:
         return np.max(diff, axis=-1, initial=0.0)
+    from .rotations import _rotation_angle, _rotvec_to_matrix
     ball_cols = np.concatenate([np.arange(s, s + 3) for s in balls])
     other = np.setdiff1d(np.arange(skeleton.dof), ball_cols)
     steps = [np.max(diff[..., other], axis=-1, initial=0.0)]
