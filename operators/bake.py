@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import bpy
 
-from ..ik_core.solvers import SOLVER_NAMES
 from . import bridge, compat
 from .baking import BakeFailed, bake_chains, frame_range, frame_runs, summary_line
 from .files import write_report
-
-_SOLVER_LABELS = {"fabrik": "FABRIK", "ccd": "CCD", "dls": "DLS", "two_bone": "Two-bone"}
-SOLVER_ITEMS = [(name, _SOLVER_LABELS.get(name, name), "") for name in SOLVER_NAMES]
+from .robot_bake import bake_robot, is_model_rig
 
 
 def _armature(context: bpy.types.Context, name: str) -> bpy.types.Object:
@@ -49,6 +46,24 @@ class _ChainOperator:
         return context.object is not None and context.object.type == "ARMATURE"
 
 
+def bake(context: bpy.types.Context, arm: bpy.types.Object, chains: list, frames: range, **options) -> dict:
+    """Bake ``chains``: on the stored model for a robot rig (joint values keyed), else from the bones.
+
+    Raises:
+        BakeFailed: Invalid input, detected before the scene is changed.
+    """
+    if is_model_rig(arm, chains):
+        options.pop("mute_constraints", None)
+        return bake_robot(context, arm, chains, frames, **options)
+    report = bake_chains(context, arm, chains, frames, **options)
+    if "articulate_robot" in arm:
+        report.setdefault("notes", []).append(
+            "this robot rig stores no kinematic model (built before models were stored): "
+            "the bake derived the joints from its bones"
+        )
+    return report
+
+
 def _report_warnings(op: bpy.types.Operator, report: dict) -> None:
     """Show the bake report's warnings (a pole its solver ignores, ...) as operator warnings."""
     for warning in report.get("warnings", []):
@@ -73,6 +88,9 @@ class ARTICULATE_OT_bake(_ChainOperator, bpy.types.Operator):
     report_path: bpy.props.StringProperty(
         name="Report", description="Write a JSON report of every frame and chain to this file", subtype="FILE_PATH"
     )
+    solver: bpy.props.StringProperty(
+        name="Solver", description="Solver for every chain (auto, fabrik, ccd, dls, two_bone); empty keeps each chain's"
+    )
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         settings = context.scene.articulate
@@ -85,7 +103,8 @@ class ARTICULATE_OT_bake(_ChainOperator, bpy.types.Operator):
         try:
             arm = _armature(context, self.armature)
             frames = frame_range(start, end, step)
-            report = bake_chains(context, arm, _chains(arm, only), frames, mute_constraints=mute, mark_missed=mark)
+            report = bake(context, arm, _chains(arm, only), frames, mute_constraints=mute, mark_missed=mark,
+                          solver=self.solver)
         except BakeFailed as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
@@ -112,8 +131,7 @@ class ARTICULATE_OT_solve_frame(_ChainOperator, bpy.types.Operator):
         try:
             arm = _armature(context, self.armature)
             frame = context.scene.frame_current
-            report = bake_chains(context, arm, _chains(arm, self.only_selected), range(frame, frame + 1),
-                                 write_keys=False)
+            report = bake(context, arm, _chains(arm, self.only_selected), range(frame, frame + 1), write_keys=False)
         except BakeFailed as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}

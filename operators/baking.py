@@ -13,7 +13,7 @@ import numpy as np
 
 from ..ik_core import ArticulateError
 from ..ik_core import rotations as rot
-from ..ik_core.solvers import make_solver, solver_class
+from ..ik_core.solvers import make_solver, resolve_solver, solver_class
 from ..ik_core.tracking import track_chain
 from . import bridge
 
@@ -24,12 +24,13 @@ class BakeFailed(Exception):
 
 @dataclass
 class PreparedChain:
-    """A chain ready to solve: its settings, bones, skeleton and where its samples come from."""
+    """A chain ready to solve: its settings, bones, skeleton, solver and where its samples come from."""
 
     settings: object  # ARTICULATE_PG_chain
     bones: list
     skeleton: object
     source: bridge.ChainSource
+    solver: str = "dls"  # the solver it is solved with: its setting, or what "Auto" picked
 
 
 def frame_range(start: int, end: int, step: int = 1) -> range:
@@ -45,12 +46,47 @@ def frame_range(start: int, end: int, step: int = 1) -> range:
     return range(start, end + 1, step)
 
 
-def prepare_chains(arm: bpy.types.Object, chains: Sequence) -> list[PreparedChain]:
+def chain_solver(chain, bones: int, robot: bool, override: str = "") -> str:
+    """The solver a chain is solved with: ``override`` or its setting, "Auto" resolved.
+
+    Raises:
+        BakeFailed: An unknown solver name (the message lists the valid ones).
+    """
+    try:
+        return resolve_solver(override or chain.solver, bones, pole=chain.pole is not None,
+                              full_pose=chain.use_rotation, robot=robot)
+    except ArticulateError as err:
+        raise BakeFailed(f"chain {chain.name!r}: {err}") from None
+
+
+def check_target(arm: bpy.types.Object, chain, bone_names: set[str]) -> None:
+    """Check a chain's target and pole exist (and their bones, for armatures).
+
+    Raises:
+        BakeFailed: A deleted or missing target, a target inside the chain, a missing bone.
+    """
+    label = f"chain {chain.name!r}"
+    target = chain.target
+    if target is None or target.name not in bpy.data.objects:
+        raise BakeFailed(f"{label} has no target (it was deleted or never set); pick a target object")
+    if target == arm and (not chain.target_bone or chain.target_bone in bone_names):
+        raise BakeFailed(f"{label}: the target must be another object, or a bone outside the chain")
+    for obj, bone, what in ((target, chain.target_bone, "target"), (chain.pole, chain.pole_bone, "pole")):
+        if obj is not None and bone and (obj.type != "ARMATURE" or obj.pose.bones.get(bone) is None):
+            raise BakeFailed(f"{label}: {what} {obj.name!r} has no bone {bone!r}")
+
+
+def prepare_chains(arm: bpy.types.Object, chains: Sequence, solver: str = "") -> list[PreparedChain]:
     """Check every chain against the armature and build its skeleton; nothing is modified.
+
+    Args:
+        arm: The armature object.
+        chains: ``ARTICULATE_PG_chain`` items.
+        solver: Solver for every chain instead of each chain's own setting ("" keeps them).
 
     Raises:
         BakeFailed: Missing or renamed bones, missing or invalid targets, overlapping chains,
-            zero-length bones, limits that leave no room.
+            zero-length bones, limits that leave no room, an unknown solver.
     """
     try:
         bridge.check_armature(arm)
@@ -60,13 +96,13 @@ def prepare_chains(arm: bpy.types.Object, chains: Sequence) -> list[PreparedChai
         raise BakeFailed(f"armature {arm.name!r} has no enabled chain; add one in the Articulate panel")
     prepared: list[PreparedChain] = []
     owner: dict[str, str] = {}
+    robot = "articulate_robot" in arm
     for chain in chains:
         label = f"chain {chain.name!r}"
         try:
             bones = bridge.chain_bones(arm, chain)
-            skeleton = bridge.chain_skeleton(
-                arm, bones, use_tail=chain.use_tail, hinge_middle=chain.solver == "two_bone"
-            )
+            name = chain_solver(chain, len(bones), robot, solver)
+            skeleton = bridge.chain_skeleton(arm, bones, use_tail=chain.use_tail, hinge_middle=name == "two_bone")
         except (bridge.BridgeError, ArticulateError) as err:
             raise BakeFailed(f"{label}: {err}") from None
         for pb in bones:
@@ -75,33 +111,27 @@ def prepare_chains(arm: bpy.types.Object, chains: Sequence) -> list[PreparedChai
                     f"{label} and chain {owner[pb.name]!r} both move bone {pb.name!r}; chains must not overlap"
                 )
             owner[pb.name] = chain.name
-        target = chain.target
-        if target is None or target.name not in bpy.data.objects:
-            raise BakeFailed(f"{label} has no target (it was deleted or never set); pick a target object")
-        if target == arm and (not chain.target_bone or chain.target_bone in {b.name for b in bones}):
-            raise BakeFailed(f"{label}: the target must be another object, or a bone outside the chain")
-        for obj, bone, what in ((target, chain.target_bone, "target"), (chain.pole, chain.pole_bone, "pole")):
-            if obj is not None and bone and (obj.type != "ARMATURE" or obj.pose.bones.get(bone) is None):
-                raise BakeFailed(f"{label}: {what} {obj.name!r} has no bone {bone!r}")
-        source = bridge.ChainSource(arm, bones[0], target, chain.target_bone, chain.pole, chain.pole_bone)
-        prepared.append(PreparedChain(chain, bones, skeleton, source))
+        check_target(arm, chain, {b.name for b in bones})
+        source = bridge.ChainSource(arm, bones[0], chain.target, chain.target_bone, chain.pole, chain.pole_bone)
+        prepared.append(PreparedChain(chain, bones, skeleton, source, name))
     return prepared
 
 
-def solver_for(chain, skeleton, scale: float):
-    """The chain's solver for its skeleton, tolerance converted to base-frame units."""
+def solver_for(p: PreparedChain, scale: float):
+    """The prepared chain's solver for its skeleton, tolerance converted to base-frame units."""
+    chain = p.settings
     options = {
         "mode": "full" if chain.use_rotation else "position",
         "tolerance": chain.tolerance / scale,
         "max_iterations": chain.iterations,
     }
-    if chain.solver == "dls":
+    if p.solver == "dls":
         wp, wr = chain.weight_position, chain.weight_rotation
         options["weights"] = (wp, wp, wp, wr, wr, wr)
-    return make_solver(chain.solver, skeleton, "tip", **options)
+    return make_solver(p.solver, p.skeleton, "tip", **options)
 
 
-def _progress(label: str, total: int, wm: bpy.types.WindowManager | None):
+def progress_callback(label: str, total: int, wm: bpy.types.WindowManager | None):
     """Window-manager progress in the UI, a terminal line in background."""
     last = [0.0]
     if wm is not None:
@@ -129,6 +159,7 @@ def bake_chains(
     write_keys: bool = True,
     mute_constraints: bool = False,
     mark_missed: bool = False,
+    solver: str = "",
 ) -> dict:
     """Solve every chain on every frame and key the bones' rotations (or pose the current frame).
 
@@ -140,6 +171,7 @@ def bake_chains(
         write_keys: Key the range (replacing only it); False poses the bones (one frame).
         mute_constraints: Mute the IK constraints the chains were created from.
         mark_missed: Add a timeline marker on every frame a chain missed.
+        solver: Solver for every chain instead of each chain's setting ("" keeps them).
 
     Returns:
         The report: per chain and frame residuals, iterations, convergence, limit hits, reasons.
@@ -147,7 +179,7 @@ def bake_chains(
     Raises:
         BakeFailed: Any invalid input, detected before the scene is changed.
     """
-    prepared = prepare_chains(arm, chains)
+    prepared = prepare_chains(arm, chains, solver)
     scale = bridge.check_armature(arm)
     scene = context.scene
     t_start = time.perf_counter()
@@ -170,14 +202,14 @@ def bake_chains(
     wm = context.window_manager if write_keys else None
     try:
         for p, s, q0 in zip(prepared, samples, q_start):
-            solver = solver_for(p.settings, p.skeleton, scale)
+            solver = solver_for(p, scale)
             q0_vec = initial_q(p, q0)
             # A closed-form solver needs no segments: its start only picks the bend side.
-            chain_segment = len(frames) if p.settings.solver == "two_bone" else segment
+            chain_segment = len(frames) if p.solver == "two_bone" else segment
             results.append(track_chain(
                 solver, s.base, s.target, q0_vec, pole=s.pole, use_rotation=p.settings.use_rotation, scale=scale,
-                progress=_progress(f"Articulate {arm.name}:{p.settings.name}", len(frames), wm), max_jump=max_jump,
-                segment=chain_segment, pole_angle=p.settings.pole_angle, look_ahead=robot,
+                progress=progress_callback(f"Articulate {arm.name}:{p.settings.name}", len(frames), wm),
+                max_jump=max_jump, segment=chain_segment, pole_angle=p.settings.pole_angle, look_ahead=robot,
             ))
     except ArticulateError as err:
         raise BakeFailed(str(err)) from None
@@ -194,7 +226,7 @@ def bake_chains(
     report = _report(arm, prepared, results, frames)
     report["warnings"] = pole_warnings(prepared)
     if mark_missed and write_keys:
-        _mark_missed(scene, report)
+        mark_missed_frames(scene, report)
     t_end = time.perf_counter()
     report["seconds"] = {"sample": t_sampled - t_start, "solve": t_solved - t_sampled,
                          "write": t_end - t_solved, "total": t_end - t_start}
@@ -204,10 +236,10 @@ def bake_chains(
 def pole_warnings(prepared: Sequence[PreparedChain]) -> list[str]:
     """One line per chain whose pole its solver cannot use (the bake then ignores the pole)."""
     return [
-        f"chain {p.settings.name!r}: the {p.settings.solver} solver ignores poles; "
-        f"pick two_bone or fabrik for the chain to bend toward {p.source.pole.name!r}"
+        f"chain {p.settings.name!r}: the {p.solver} solver ignores poles; "
+        f"pick Auto, two_bone or fabrik for the chain to bend toward {p.source.pole.name!r}"
         for p in prepared
-        if p.source.pole is not None and "pole" not in solver_class(p.settings.solver).call_options
+        if p.source.pole is not None and "pole" not in solver_class(p.solver).call_options
     ]
 
 
@@ -265,7 +297,8 @@ def _report(arm, prepared, results, frames) -> dict:
         chains.append({
             "chain": p.settings.name,
             "bones": [b.name for b in p.bones],
-            "solver": p.settings.solver,
+            "solver": p.solver,
+            "solver_setting": p.settings.solver,
             "tolerance_m": p.settings.tolerance,
             "converged": res.converged.tolist(),
             "position_error_m": res.position_error.tolist(),
@@ -282,7 +315,7 @@ def _report(arm, prepared, results, frames) -> dict:
 MARKER_PREFIX = "IK miss"
 
 
-def _mark_missed(scene: bpy.types.Scene, report: dict) -> None:
+def mark_missed_frames(scene: bpy.types.Scene, report: dict) -> None:
     """Replace this armature's miss markers in the range by one per missed frame."""
     frames = report["frames"]
     name = f"{MARKER_PREFIX}: {report['armature']}"

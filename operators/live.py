@@ -100,7 +100,7 @@ def _signature(arm: bpy.types.Object, chains: list) -> tuple:
 def _build(arm: bpy.types.Object, chains: list, sig: tuple, settings: np.ndarray) -> _Rig:
     prepared = prepare_chains(arm, chains)
     scale = bridge.check_armature(arm)
-    solvers = [solver_for(p.settings, p.skeleton, scale) for p in prepared]
+    solvers = [solver_for(p, scale) for p in prepared]
     index = {b.name: k for k, b in enumerate(arm.pose.bones)}
     parents = [p.bones[0].parent for p in prepared]
     rig = _Rig(

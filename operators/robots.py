@@ -9,7 +9,11 @@ from pathlib import Path
 import bpy
 import numpy as np
 
-from ..ik_core import ArticulateError, load_urdf, robots
+from ..ik_core import ArticulateError, robots
+from ..ik_core.branches import distinct_solutions
+from ..ik_core.robot_model import RobotModel
+from ..ik_core.solvers import make_solver
+from ..ik_core.tracking import to_base_frame
 from ..ik_core.trajectory import (
     JointTrajectory,
     check_trajectory,
@@ -20,10 +24,17 @@ from ..ik_core.trajectory import (
     write_joint_csv,
     write_joint_json,
 )
-from ..ik_core.urdf import parse_urdf
 from ..ik_core.urdf_visuals import parse_visuals
 from . import bridge, compat
-from .bridge.robot import build_robot_rig, read_joint_values, robot_info, write_joint_values
+from .bridge.robot import (
+    add_robot_chain,
+    build_robot_rig,
+    current_joint_values,
+    read_joint_values,
+    robot_info,
+    robot_model,
+    write_joint_values,
+)
 from .files import FileBrowserMixin, write_report
 
 CHECK_MARKER = "Robot check"
@@ -55,10 +66,10 @@ class ARTICULATE_OT_robot_add(bpy.types.Operator):
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         try:
-            skeleton = robots.load_preset(self.preset)
+            model = RobotModel.from_preset(self.preset)
             info = robots.preset_info(self.preset)
-            arm, _target, warnings = build_robot_rig(
-                skeleton, info.get("display_name", self.preset).replace(" ", "_"), home_q=info.get("home_q"),
+            arm, _targets, warnings = build_robot_rig(
+                model, info.get("display_name", self.preset).replace(" ", "_"),
                 metadata={"preset": self.preset, "source": info.get("source"),
                           "acceleration": info.get("acceleration")},
             )
@@ -71,7 +82,7 @@ class ARTICULATE_OT_robot_add(bpy.types.Operator):
 
 
 class ARTICULATE_OT_robot_import_urdf(FileBrowserMixin, bpy.types.Operator):
-    """Build a robot rig from a URDF file (kinematics, limits, link geometry where meshes resolve)"""
+    """Build a robot rig from a whole URDF tree (kinematics, limits, link geometry where meshes resolve)"""
 
     bl_idname = "articulate.robot_import_urdf"
     bl_label = "Import URDF"
@@ -79,8 +90,10 @@ class ARTICULATE_OT_robot_import_urdf(FileBrowserMixin, bpy.types.Operator):
 
     filepath: bpy.props.StringProperty(name="URDF", subtype="FILE_PATH")
     filter_glob: bpy.props.StringProperty(default="*.urdf;*.xml", options={"HIDDEN"})
-    tip_link: bpy.props.StringProperty(name="Tool Link", description="Tool frame link; empty for the only leaf")
-    base_link: bpy.props.StringProperty(name="Base Link", description="First link; empty for the root")
+    tip_link: bpy.props.StringProperty(
+        name="Tool Links",
+        description="Comma-separated tool links, one chain each; empty for the end of every branch",
+    )
     package_dir: bpy.props.StringProperty(
         name="Package Folder", description="Folder that package:// mesh paths are resolved against", subtype="DIR_PATH"
     )
@@ -90,43 +103,51 @@ class ARTICULATE_OT_robot_import_urdf(FileBrowserMixin, bpy.types.Operator):
         try:
             if not os.path.isfile(path):
                 raise bridge.BridgeError(f"URDF file not found: {path!r}")
-            model = parse_urdf(path)
-            tip = self.tip_link or _single_tip(model)
-            skeleton = load_urdf(path, base_link=self.base_link or None, tip_links=[tip])
-            skeleton = _with_tool(skeleton, tip)
-            joint_of_link = {j.child: j.name for j in model.joints}
-            arm, _target, warnings = build_robot_rig(
-                skeleton, model.name, joint_of_link=joint_of_link, visuals=parse_visuals(path),
-                urdf_dir=os.path.dirname(path),
+            model = RobotModel.from_urdf(path)
+            tools = [t.strip() for t in self.tip_link.split(",") if t.strip()] or None
+            arm, _targets, warnings = build_robot_rig(
+                model, model.name, tools=tools, visuals=parse_visuals(path), urdf_dir=os.path.dirname(path),
                 package_dirs=[bpy.path.abspath(self.package_dir)] if self.package_dir else [],
-                metadata={"urdf": path, "tool_link": tip},
+                metadata={"urdf": path},
             )
         except (ArticulateError, bridge.BridgeError) as err:
             return _fail(self, err)
         for w in warnings:
             self.report({"WARNING"}, w)
+        chains = ", ".join(c.tool_link for c in arm.articulate.chains) or "none"
+        self.report({"INFO"}, f"Imported {model.name!r}: {len(model.joint_order)} joints, chains to {chains}")
         context.view_layer.objects.active = arm
         return {"FINISHED"}
 
 
-def _single_tip(model) -> str:
-    """The tool link when it is unambiguous: the deepest leaf reached through moving joints."""
-    leaves = model.leaf_links()
-    if len(leaves) == 1:
-        return leaves[0]
-    for preferred in ("tool0", "tcp", "flange", "ee_link", "end_effector"):
-        if preferred in leaves:
-            return preferred
-    raise bridge.BridgeError(f"the URDF has several leaf links ({', '.join(leaves)}); choose the Tool Link")
+class ARTICULATE_OT_robot_chain_add(bpy.types.Operator):
+    """Add a chain to a tool link of the robot, with its own target (both arms, each leg)"""
 
+    bl_idname = "articulate.robot_chain_add"
+    bl_label = "Add Robot Chain"
+    bl_options = {"REGISTER", "UNDO"}
 
-def _with_tool(skeleton, tip: str):
-    """The skeleton with its tip effector also named ``tool`` (what the rig builder expects)."""
-    from ..ik_core import Effector, Skeleton
+    tool_link: bpy.props.StringProperty(name="Tool Link", description="Link the chain's target drives")
+    base_link: bpy.props.StringProperty(name="Base Link", description="Link the chain starts from; empty for the root")
 
-    eff = skeleton.effector(tip)
-    return Skeleton(skeleton.joints, [*skeleton.effectors, Effector("tool", eff.joint, eff.offset)],
-                    name=skeleton.name, preferred_q=skeleton.preferred_q)
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None and "articulate_robot" in context.object
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        try:
+            arm = _robot(context)
+            model = robot_model(arm)
+            if model is None:
+                raise bridge.BridgeError(f"robot {arm.name!r} was built before rigs stored their model; "
+                                         "build it again to add chains")
+            if any(c.tool_link == self.tool_link and c.base_link == self.base_link for c in arm.articulate.chains):
+                raise bridge.BridgeError(f"robot {arm.name!r} already has a chain to {self.tool_link!r}")
+            add_robot_chain(arm, model, self.tool_link, self.base_link)
+        except (ArticulateError, bridge.BridgeError) as err:
+            return _fail(self, err)
+        context.view_layer.objects.active = arm
+        return {"FINISHED"}
 
 
 class ARTICULATE_OT_trajectory_import(FileBrowserMixin, bpy.types.Operator):
@@ -172,6 +193,9 @@ class ARTICULATE_OT_cartesian_import(FileBrowserMixin, bpy.types.Operator):
     filepath: bpy.props.StringProperty(name="File", subtype="FILE_PATH")
     filter_glob: bpy.props.StringProperty(default="*.csv", options={"HIDDEN"})
     start_frame: bpy.props.IntProperty(name="Start Frame", default=1)
+    chain: bpy.props.StringProperty(
+        name="Chain", description="Chain whose target follows the poses; empty for the active chain"
+    )
     bake: bpy.props.BoolProperty(name="Bake", default=True, description="Solve the joints on every frame now")
 
     @classmethod
@@ -181,14 +205,15 @@ class ARTICULATE_OT_cartesian_import(FileBrowserMixin, bpy.types.Operator):
     def execute(self, context: bpy.types.Context) -> set[str]:
         try:
             arm = _robot(context)
-            if not arm.articulate.chains or arm.articulate.chains[0].target is None:
-                raise bridge.BridgeError(f"robot {arm.name!r} has no chain with a target to drive")
+            chain = _named_chain(arm, self.chain)
+            if chain.target is None:
+                raise bridge.BridgeError(f"chain {chain.name!r} of robot {arm.name!r} has no target to drive")
             poses = read_pose_csv(bpy.path.abspath(self.filepath))
             fps = context.scene.render.fps / context.scene.render.fps_base
             poses = resample(poses, fps)
         except (ArticulateError, bridge.BridgeError, OSError) as err:
             return _fail(self, err)
-        target = arm.articulate.chains[0].target
+        target = chain.target
         frames = self.start_frame + np.round((poses.times - poses.times[0]) * fps)
         target.rotation_mode = "QUATERNION"
         channels = [compat.Channel("location", i, "Object Transforms") for i in range(3)]
@@ -203,22 +228,59 @@ class ARTICULATE_OT_cartesian_import(FileBrowserMixin, bpy.types.Operator):
         return {"FINISHED"}
 
 
+def _named_chain(arm: bpy.types.Object, name: str):
+    """The chain called ``name``, or the active chain for "".
+
+    Raises:
+        BridgeError: No chains, or no chain of that name (the message lists them).
+    """
+    data = arm.articulate
+    if not data.chains:
+        raise bridge.BridgeError(f"robot {arm.name!r} has no chain; add one with Add Robot Chain")
+    if not name:
+        return data.chains[min(data.active_chain, len(data.chains) - 1)]
+    for chain in data.chains:
+        if chain.name == name:
+            return chain
+    raise bridge.BridgeError(f"robot {arm.name!r} has no chain {name!r}; its chains: "
+                             + ", ".join(c.name for c in data.chains))
+
+
+def robot_chain_model(arm: bpy.types.Object):
+    """(skeleton, effector, joint names) of the rig's active chain, solved on the stored model.
+
+    A rig built before models were stored is derived from its bones, as bakes of such rigs are.
+
+    Raises:
+        BridgeError: No chain, or a chain the model cannot build (the message says why).
+    """
+    chain = _named_chain(arm, "")
+    model = robot_model(arm)
+    if model is None or not chain.tool_link:
+        bones = bridge.chain_bones(arm, chain)
+        return bridge.chain_skeleton(arm, bones, use_tail=False), "tip", bones
+    try:
+        skeleton = model.chain_skeleton(chain.tool_link, chain.base_link or None)
+    except ArticulateError as err:
+        raise bridge.BridgeError(f"chain {chain.name!r}: {err}") from None
+    return skeleton, chain.tool_link, [arm.pose.bones[n] for n in skeleton.moving_joint_names]
+
+
 def robot_check(context: bpy.types.Context, arm: bpy.types.Object, start: int, end: int, **thresholds):
-    """The core's per-frame trajectory check of a robot rig's keyed joints, frames ``start..end``."""
+    """The core's per-frame trajectory check of the active chain's keyed joints, frames ``start..end``."""
     info = robot_info(arm)
-    chain = arm.articulate.chains[0]
-    bones = bridge.chain_bones(arm, chain)
-    skeleton = bridge.chain_skeleton(arm, bones, use_tail=False)
+    skeleton, effector, _bones = robot_chain_model(arm)
     frames = np.arange(start, end + 1, dtype=float)
     fps = context.scene.render.fps / context.scene.render.fps_base
     names = [j["name"] for j in info["joints"]]
-    traj = JointTrajectory(tuple(names), (frames - frames[0]) / fps, read_joint_values(arm, frames))
+    values = read_joint_values(arm, frames)
     order = [names.index(n) for n in skeleton.moving_joint_names]
-    velocity = [info["joints"][k]["velocity"] for k in order]
-    accel = info.get("acceleration")
-    accel = [accel[k] for k in order] if accel else None
-    return frames, check_trajectory(traj, skeleton, "tip", velocity_limits=velocity, acceleration_limits=accel,
-                                    **thresholds)
+    traj = JointTrajectory(skeleton.moving_joint_names, (frames - frames[0]) / fps, values[:, order])
+    accel = [info["joints"][k].get("acceleration") for k in order]
+    if not any(a is not None for a in accel) and info.get("acceleration"):  # rigs built before joints carried it
+        accel = [info["acceleration"][k] for k in order]
+    return frames, check_trajectory(traj, skeleton, effector, velocity_limits=[info["joints"][k]["velocity"]
+                                    for k in order], acceleration_limits=accel, **thresholds)
 
 
 class ARTICULATE_OT_trajectory_check(bpy.types.Operator):
@@ -324,31 +386,31 @@ class ARTICULATE_OT_robot_branches(bpy.types.Operator):
         return context.object is not None and "articulate_robot" in context.object
 
     def execute(self, context):
-        from ..ik_core.branches import distinct_solutions
-        from ..ik_core.solvers import make_solver
-        from ..ik_core.tracking import to_base_frame
-
         try:
             arm = _robot(context)
-            chain = arm.articulate.chains[0]
-            bones = bridge.chain_bones(arm, chain)
-            skeleton = bridge.chain_skeleton(arm, bones, use_tail=False)
+            chain = _named_chain(arm, "")
+            skeleton, effector, bones = robot_chain_model(arm)
             if skeleton.dof > MAX_JOINTS:
-                raise bridge.BridgeError(f"at most {MAX_JOINTS} joints are supported, this robot has {skeleton.dof}")
+                raise bridge.BridgeError(f"at most {MAX_JOINTS} joints are supported, this chain has {skeleton.dof}")
             base = bridge.base_matrix(arm, bones[0])
+            if robot_model(arm) is not None and chain.tool_link:
+                model = robot_model(arm)
+                base = base @ model.link_rest_frame(chain.base_link or model.urdf.root_link)
             target = to_base_frame(base[None], bridge.target_matrix(chain.target, chain.target_bone)[None])[0]
-            current = np.array([pb.rotation_euler[1] for pb in bones if pb.name in skeleton.moving_joint_names])
-            solver = make_solver("dls", skeleton, "tip", mode="full", tolerance=chain.tolerance,
+            current = current_joint_values(arm, skeleton)
+            solver = make_solver("dls", skeleton, effector, mode="full", tolerance=chain.tolerance,
                                  rotation_tolerance=1e-4, restarts=0)
             found = distinct_solutions(solver, target, reference=current, seeds=self.seeds)
         except (ArticulateError, bridge.BridgeError) as err:
             return _fail(self, err)
-        arm.articulate.branches.clear()
+        data = arm.articulate
+        data.branches.clear()
         for k, q in enumerate(found.q):
-            item = arm.articulate.branches.add()
+            item = data.branches.add()
             item.name = f"Branch {k + 1}: " + " ".join(f"{np.degrees(v):.0f}" for v in q)
             item.values = [*q.tolist(), *[0.0] * (MAX_JOINTS - len(q))]
-        arm.articulate.active_branch = 0
+            item.joints = ",".join(skeleton.moving_joint_names)
+        data.active_branch = 0
         if not len(found):
             self.report({"WARNING"}, "no solution reaches the target from any seed")
         else:
@@ -374,10 +436,11 @@ class ARTICULATE_OT_robot_use_branch(bpy.types.Operator):
         if not 0 <= data.active_branch < len(data.branches):
             self.report({"ERROR"}, "choose a branch from the list first")
             return {"CANCELLED"}
-        joints = robot_info(arm)["joints"]
-        q = np.array(data.branches[data.active_branch].values[: len(joints)])
+        branch = data.branches[data.active_branch]
+        names = branch.joints.split(",") if branch.joints else [j["name"] for j in robot_info(arm)["joints"]]
+        q = np.array(branch.values[: len(names)])
         frame = float(context.scene.frame_current)
-        write_joint_values(arm, np.array([frame]), q[None])
+        write_joint_values(arm, np.array([frame]), q[None], names)
         context.scene.frame_set(int(frame))
         return {"FINISHED"}
 
@@ -387,6 +450,7 @@ classes = (
     ARTICULATE_OT_robot_use_branch,
     ARTICULATE_OT_robot_add,
     ARTICULATE_OT_robot_import_urdf,
+    ARTICULATE_OT_robot_chain_add,
     ARTICULATE_OT_trajectory_import,
     ARTICULATE_OT_cartesian_import,
     ARTICULATE_OT_trajectory_check,

@@ -3,7 +3,10 @@
 
 import bpy
 
-from ..operators.bake import SOLVER_ITEMS
+from ..ik_core.solvers import AUTO, SOLVER_CHOICES, SOLVER_LABELS
+from ..ik_core.solvers.choice import SOLVER_DESCRIPTIONS
+
+SOLVER_ITEMS = [(name, SOLVER_LABELS[name], SOLVER_DESCRIPTIONS[name]) for name in SOLVER_CHOICES]
 
 
 class ARTICULATE_PG_chain(bpy.types.PropertyGroup):
@@ -26,7 +29,7 @@ class ARTICULATE_PG_chain(bpy.types.PropertyGroup):
     pole: bpy.props.PointerProperty(name="Pole", type=bpy.types.Object, description="Object the chain bends toward")
     pole_bone: bpy.props.StringProperty(name="Pole Bone", description="Bone of the pole armature")
     pole_angle: bpy.props.FloatProperty(name="Pole Angle", subtype="ANGLE", description="Roll about the chain axis")
-    solver: bpy.props.EnumProperty(name="Solver", items=SOLVER_ITEMS, default="dls")
+    solver: bpy.props.EnumProperty(name="Solver", items=SOLVER_ITEMS, default=AUTO)
     iterations: bpy.props.IntProperty(name="Iterations", default=100, min=1, max=10000)
     tolerance: bpy.props.FloatProperty(
         name="Tolerance", default=1e-4, min=1e-9, subtype="DISTANCE", description="Position tolerance"
@@ -36,6 +39,12 @@ class ARTICULATE_PG_chain(bpy.types.PropertyGroup):
     weight_rotation: bpy.props.FloatProperty(name="Rotation Weight", default=1.0, min=0.0, max=1.0)
     constraint: bpy.props.StringProperty(
         name="Constraint", description="The IK constraint this chain was created from (on the tip bone)"
+    )
+    tool_link: bpy.props.StringProperty(
+        name="Tool Link", description="Robot rigs: the link whose frame reaches the target (solved on the stored model)"
+    )
+    base_link: bpy.props.StringProperty(
+        name="Base Link", description="Robot rigs: the link the chain starts from; empty for the robot's root"
     )
 
 
@@ -68,6 +77,7 @@ class ARTICULATE_PG_branch(bpy.types.PropertyGroup):
 
     name: bpy.props.StringProperty(name="Branch")
     values: bpy.props.FloatVectorProperty(name="Joint Values", size=32)
+    joints: bpy.props.StringProperty(name="Joints", description="Comma-separated joints the values belong to")
 
 
 class ARTICULATE_PG_armature(bpy.types.PropertyGroup):

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from ..errors import UnknownNameError
 from ..skeleton import Skeleton
 from .base import IKResult, Solver, Targets, as_targets, solve_sequence
+from .choice import AUTO, SOLVER_CHOICES, SOLVER_LABELS, auto_solver, resolve_solver
 
 # name -> (module, class); modules are imported on first use so a missing optional solver
 # never breaks the others.
@@ -51,12 +52,17 @@ def make_solver(
 
 
 __all__ = [
+    "AUTO",
+    "SOLVER_CHOICES",
+    "SOLVER_LABELS",
     "SOLVER_NAMES",
     "IKResult",
     "Solver",
     "Targets",
     "as_targets",
+    "auto_solver",
     "make_solver",
+    "resolve_solver",
     "solve_sequence",
     "solver_class",
 ]

@@ -11,13 +11,15 @@ from pathlib import Path
 import bpy
 import numpy as np
 
-from ...ik_core import JointKind, Skeleton, forward_kinematics
+from ...ik_core import ArticulateError, JointKind, Skeleton, effector_poses, forward_kinematics
+from ...ik_core.robot_model import RobotModel
 from ...ik_core.urdf_visuals import Visual, resolve_mesh
 from .build import sphere_mesh_data
 from .errors import BridgeError
 
 HINGE_ORDER = "YZX"  # Y (the joint axis) is not the middle angle: it spans (-pi, pi] without flips
 TOOL_BONE = "tool"
+MODEL_KEY = "articulate_robot_model"  # the RobotModel JSON a rig was built from
 MOVING = (JointKind.REVOLUTE, JointKind.CONTINUOUS, JointKind.PRISMATIC)
 
 
@@ -39,103 +41,183 @@ def _moving_ancestor(skeleton: Skeleton, joint: int) -> int:
     return joint
 
 
+def tool_bone_name(arm: bpy.types.Object, link: str) -> str:
+    """The bone carrying a tool link's frame: ``tool`` for a rig's first chain, ``tool.<link>`` after."""
+    return TOOL_BONE if TOOL_BONE not in arm.data.bones else f"{TOOL_BONE}.{link}"
+
+
 def build_robot_rig(
-    skeleton: Skeleton,
+    model: RobotModel,
     name: str,
     *,
-    tool: str = "tool",
+    tools: Sequence[str] | None = None,
     home_q: Sequence[float] | None = None,
-    joint_of_link: dict[str, str] | None = None,
     visuals: Sequence[Visual] = (),
     urdf_dir: str | None = None,
     package_dirs: Sequence[str] = (),
     metadata: dict | None = None,
-) -> tuple[bpy.types.Object, bpy.types.Object, list[str]]:
-    """Build an armature for a robot skeleton; returns (armature, target empty, warnings).
+) -> tuple[bpy.types.Object, list[bpy.types.Object], list[str]]:
+    """Build an armature for a whole robot tree; returns (armature, one target per chain, warnings).
 
-    Every moving joint becomes a bone named after it whose local Y axis is the joint axis, so
-    the joint is a rotation about (or a slide along) the bone's Y and its F-curve is the joint
-    value itself. Limits go to Limit Rotation/Location constraints (exact, for hand posing) and
-    to the bone's IK settings (lock the other axes). A ``tool`` bone carries the tool frame; an
-    empty placed on it is the target of a ready-made chain from the first joint to the tool.
+    Every moving joint becomes a bone named after it, parented as in the URDF, whose local Y
+    axis is the joint axis, so the joint is a rotation about (or a slide along) the bone's Y
+    and its F-curve is the joint value itself. Limits go to Limit Rotation/Location
+    constraints (exact, for hand posing) and to the bone's IK settings. Each tool link (by
+    default :meth:`RobotModel.default_tools`) gets a tool bone, a target empty on it and a
+    chain from the robot's root. The model itself is stored on the armature
+    (:func:`robot_model`): bakes, checks and exports solve on it, not on the bones.
 
     Raises:
-        BridgeError: No moving joint, or an unknown tool effector.
+        BridgeError: No moving joint, or an unknown tool link (the message lists the valid ones).
     """
+    skeleton = model.skeleton
     moving = [i for i, j in enumerate(skeleton.joints) if j.kind in MOVING and j.mimic is None]
     if not moving:
         raise BridgeError(f"robot {name!r} has no moving joint to make bones for")
-    try:
-        eff = skeleton.effector(tool)
-    except Exception as err:  # UnknownNameError lists the valid effectors
-        raise BridgeError(str(err)) from None
+    tool_links = list(tools) if tools is not None else model.default_tools()
+    valid = model.links_below()
+    for link in tool_links:
+        if link not in valid:
+            raise BridgeError(f"tool link {link!r} is not below the robot's root through a moving joint; "
+                              f"valid tool links: {', '.join(valid)}")
     W = forward_kinematics(skeleton, np.zeros(skeleton.dof))
-    reach = float(np.max(np.linalg.norm(W[:, :3, 3] - W[0, :3, 3], axis=1), initial=0.5))
-    bone_length = max(0.02, 0.08 * reach)
-    matrices = {}
-    for i in moving:
-        M = W[i].copy()
-        M[:3, :3] = W[i, :3, :3] @ _align_y(skeleton.joints[i].axis)
-        matrices[i] = M
-    tool_matrix = W[eff.joint] @ eff.offset
-
+    bone_length = _bone_length(W)
     data = bpy.data.armatures.new(name)
     arm = bpy.data.objects.new(name, data)
     bpy.context.scene.collection.objects.link(arm)
     previous = bpy.context.view_layer.objects.active
-    if bpy.context.object is not None and bpy.context.object.mode != "OBJECT":
-        bpy.ops.object.mode_set(mode="OBJECT")
-    bpy.context.view_layer.objects.active = arm
-    bpy.ops.object.mode_set(mode="EDIT")
-    try:
+    with _edit_mode(arm):
         edit = {}
         for i in moving:
             eb = data.edit_bones.new(skeleton.joints[i].name)
-            _place_bone(eb, matrices[i], bone_length)
+            M = W[i].copy()
+            M[:3, :3] = W[i, :3, :3] @ _align_y(skeleton.joints[i].axis)
+            _place_bone(eb, M, bone_length)
             parent = _moving_ancestor(skeleton, skeleton.joints[i].parent)
             if parent >= 0:
                 eb.parent = edit[parent]
             edit[i] = eb
-        tb = data.edit_bones.new(TOOL_BONE)
-        _place_bone(tb, tool_matrix, bone_length * 0.6)
-        tb.parent = edit[_moving_ancestor(skeleton, eff.joint)]
-    finally:
-        bpy.ops.object.mode_set(mode="OBJECT")
     for i in moving:
         _set_joint_limits(arm.pose.bones[skeleton.joints[i].name], skeleton.joints[i])
-    tool_pb = arm.pose.bones[TOOL_BONE]
-    tool_pb.lock_ik_x = tool_pb.lock_ik_y = tool_pb.lock_ik_z = True
-    tool_pb.lock_rotation = tool_pb.lock_location = (True, True, True)
-
     q_home = np.asarray(home_q if home_q is not None else skeleton.preferred_q, dtype=float)
-    set_joint_values(arm, skeleton, q_home)
-    target = bpy.data.objects.new(f"{name}_target", None)
-    target.empty_display_type, target.empty_display_size = "ARROWS", bone_length
-    bpy.context.scene.collection.objects.link(target)
-    home_tool = forward_kinematics(skeleton, q_home)[eff.joint] @ eff.offset
-    target.matrix_world = _to_matrix(home_tool)
-
-    chain = arm.articulate.chains.add()
-    chain.name, chain.tip_bone, chain.use_tail = name, TOOL_BONE, False
-    chain.root_bone = skeleton.joints[moving[0]].name
-    chain.target, chain.solver, chain.use_rotation = target, "dls", True
-    chain.tolerance, chain.iterations = 1e-5, 200
     info = {
-        "name": name,
-        "joints": [
-            {"name": skeleton.joints[i].name, "kind": skeleton.joints[i].kind.value,
-             "lower": _finite(skeleton.joints[i].lower), "upper": _finite(skeleton.joints[i].upper),
-             "velocity": _finite(skeleton.joints[i].velocity)}
-            for i in moving
-        ],
-        "tool": tool,
+        "name": model.name,
+        "joints": [_joint_info(model, joint) for joint in model.joint_order],
         "home": q_home.tolist(),
     }
     info.update(metadata or {})
     arm["articulate_robot"] = json.dumps(info)
-    warnings = _add_geometry(arm, skeleton, W, moving, joint_of_link or {}, visuals, urdf_dir, package_dirs)
+    arm[MODEL_KEY] = model.to_json()
+    set_joint_values(arm, skeleton, q_home)
+    targets = [add_robot_chain(arm, model, link) for link in tool_links]
+    warnings = _add_geometry(arm, skeleton, W, moving, _joint_of_link(model), visuals, urdf_dir, package_dirs)
     bpy.context.view_layer.objects.active = previous or arm
-    return arm, target, warnings
+    return arm, targets, warnings
+
+
+
+def _joint_info(model: RobotModel, name: str) -> dict:
+    joint = model.urdf.joint(name)
+    return {"name": name, "kind": joint.type, "lower": _finite(joint.lower), "upper": _finite(joint.upper),
+            "velocity": _finite(joint.velocity), "acceleration": model.acceleration.get(name)}
+
+
+def _joint_of_link(model: RobotModel) -> dict[str, str]:
+    return {j.child: j.name for j in model.urdf.joints}
+
+
+def _bone_length(W: np.ndarray) -> float:
+    reach = float(np.max(np.linalg.norm(W[:, :3, 3] - W[0, :3, 3], axis=1), initial=0.5))
+    return max(0.02, 0.08 * reach)
+
+
+class _edit_mode:
+    """Edit mode on ``arm`` for the ``with`` block; object mode and the active object restored after."""
+
+    def __init__(self, arm: bpy.types.Object) -> None:
+        self.arm = arm
+
+    def __enter__(self) -> None:
+        self.previous = bpy.context.view_layer.objects.active
+        if bpy.context.object is not None and bpy.context.object.mode != "OBJECT":
+            bpy.ops.object.mode_set(mode="OBJECT")
+        bpy.context.view_layer.objects.active = self.arm
+        bpy.ops.object.mode_set(mode="EDIT")
+
+    def __exit__(self, *_exc) -> None:
+        bpy.ops.object.mode_set(mode="OBJECT")
+        bpy.context.view_layer.objects.active = self.previous or self.arm
+
+
+def add_robot_chain(arm: bpy.types.Object, model: RobotModel, tool_link: str, base_link: str = "") -> bpy.types.Object:
+    """Add a chain from ``base_link`` (default: the root) to ``tool_link``, with a tool bone and a target.
+
+    The target empty starts on the tool at the rig's current pose. Returns the target.
+
+    Raises:
+        BridgeError: A tool link that is not below the base; the message lists the valid ones.
+    """
+    try:
+        chain_skeleton = model.chain_skeleton(tool_link, base_link or None)
+    except ArticulateError as err:
+        raise BridgeError(str(err)) from None
+    skeleton = model.skeleton
+    moving_names = [n for n in chain_skeleton.moving_joint_names if n in arm.pose.bones]
+    if not moving_names:
+        raise BridgeError(f"no bone moves tool link {tool_link!r}")
+    tool_joint = skeleton.effector(tool_link).joint
+    owner = _moving_ancestor(skeleton, tool_joint)
+    W = forward_kinematics(skeleton, np.zeros(skeleton.dof))
+    bone_name = tool_bone_name(arm, tool_link)
+    with _edit_mode(arm):
+        tb = arm.data.edit_bones.new(bone_name)
+        _place_bone(tb, W[tool_joint] @ skeleton.effector(tool_link).offset, _bone_length(W) * 0.6)
+        tb.parent = arm.data.edit_bones[skeleton.joints[owner].name]
+    tool_pb = arm.pose.bones[bone_name]
+    tool_pb.lock_ik_x = tool_pb.lock_ik_y = tool_pb.lock_ik_z = True
+    tool_pb.lock_rotation = tool_pb.lock_location = (True, True, True)
+    q = current_joint_values(arm, skeleton)
+    target = bpy.data.objects.new(f"{arm.name}_target" if bone_name == TOOL_BONE else f"{arm.name}_{tool_link}_target",
+                                  None)
+    target.empty_display_type, target.empty_display_size = "ARROWS", _bone_length(W)
+    bpy.context.scene.collection.objects.link(target)
+    target.matrix_world = arm.matrix_world @ _to_matrix(effector_poses(skeleton, q, tool_link))
+
+    chain = arm.articulate.chains.add()
+    chain.name = arm.name if bone_name == TOOL_BONE else tool_link
+    chain.tip_bone, chain.use_tail = bone_name, False
+    chain.root_bone = moving_names[0]
+    chain.tool_link, chain.base_link = tool_link, base_link
+    chain.target, chain.use_rotation = target, True
+    chain.tolerance, chain.iterations = 1e-5, 200
+    arm.articulate.active_chain = len(arm.articulate.chains) - 1
+    return target
+
+
+def robot_model(arm: bpy.types.Object) -> RobotModel | None:
+    """The kinematic model stored on a robot rig, or None for rigs built before models were stored.
+
+    Raises:
+        BridgeError: A stored model that cannot be read (the message says why).
+    """
+    text = arm.get(MODEL_KEY) if arm is not None else None
+    if not text:
+        return None
+    try:
+        return RobotModel.from_json(text)
+    except ArticulateError as err:
+        raise BridgeError(f"armature {arm.name!r}: {err}") from None
+
+
+def current_joint_values(arm: bpy.types.Object, skeleton: Skeleton) -> np.ndarray:
+    """(dof,) the rig's current pose as ``skeleton``'s configuration [rad or m]; 0 for joints without a bone."""
+    q = np.zeros(skeleton.dof)
+    for i, joint in enumerate(skeleton.joints):
+        pb = arm.pose.bones.get(joint.name)
+        if skeleton.q_index[i] < 0 or pb is None:
+            continue
+        q[skeleton.q_index[i]] = pb.location[1] if joint.kind is JointKind.PRISMATIC else pb.rotation_euler[1]
+    return q
 
 
 def _place_bone(eb: bpy.types.EditBone, M: np.ndarray, length: float) -> None:
@@ -368,12 +450,29 @@ def read_joint_values(arm: bpy.types.Object, frames: np.ndarray) -> np.ndarray:
     return out
 
 
-def write_joint_values(arm: bpy.types.Object, frames: np.ndarray, values: np.ndarray) -> int:
-    """Key (N, J) joint values on a robot rig at ``frames`` in bulk; returns the keys written."""
+def write_joint_values(
+    arm: bpy.types.Object,
+    frames: np.ndarray,
+    values: np.ndarray,
+    names: Sequence[str] | None = None,
+    replace: tuple[float, float] | None = None,
+) -> int:
+    """Key (N, J) joint values on a robot rig at ``frames`` in bulk; returns the keys written.
+
+    Args:
+        arm: The robot rig.
+        frames: (N,) increasing frames.
+        values: (N, J) joint values [rad or m], the keys themselves (no conversion).
+        names: The J joints, by name; default every joint of the rig in URDF order.
+        replace: Inclusive frame range whose old keys on these joints are replaced.
+    """
     from .. import compat
 
     joints = robot_info(arm)["joints"]
+    if names is not None:
+        by_name = {j["name"]: j for j in joints}
+        joints = [by_name[n] for n in names]
     channels = [compat.Channel(*joint_channel(j), j["name"]) for j in joints]
     compat.ensure_action(arm)
-    compat.write_channels(arm, channels, frames, values)
+    compat.write_channels(arm, channels, frames, values, replace=replace)
     return int(values.size)

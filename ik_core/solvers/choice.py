@@ -1,0 +1,49 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Which solver a chain gets: the names and labels users pick from, and what "Auto" picks."""
+
+from __future__ import annotations
+
+from ..errors import UnknownNameError
+
+AUTO = "auto"
+SOLVER_LABELS: dict[str, str] = {AUTO: "Auto", "fabrik": "FABRIK", "ccd": "CCD", "dls": "DLS", "two_bone": "Two-bone"}
+SOLVER_DESCRIPTIONS: dict[str, str] = {
+    AUTO: "Two-bone for 2-bone chains, FABRIK for longer chains with a pole, DLS for full poses and robots",
+    "fabrik": "FABRIK with joint-limit projection; honours poles",
+    "ccd": "Cyclic coordinate descent",
+    "dls": "Damped least squares; full 6-D targets, robots, several effectors; ignores poles",
+    "two_bone": "Closed form for two bones (upper and lower limb); honours poles",
+}
+SOLVER_CHOICES: tuple[str, ...] = (AUTO, "fabrik", "ccd", "dls", "two_bone")
+
+
+def auto_solver(bones: int, *, pole: bool, full_pose: bool, robot: bool) -> str:
+    """The solver "Auto" picks for a chain: one that honours what the chain asks for.
+
+    Args:
+        bones: Bones (or joints) in the chain.
+        pole: The chain has a pole target.
+        full_pose: The target's orientation must be matched too (6-D target).
+        robot: The chain belongs to a robot rig (exact joint kinds, tight tolerances).
+
+    Returns:
+        ``"dls"`` for robots and full 6-D targets, ``"two_bone"`` for two-bone chains (the
+        closed form, pole honoured), ``"fabrik"`` for longer chains with a pole, and ``"dls"``
+        for the rest.
+    """
+    if robot or full_pose:
+        return "dls"
+    if bones == 2:
+        return "two_bone"
+    return "fabrik" if pole else "dls"
+
+
+def resolve_solver(name: str, bones: int, *, pole: bool, full_pose: bool, robot: bool) -> str:
+    """``name`` itself, or what :func:`auto_solver` picks when it is ``"auto"``.
+
+    Raises:
+        UnknownNameError: ``name`` is not one of :data:`SOLVER_CHOICES` (the message lists them).
+    """
+    if name not in SOLVER_CHOICES:
+        raise UnknownNameError("solver", name, SOLVER_CHOICES)
+    return auto_solver(bones, pole=pole, full_pose=full_pose, robot=robot) if name == AUTO else name
