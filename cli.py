@@ -22,6 +22,9 @@ import time
 from pathlib import Path
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_MISSED = 0, 1, 2, 3
+# ik_core.solvers.SOLVER_CHOICES, spelled out: this file must parse arguments before the add-on
+# (and numpy) can be imported, and inside Blender its folder is not on sys.path.
+SOLVERS = ("auto", "fabrik", "ccd", "dls", "two_bone")
 ADDON_ID = "articulate"
 HERE = Path(__file__).resolve().parent
 
@@ -123,7 +126,7 @@ def cmd_bake(args: argparse.Namespace) -> int:
         result = bpy.ops.articulate.bake(
             use_scene_settings=False, frame_start=start, frame_end=end, frame_step=step,
             mute_constraints=not args.keep_constraints, mark_missed=True,
-            report_path=str(report_path) if report_path else "",
+            report_path=str(report_path) if report_path else "", solver=args.solver or "",
         )
     except RuntimeError as err:  # the operator reported an error: bad input
         print(f"articulate: error: {str(err).removeprefix('Error: ').strip()}", file=sys.stderr)
@@ -253,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--scene", default="metarig", choices=["metarig", "arm"],
                       help="metarig: Rigify's human metarig, four limb chains (default); arm: a 3-bone arm")
     demo.add_argument("--frames", type=int, default=120, help="frames to bake (default: 120)")
-    demo.add_argument("--solver", choices=["fabrik", "ccd", "dls", "two_bone"],
+    demo.add_argument("--solver", choices=SOLVERS,
                       help="IK solver of every chain (default: two_bone for the metarig's limbs, dls for the arm)")
     demo.add_argument("--samples", type=int, default=16, help="Cycles samples of the picture")
     demo.add_argument("--no-picture", action="store_true", help="skip rendering the PNG")
@@ -265,6 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
     bake.add_argument("--from-constraints", action="store_true",
                       help="first turn the armature's IK constraints into chains")
     bake.add_argument("--keep-constraints", action="store_true", help="do not mute the converted IK constraints")
+    bake.add_argument("--solver", choices=SOLVERS,
+                      help="solver for every chain (default: each chain's own; 'auto' for new and converted chains)")
     bake.add_argument("--out", help="save the baked file here (default: do not save)")
     bake.add_argument("--report", help="write the JSON report (per frame and chain) here")
     bake.set_defaults(func=cmd_bake)

@@ -27,7 +27,7 @@ from .urdf import parse_urdf
 from .urdf_model import UrdfJoint, UrdfModel
 
 SCHEMA = "articulate-robot-model/1"
-_TOOL_NAMES = ("tool0", "tcp", "flange", "ee_link", "end_effector", "end_effector_link", "tool")
+_TOOL_NAMES = ("tool", "tcp", "flange", "end_effector", "ee_link", "eef")  # lower-case parts of tool link names
 
 
 def _finite_or_none(value: float) -> float | None:
@@ -167,43 +167,47 @@ class RobotModel:
         return below
 
     def default_tools(self) -> list[str]:
-        """Tool links a new rig gets one chain each for: one per branch end of the moving tree.
+        """Tool links a new rig gets one chain each for: one per arm or leg of the moving tree.
 
-        A branch ends at a moving joint with no moving joint below it (an arm's last wrist
-        joint, a finger's last joint). Of the leaf links rigidly attached below that joint
-        (flange, tool frame, collision helpers), the tool is the one with a conventional tool
-        name (tool0, tcp, flange, ee_link, end_effector), else the deepest, else the last one
-        written.
+        Leaf links with a tool-like name (tool, tcp, flange, end_effector, ee_link, eef) are
+        tools. Every other branch end (a moving joint with no moving joint below it: an arm's
+        last wrist joint, a leg's ankle) gets one too, unless a named tool already ends that
+        branch or a branch above it (a gripper's fingers under a named tool frame). Of the leaf
+        links rigidly attached below a branch end, the tool is the deepest, else the last written.
         """
         by_child = {j.child: j for j in self.urdf.joints}
         order = {link: k for k, link in enumerate(self.urdf.links)}
 
-        def last_moving(link: str) -> tuple[str | None, int]:
+        def moving_above(link: str) -> list[str]:
+            """Moving joints from ``link`` up to the root, nearest first."""
+            out = []
+            while link in by_child:
+                if by_child[link].type != "fixed":
+                    out.append(by_child[link].name)
+                link = by_child[link].parent
+            return out
+
+        def fixed_depth(link: str) -> int:
             depth = 0
             while link in by_child and by_child[link].type == "fixed":
                 link, depth = by_child[link].parent, depth + 1
-            return (by_child[link].name if link in by_child else None), depth
+            return depth
 
-        moving_parents = set()
-        for j in self.urdf.joints:
-            if j.type == "fixed":
+        leaves = [link for link in self.urdf.leaf_links() if moving_above(link)]
+        named = [link for link in leaves if any(key in link.lower() for key in _TOOL_NAMES)]
+        covered = {moving_above(link)[0] for link in named}
+        has_moving_child = {m for link in leaves for m in moving_above(link)[1:]}
+        best: dict[str, tuple[tuple[int, int], str]] = {}
+        for leaf in leaves:
+            above = moving_above(leaf)
+            end = above[0]
+            if leaf in named or end in has_moving_child or covered & set(above):
                 continue
-            at = j.parent
-            while at in by_child:
-                if by_child[at].type != "fixed":
-                    moving_parents.add(by_child[at].name)
-                    break
-                at = by_child[at].parent
-        best: dict[str, tuple[tuple[int, int, int], str]] = {}
-        for leaf in self.urdf.leaf_links():
-            joint, depth = last_moving(leaf)
-            if joint is None or joint in moving_parents:
-                continue
-            score = (int(leaf.lower() in _TOOL_NAMES), depth, order[leaf])
-            if joint not in best or score > best[joint][0]:
-                best[joint] = (score, leaf)
-        ends = {name: k for k, name in enumerate(j.name for j in self.urdf.joints)}
-        return [leaf for joint, (_score, leaf) in sorted(best.items(), key=lambda item: ends[item[0]])]
+            score = (fixed_depth(leaf), order[leaf])
+            if end not in best or score > best[end][0]:
+                best[end] = (score, leaf)
+        tools = named + [leaf for _score, leaf in best.values()]
+        return sorted(tools, key=order.__getitem__)
 
     def chain_skeleton(self, tools: str | Sequence[str], base_link: str | None = None) -> Skeleton:
         """The sub-tree from ``base_link`` to one or more tool links, as a skeleton to solve on.

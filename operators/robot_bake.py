@@ -192,7 +192,9 @@ def bake_robot(
             if len(g.chains) == 1:
                 targets = targets[:, 0]
             label = f"Articulate {arm.name}:{'+'.join(c.name for c in g.chains)}"
-            results.append(solve_track(s, targets, q0, max_jump=MAX_JUMP, segment=SEGMENT, look_ahead=True,
+            # The look-ahead searches are built for one effector; on a tree they cost ~100 ms a frame.
+            results.append(solve_track(s, targets, q0, max_jump=MAX_JUMP, segment=SEGMENT,
+                                       look_ahead=len(g.chains) == 1,
                                        progress=progress_callback(label, len(frames), wm)))
     except ArticulateError as err:
         raise BakeFailed(str(err)) from None

@@ -120,6 +120,21 @@ class ARTICULATE_OT_robot_import_urdf(FileBrowserMixin, bpy.types.Operator):
         return {"FINISHED"}
 
 
+_TOOL_ITEMS: list = []  # Blender reads dynamic enum strings after the callback returns: keep them alive
+
+
+def _tool_link_items(context) -> list:
+    """Links of the active robot rig's stored model that a chain can end on."""
+    obj = context.object if context is not None else None
+    try:
+        model = robot_model(obj) if obj is not None and "articulate_robot" in obj else None
+    except bridge.BridgeError:
+        model = None
+    links = model.links_below() if model is not None else []
+    _TOOL_ITEMS[:] = [(link, link, f"A chain from the robot's root to {link}") for link in links]
+    return _TOOL_ITEMS
+
+
 class ARTICULATE_OT_robot_chain_add(bpy.types.Operator):
     """Add a chain to a tool link of the robot, with its own target (both arms, each leg)"""
 
@@ -127,7 +142,8 @@ class ARTICULATE_OT_robot_chain_add(bpy.types.Operator):
     bl_label = "Add Robot Chain"
     bl_options = {"REGISTER", "UNDO"}
 
-    tool_link: bpy.props.StringProperty(name="Tool Link", description="Link the chain's target drives")
+    tool_link: bpy.props.EnumProperty(name="Tool Link", description="Link the chain's target drives",
+                                      items=lambda _self, context: _tool_link_items(context))
     base_link: bpy.props.StringProperty(name="Base Link", description="Link the chain starts from; empty for the root")
 
     @classmethod

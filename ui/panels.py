@@ -21,6 +21,19 @@ class ARTICULATE_UL_chains(bpy.types.UIList):
         row.label(text=item.solver.replace("_", "-").upper())
 
 
+class ARTICULATE_UL_robot_chains(bpy.types.UIList):
+    """A robot rig's chains: name, tool link and target."""
+
+    bl_idname = "ARTICULATE_UL_robot_chains"
+
+    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index=0):
+        row = layout.row(align=True)
+        row.prop(item, "enabled", text="")
+        row.label(text=item.name, icon="CON_KINEMATIC")
+        row.label(text=item.tool_link or item.tip_bone, icon="EMPTY_ARROWS")
+        row.label(text=item.target.name if item.target is not None else "no target")
+
+
 class _Panel:
     bl_space_type = "VIEW_3D"
     bl_region_type = "UI"
@@ -166,13 +179,19 @@ class ARTICULATE_PT_robot(_Panel, bpy.types.Panel):
         if obj is None or "articulate_robot" not in obj:
             layout.label(text="Select a robot rig for trajectories", icon="INFO")
             return
+        data = obj.articulate
+        layout.label(text="Chains (one target per tool link):")
+        row = layout.row()
+        row.template_list("ARTICULATE_UL_robot_chains", "", data, "chains", data, "active_chain", rows=2)
+        col = row.column(align=True)
+        col.operator_menu_enum("articulate.robot_chain_add", "tool_link", text="", icon="ADD")
+        col.operator("articulate.chain_remove", icon="REMOVE", text="")
         col = layout.column(align=True)
         col.operator("articulate.trajectory_import", icon="IMPORT")
         col.operator("articulate.cartesian_import", icon="ORIENTATION_GLOBAL")
         col.operator("articulate.trajectory_check", icon="CHECKMARK")
         col.operator("articulate.trajectory_export", icon="EXPORT")
         layout.operator("articulate.robot_branches", icon="OUTLINER_DATA_ARMATURE")
-        data = obj.articulate
         if len(data.branches):
             layout.template_list("UI_UL_list", "articulate_branches", data, "branches", data, "active_branch", rows=3)
             layout.operator("articulate.robot_use_branch", icon="CHECKMARK")
@@ -220,6 +239,7 @@ class ARTICULATE_PT_body(_Panel, bpy.types.Panel):
 
 classes = (
     ARTICULATE_UL_chains,
+    ARTICULATE_UL_robot_chains,
     ARTICULATE_UL_roles,
     ARTICULATE_PT_main,
     ARTICULATE_PT_chain,
