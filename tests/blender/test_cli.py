@@ -71,6 +71,19 @@ def test_bake_from_constraints_headless(ik_rig_blend, tmp_path):
     assert data["frames"] == list(range(1, 21)) and data["missed_frames"] == []
     assert data["chains"][0]["bones"] == ["Shoulder", "Elbow", "Wrist"]
     assert out.is_file() and "1 chain(s) from IK constraints" in proc.stdout
+    assert data["chains"][0]["solver_setting"] == "auto"
+
+
+@pytest.mark.slow
+def test_bake_solver_overrides_every_chain(ik_rig_blend, tmp_path):
+    """`--solver` replaces every chain's own solver; an unknown one is a usage error naming the valid ones."""
+    report = tmp_path / "report.json"
+    proc = run_cli("bake", str(ik_rig_blend), "--armature", "Arm", "--frames", "1-5", "--from-constraints",
+                   "--solver", "ccd", "--report", str(report), tmp_path=tmp_path)
+    assert proc.returncode in (0, 3), proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert [c["solver"] for c in json.loads(report.read_text())["chains"]] == ["ccd"]
+    proc = run_cli("bake", str(ik_rig_blend), "--armature", "Arm", "--solver", "newton", tmp_path=tmp_path)
+    assert proc.returncode == 2 and "auto" in proc.stderr and "two_bone" in proc.stderr
 
 
 @pytest.mark.slow

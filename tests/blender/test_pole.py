@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """A chain's pole decides which way it bends, in bakes and in live posing."""
 
+import json
 import math
 
 import bpy
@@ -83,7 +84,6 @@ def test_baked_elbow_follows_an_animated_pole(empty_scene, addon, solver):
 @pytest.mark.parametrize("solver", ["dls", "ccd"])
 def test_a_pole_the_solver_cannot_use_is_reported(empty_scene, addon, solver, tmp_path):
     """Solvers without pole support still bake, and the report says the pole was ignored."""
-    import json
 
     arm, chain, pole = _straight_arm()
     chain.solver = solver
@@ -115,15 +115,24 @@ def _bent_arm_with_constraint(pole_angle_deg):
 
 
 @pytest.mark.parametrize("pole_angle_deg", [-90.0, -60.0, 0.0, 45.0])
-def test_chains_from_constraints_bend_like_blenders_ik(empty_scene, addon, pole_angle_deg):
-    """A converted IK constraint bends its chain the way Blender's IK does, for any pole angle."""
+def test_chains_from_constraints_bend_like_blenders_ik(empty_scene, addon, pole_angle_deg, tmp_path):
+    """A converted IK constraint bends its chain the way Blender's IK does, for any pole angle.
+
+    With the defaults a user gets: the converted chain's solver is Auto, which picks one that
+    honours the pole (no "ignores poles" warning).
+    """
     arm, con = _bent_arm_with_constraint(pole_angle_deg)
     blender_bend = _bend_direction(arm)
     bpy.context.view_layer.objects.active = arm
     assert bpy.ops.articulate.chains_from_constraints() == {"FINISHED"}
     chain = arm.articulate.chains[0]
-    chain.solver, chain.tolerance = "two_bone", 1e-5
+    assert chain.solver == "auto"
+    chain.tolerance = 1e-5
     con.mute = True
-    assert bpy.ops.articulate.solve_frame() == {"FINISHED"}
+    report = tmp_path / "r.json"
+    assert bpy.ops.articulate.bake(use_scene_settings=False, frame_start=1, frame_end=1,
+                                   report_path=str(report)) == {"FINISHED"}
+    data = json.loads(report.read_text())
+    assert data["warnings"] == [] and data["chains"][0]["solver"] == "two_bone"
     ours = _bend_direction(arm)
     assert np.degrees(np.arccos(np.clip(ours @ blender_bend, -1.0, 1.0))) < 3.0
