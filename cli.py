@@ -116,9 +116,9 @@ def cmd_bake(args: argparse.Namespace) -> int:
     arm = _open_armature(args)
     chains_ops = importlib.import_module(f"{ensure_addon().__name__}.operators.chains")
     if args.from_constraints:
-        made, skipped = chains_ops.convert_constraints(arm)
-        for reason in skipped:
-            print(f"articulate: skipped {reason}")
+        made, notes = chains_ops.convert_constraints(arm)
+        for note in notes:
+            print(f"articulate: note: {note}")
         print(f"articulate: {made} chain(s) from IK constraints")
     start, end, step = args.frames if args.frames else (bpy.context.scene.frame_start, bpy.context.scene.frame_end, 1)
     report_path = Path(args.report).resolve() if args.report else None

@@ -15,7 +15,7 @@ from ..ik_core import ArticulateError
 from ..ik_core import rotations as rot
 from ..ik_core.solvers import make_solver, resolve_solver, solver_class
 from ..ik_core.tracking import track_chain
-from . import bridge
+from . import bridge, playback
 
 
 class BakeFailed(Exception):
@@ -182,7 +182,41 @@ def bake_chains(
     prepared = prepare_chains(arm, chains, solver)
     scale = bridge.check_armature(arm)
     scene = context.scene
+    # Sample what the bake will leave: the converted IK constraints muted (all of them, so one
+    # chain's IK does not move another's base), restored if the bake fails.
+    muted = _mute_converted(prepared) if mute_constraints and write_keys else []
+    try:
+        report = _bake_prepared(context, arm, prepared, frames, scale, write_keys)
+    except BaseException:
+        for con, was in muted:
+            con.mute = was
+        raise
+    if mark_missed and write_keys:
+        mark_missed_frames(scene, report)
+    return report
+
+
+def _mute_converted(prepared: Sequence[PreparedChain]) -> list:
+    """Mute the IK constraints the chains were converted from; returns (constraint, old mute) pairs."""
+    out = []
+    for p in prepared:
+        con = p.bones[-1].constraints.get(p.settings.constraint) if p.settings.constraint else None
+        if con is None and p.settings.constraint:  # use_tail off: the constraint sits on the bone below
+            for child in p.bones[-1].children:
+                con = con or child.constraints.get(p.settings.constraint)
+        if con is not None and con.type == "IK":
+            out.append((con, con.mute))
+            con.mute = True
+    return out
+
+
+def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: bool) -> dict:
+    """Sample, solve, key, and measure the keyed range by playback."""
+    scene = context.scene
     t_start = time.perf_counter()
+    warnings = [w for p in prepared
+                for w in playback.override_warnings(f"chain {p.settings.name!r}",
+                                                    playback.overriding(arm, [b.name for b in p.bones]))]
     current = scene.frame_current
     scene.frame_set(frames[0])
     q_start = [rot.matrix_to_rotvec(bridge.pose_rotations(p.bones)) for p in prepared]
@@ -194,43 +228,79 @@ def bake_chains(
             raise BakeFailed(f"chain {p.settings.name!r}: its target has NaN or infinite values on some frames")
         if (s.pole is not None) and not np.all(np.isfinite(s.pole)):
             raise BakeFailed(f"chain {p.settings.name!r}: its pole has NaN or infinite values on some frames")
-    results = []
+    results, solvers = [None] * len(prepared), [None] * len(prepared)
     # Robot paths must not jump more than 0.1 rad between frames and want short segments to stay
     # on one branch; characters at 24 fps move more, and longer batches make their bakes cheaper.
     robot = "articulate_robot" in arm
     max_jump, segment = (0.1, 32) if robot else (0.5, 32)
     wm = context.window_manager if write_keys else None
+    levels = _levels(prepared)
+    t_resample = 0.0
     try:
-        for p, s, q0 in zip(prepared, samples, q_start):
-            solver = solver_for(p, scale)
-            q0_vec = initial_q(p, q0)
-            # A closed-form solver needs no segments: its start only picks the bend side.
-            chain_segment = len(frames) if p.solver == "two_bone" else segment
-            results.append(track_chain(
-                solver, s.base, s.target, q0_vec, pole=s.pole, use_rotation=p.settings.use_rotation, scale=scale,
-                progress=progress_callback(f"Articulate {arm.name}:{p.settings.name}", len(frames), wm),
-                max_jump=max_jump, segment=chain_segment, pole_angle=p.settings.pole_angle, look_ahead=robot,
-            ))
+        for level in sorted(set(levels)):
+            batch = [k for k, lv in enumerate(levels) if lv == level]
+            if level > 0:  # bases hang from chains solved and keyed at the levels above
+                t0 = time.perf_counter()
+                fresh = bridge.sample_chains(scene, list(frames), [prepared[k].source for k in batch])
+                for k, chain_samples in zip(batch, fresh):
+                    samples[k] = chain_samples
+                t_resample += time.perf_counter() - t0
+            for k in batch:
+                p, smp = prepared[k], samples[k]
+                solvers[k] = solver = solver_for(p, scale)
+                # A closed-form solver needs no segments: its start only picks the bend side.
+                chain_segment = len(frames) if p.solver == "two_bone" else segment
+                results[k] = track_chain(
+                    solver, smp.base, smp.target, initial_q(p, q_start[k]), pole=smp.pole,
+                    use_rotation=p.settings.use_rotation, scale=scale,
+                    progress=progress_callback(f"Articulate {arm.name}:{p.settings.name}", len(frames), wm),
+                    max_jump=max_jump, segment=chain_segment, pole_angle=p.settings.pole_angle, look_ahead=robot,
+                )
+            _write(arm, [prepared[k] for k in batch], [results[k] for k in batch], frames, write_keys)
     except ArticulateError as err:
         raise BakeFailed(str(err)) from None
     finally:
         if wm is not None:
             wm.progress_end()
     t_solved = time.perf_counter()
-    _write(arm, prepared, results, frames, write_keys)
-    if mute_constraints:
-        for p in prepared:
-            con = p.bones[-1].constraints.get(p.settings.constraint) if p.settings.constraint else None
-            if con is not None:
-                con.mute = True
     report = _report(arm, prepared, results, frames)
-    report["warnings"] = pole_warnings(prepared)
-    if mark_missed and write_keys:
-        mark_missed_frames(scene, report)
+    t_written = time.perf_counter()
+    if write_keys:
+        playback.verify(scene, list(frames), [
+            playback.PlaybackChain(p.settings.name, arm, [b.name for b in p.bones], p.bones[-1].name,
+                                   p.settings.use_tail, p.settings.target, p.settings.target_bone,
+                                   p.settings.use_rotation, p.settings.tolerance, s.rotation_tolerance)
+            for p, s in zip(prepared, solvers)
+        ], report)
+    report["warnings"] = pole_warnings(prepared) + warnings
     t_end = time.perf_counter()
-    report["seconds"] = {"sample": t_sampled - t_start, "solve": t_solved - t_sampled,
-                         "write": t_end - t_solved, "total": t_end - t_start}
+    # Solving and writing interleave when chains hang from chains; the re-sampling counts as sampling.
+    report["seconds"] = {"sample": t_sampled - t_start + t_resample, "solve": t_solved - t_sampled - t_resample,
+                         "write": t_written - t_solved, "verify": t_end - t_written, "total": t_end - t_start}
     return report
+
+
+def _levels(prepared: Sequence[PreparedChain]) -> list[int]:
+    """Per chain, how many other chains its base hangs from (0: its base moves with none of them).
+
+    A chain whose root sits below another chain's bones is solved after that chain is keyed,
+    with its base sampled again, as Blender's IK evaluates the upper chain first.
+    """
+    owner = {b.name: k for k, p in enumerate(prepared) for b in p.bones}
+
+    def parents(k: int) -> set[int]:
+        found, bone = set(), prepared[k].bones[0].parent
+        while bone is not None:
+            if bone.name in owner:
+                found.add(owner[bone.name])
+            bone = bone.parent
+        return found
+
+    above = [parents(k) for k in range(len(prepared))]
+    levels = [0] * len(prepared)
+    for _ in range(len(prepared)):  # longest path in a forest of at most len(prepared) chains
+        levels = [max((levels[j] + 1 for j in above[k]), default=0) for k in range(len(prepared))]
+    return levels
 
 
 def pole_warnings(prepared: Sequence[PreparedChain]) -> list[str]:

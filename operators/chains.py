@@ -57,7 +57,7 @@ class ARTICULATE_OT_chain_remove(_ArmatureOperator, bpy.types.Operator):
         return {"FINISHED"}
 
 
-def _pole_angle_from_blender(pb: bpy.types.PoseBone, con: bpy.types.Constraint) -> float:
+def _pole_angle_from_blender(bones: list, end: np.ndarray, con: bpy.types.Constraint) -> float:
     """Our pole angle [rad] for a Blender IK constraint's: the same bend, measured from the pole.
 
     Blender turns the chain until its root bone's axis ``X cos(a) + Z sin(a)`` points at the
@@ -66,16 +66,14 @@ def _pole_angle_from_blender(pb: bpy.types.PoseBone, con: bpy.types.Constraint) 
     which Blender's axis is the chain's own bend direction, read from the rest pose. A chain
     straight at rest has no bend direction; Blender's usual -90 degrees (bones bending about
     their X axis) is assumed there.
+
+    Args:
+        bones: The chain's pose bones, root first.
+        end: (3,) the chain's end point at rest, armature space [m].
+        con: The IK constraint.
     """
-    bones = [pb]
-    while bones[-1].parent is not None and (con.chain_count == 0 or len(bones) < con.chain_count):
-        bones.append(bones[-1].parent)
-    bones.reverse()
     root = np.array(bones[0].bone.head_local)
-    end = np.array(pb.bone.tail_local if con.use_tail else pb.bone.head_local)
     joints = [np.array(b.bone.head_local) for b in bones[1:]]
-    if not con.use_tail:
-        joints = joints[:-1]
     axis = end - root
     length = float(np.linalg.norm(axis))
     bend = np.zeros(3)
@@ -92,41 +90,100 @@ def _pole_angle_from_blender(pb: bpy.types.PoseBone, con: bpy.types.Constraint) 
     return math.remainder(con.pole_angle - neutral, 2.0 * math.pi)
 
 
-def chain_from_constraint(chain, pb: bpy.types.PoseBone, con: bpy.types.Constraint) -> None:
-    """Fill a chain's settings from a Blender IK constraint on ``pb``."""
-    chain.name = f"{pb.name} IK"
-    chain.tip_bone = pb.name
-    chain.root_bone = ""
-    chain.chain_length = con.chain_count
-    chain.use_tail = con.use_tail
+def blender_chain(pb: bpy.types.PoseBone, con: bpy.types.Constraint) -> list:
+    """The bones Blender's IK constraint on ``pb`` moves, root first (empty when there are none).
+
+    With ``use_tail`` off the owner bone is not in the chain: the chain is its parent and up,
+    ``chain_count`` of them, and the end is the owner's head (the parent's tail when connected).
+    """
+    first = pb if con.use_tail else pb.parent
+    if first is None:
+        return []
+    bones = [first]
+    while bones[-1].parent is not None and (con.chain_count == 0 or len(bones) < con.chain_count):
+        bones.append(bones[-1].parent)
+    bones.reverse()
+    return bones
+
+
+def constraint_skip_reason(con: bpy.types.Constraint) -> str:
+    """Why an IK constraint is not converted ("" when it is): Blender would not solve it either."""
+    if con.mute or not getattr(con, "enabled", True):
+        return f"IK constraint {con.name!r} is muted"
+    if con.influence <= 0.0:
+        return f"IK constraint {con.name!r} has zero influence"
+    if con.target is None:
+        return f"IK constraint {con.name!r} has no target (Auto IK); posing it is Blender's interactive tool"
+    return ""
+
+
+def chain_from_constraint(chain, pb: bpy.types.PoseBone, con: bpy.types.Constraint) -> str:
+    """Fill a chain's settings from a Blender IK constraint on ``pb``; returns a note ("" when exact).
+
+    The chain holds the bones Blender's IK moves (see :func:`blender_chain`).
+    """
+    bones = blender_chain(pb, con)
+    note = ""
+    if con.use_tail:
+        chain.tip_bone, chain.use_tail, end = pb.name, True, np.array(pb.bone.tail_local)
+    else:
+        parent = bones[-1]
+        chain.tip_bone, chain.use_tail, end = parent.name, True, np.array(pb.bone.head_local)
+        if not np.allclose(parent.bone.tail_local, pb.bone.head_local, atol=1e-5 * max(parent.bone.length, 1e-3)):
+            note = (f"{pb.name}: IK constraint {con.name!r} ends at the head of {pb.name!r}, away from its parent's "
+                    "tail; the converted chain ends at the parent's tail")
+    chain.root_bone = bones[0].name
+    chain.chain_length = len(bones)
     chain.target = con.target
     chain.target_bone = con.subtarget if con.target is not None and con.target.type == "ARMATURE" else ""
     chain.pole = con.pole_target
     chain.pole_bone = con.pole_subtarget if con.pole_target is not None and con.pole_target.type == "ARMATURE" else ""
-    chain.pole_angle = _pole_angle_from_blender(pb, con) if con.pole_target is not None else 0.0
+    chain.pole_angle = _pole_angle_from_blender(bones, end, con) if con.pole_target is not None else 0.0
     chain.iterations = max(con.iterations, 1)
     chain.weight_position = con.weight
     chain.use_rotation = con.use_rotation
     chain.weight_rotation = con.orient_weight
     chain.constraint = con.name
+    return note
+
+
+def _unique_name(data, wanted: str, chain) -> str:
+    taken = {c.name for c in data.chains if c != chain}
+    name, k = wanted, 1
+    while name in taken:
+        name, k = f"{wanted}.{k:03d}", k + 1
+    return name
 
 
 def convert_constraints(arm: bpy.types.Object) -> tuple[int, list[str]]:
-    """Create or update one chain per IK constraint with a target; returns (count, skipped reasons)."""
+    """Create or update one chain per IK constraint Blender would solve; returns (count, notes).
+
+    Muted, disabled, zero-influence and targetless (Auto IK) constraints are skipped, each with
+    a note; chain names are unique.
+    """
     data = arm.articulate
     by_constraint = {(c.tip_bone, c.constraint): c for c in data.chains if c.constraint}
-    made, skipped = 0, []
+    made, notes = 0, []
     for pb in arm.pose.bones:
         for con in pb.constraints:
             if con.type != "IK":
                 continue
-            if con.target is None:
-                skipped.append(f"{pb.name}: IK constraint {con.name!r} has no target")
+            reason = constraint_skip_reason(con)
+            if reason:
+                notes.append(f"{pb.name}: {reason}")
                 continue
-            chain = by_constraint.get((pb.name, con.name)) or data.chains.add()
-            chain_from_constraint(chain, pb, con)
+            bones = blender_chain(pb, con)
+            if not bones:
+                notes.append(f"{pb.name}: IK constraint {con.name!r} moves no bone (use_tail off on a root bone)")
+                continue
+            tip = pb.name if con.use_tail else bones[-1].name
+            chain = by_constraint.get((tip, con.name)) or by_constraint.get((pb.name, con.name)) or data.chains.add()
+            note = chain_from_constraint(chain, pb, con)
+            chain.name = _unique_name(data, f"{pb.name} IK", chain)
+            if note:
+                notes.append(note)
             made += 1
-    return made, skipped
+    return made, notes
 
 
 class ARTICULATE_OT_chains_from_constraints(_ArmatureOperator, bpy.types.Operator):
@@ -138,12 +195,12 @@ class ARTICULATE_OT_chains_from_constraints(_ArmatureOperator, bpy.types.Operato
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         arm = _armature(context)
-        made, skipped = convert_constraints(arm)
+        made, notes = convert_constraints(arm)
         if not made:
             self.report({"ERROR"}, f"armature {arm.name!r} has no IK constraint with a target to convert")
             return {"CANCELLED"}
         msg = f"{made} chain(s) from IK constraints"
-        self.report({"WARNING"} if skipped else {"INFO"}, msg + (f"; skipped: {'; '.join(skipped)}" if skipped else ""))
+        self.report({"WARNING"} if notes else {"INFO"}, msg + (f"; notes: {'; '.join(notes)}" if notes else ""))
         return {"FINISHED"}
 
 

@@ -14,7 +14,7 @@ from ..ik_core import ArticulateError, effector_poses, solve_track
 from ..ik_core.robot_model import RobotModel, wrap_into_limits
 from ..ik_core.rotations import matrix_to_rotvec
 from ..ik_core.solvers import make_solver
-from . import bridge
+from . import bridge, playback
 from .baking import BakeFailed, chain_solver, check_target, mark_missed_frames, progress_callback
 from .bridge.robot import current_joint_values, robot_model, set_joint_values, write_joint_values
 
@@ -214,11 +214,18 @@ def bake_robot(
     report = {"armature": arm.name, "frames": [int(f) for f in frames], "chains": report_chains,
               "missed_frames": sorted({f for c in report_chains for f in c["missed_frames"]}),
               "model": "stored", "warnings": _mode_warnings(groups)}
+    t_written = time.perf_counter()
+    if write_keys:
+        playback.verify(scene, list(frames), [
+            playback.PlaybackChain(c.name, arm, list(g.skeleton.moving_joint_names), c.tip_bone, False, c.target,
+                                   c.target_bone, c.use_rotation, c.tolerance, s.rotation_tolerance)
+            for g, s in zip(groups, solvers) for c in g.chains
+        ], report)
     if mark_missed and write_keys:
         mark_missed_frames(scene, report)
     t_end = time.perf_counter()
     report["seconds"] = {"sample": t_sampled - t_start, "solve": t_solved - t_sampled,
-                         "write": t_end - t_solved, "total": t_end - t_start}
+                         "write": t_written - t_solved, "verify": t_end - t_written, "total": t_end - t_start}
     return report
 
 

@@ -27,12 +27,13 @@ from .rig import (
     pose_bone_chain,
     write_ik_limits,
 )
-from .sampling import ChainSamples, ChainSource, base_matrix, sample_chains, target_matrix
+from .sampling import ChainSamples, ChainSource, TipSource, base_matrix, sample_chains, sample_tips, target_matrix
 
 __all__ = [
     "BridgeError",
     "ChainSamples",
     "ChainSource",
+    "TipSource",
     "base_matrix",
     "bone_limit",
     "bone_rotation_channels",
@@ -45,6 +46,7 @@ __all__ = [
     "pose_rotations",
     "rotation_part",
     "sample_chains",
+    "sample_tips",
     "set_pose_rotations",
     "target_matrix",
     "world_to_basis",

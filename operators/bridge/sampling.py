@@ -73,24 +73,27 @@ def pose_matrices(arm_obj: bpy.types.Object, attr: str = "matrix") -> np.ndarray
     return _pose_buffer(arm_obj, attr).astype(float)
 
 
-def sample_chains(
-    scene: bpy.types.Scene, frames: Sequence[int], sources: Sequence[ChainSource]
-) -> list[ChainSamples]:
-    """Evaluate every chain's base, target and pole on every frame; the current frame is restored.
+@dataclass
+class TipSource:
+    """A chain tip to measure against its target in playback."""
+
+    arm_obj: bpy.types.Object
+    tip_bone: str
+    use_tail: bool
+    target: bpy.types.Object
+    target_bone: str = ""
+
+
+def _sample(
+    scene: bpy.types.Scene, frames: Sequence[int], objects: dict, armatures: dict
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, dict[str, int]]]:
+    """World matrices of ``objects`` and ``armatures`` and every pose bone's matrix, on every frame.
 
     The frame loop only copies raw matrices (one ``foreach_get`` per armature, one matrix per
-    object); all products and inverses happen afterwards on whole arrays.
+    object); the current frame is restored. Returns (world (N, 4, 4) per object name, poses
+    (N, B, 4, 4) per armature name, bone index per armature name).
     """
     n = len(frames)
-    objects: dict[str, bpy.types.Object] = {}
-    armatures: dict[str, bpy.types.Object] = {}
-    for src in sources:
-        armatures[src.arm_obj.name] = src.arm_obj
-        for obj, bone in ((src.target, src.target_bone), (src.pole, src.pole_bone)):
-            if obj is not None:
-                (armatures if bone else objects)[obj.name] = obj
-                if bone:
-                    target_matrix(obj, bone)  # validates the bone name before the loop
     world = {name: np.empty((n, 4, 4)) for name in {**objects, **armatures}}
     poses = {name: np.empty((n, len(obj.pose.bones), 4, 4)) for name, obj in armatures.items()}
     current = scene.frame_current, scene.frame_subframe
@@ -105,6 +108,54 @@ def sample_chains(
     finally:
         scene.frame_set(current[0], subframe=current[1])
     bone_index = {name: {b.name: k for k, b in enumerate(obj.pose.bones)} for name, obj in armatures.items()}
+    return world, poses, bone_index
+
+
+def sample_tips(
+    scene: bpy.types.Scene, frames: Sequence[int], sources: Sequence[TipSource]
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per source, (N, 4, 4) world frame of the chain tip as playback shows it, and (N, 4, 4) of its target.
+
+    The tip frame is the tip bone's posed frame moved to its tail (or kept at its head).
+    """
+    objects: dict[str, bpy.types.Object] = {}
+    armatures: dict[str, bpy.types.Object] = {}
+    for src in sources:
+        armatures[src.arm_obj.name] = src.arm_obj
+        (armatures if src.target_bone else objects)[src.target.name] = src.target
+    world, poses, bone_index = _sample(scene, frames, objects, armatures)
+    out = []
+    for src in sources:
+        arm = src.arm_obj.name
+        tip = world[arm] @ poses[arm][:, bone_index[arm][src.tip_bone]]
+        if src.use_tail:
+            length = src.arm_obj.pose.bones[src.tip_bone].bone.length
+            tip = tip.copy()
+            tip[:, :3, 3] += length * tip[:, :3, 1]
+        target = world[src.target.name]
+        if src.target_bone:
+            target = target @ poses[src.target.name][:, bone_index[src.target.name][src.target_bone]]
+        out.append((tip, target))
+    return out
+
+
+def sample_chains(
+    scene: bpy.types.Scene, frames: Sequence[int], sources: Sequence[ChainSource]
+) -> list[ChainSamples]:
+    """Evaluate every chain's base, target and pole on every frame; the current frame is restored.
+
+    All products and inverses happen after the frame loop, on whole arrays.
+    """
+    objects: dict[str, bpy.types.Object] = {}
+    armatures: dict[str, bpy.types.Object] = {}
+    for src in sources:
+        armatures[src.arm_obj.name] = src.arm_obj
+        for obj, bone in ((src.target, src.target_bone), (src.pole, src.pole_bone)):
+            if obj is not None:
+                (armatures if bone else objects)[obj.name] = obj
+                if bone:
+                    target_matrix(obj, bone)  # validates the bone name before the loop
+    world, poses, bone_index = _sample(scene, frames, objects, armatures)
 
     def world_of(obj: bpy.types.Object, bone: str) -> np.ndarray:
         if not bone:

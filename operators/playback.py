@@ -1,0 +1,147 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""What playback shows after a bake: each chain tip against its target, and what overrides the keys.
+
+A bake's report is measured here, on the baked range evaluated the way playback evaluates it
+(every constraint and driver live, the converted IK constraints muted as the bake leaves them),
+not on the solver's answer: a frame the solver reached but playback does not is reported as
+overridden, naming the constraint or driver responsible where one is found.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import bpy
+import numpy as np
+
+from ..ik_core.rotations import matrix_to_rotvec
+from . import bridge
+from .bridge.body_controls import driving_constraints
+
+# Blender evaluates poses in single precision: a solved pose keyed and played back lands within
+# about 1e-6 of itself on a metre-sized rig. Residuals are judged against tolerance + this.
+FLOAT_SLACK_M = 2e-6
+FLOAT_SLACK_RAD = 2e-6
+_BONE_PATH = re.compile(r'^pose\.bones\["((?:[^"\\]|\\.)*)"\]\.(rotation_\w+|location|scale)')
+
+
+@dataclass
+class PlaybackChain:
+    """One baked chain as playback sees it."""
+
+    name: str
+    arm_obj: bpy.types.Object
+    bones: list  # names of the bones the bake keyed
+    tip_bone: str
+    use_tail: bool
+    target: bpy.types.Object
+    target_bone: str
+    use_rotation: bool
+    tolerance: float  # [m]
+    rotation_tolerance: float  # [rad]
+
+
+def _active(con: bpy.types.Constraint) -> bool:
+    return not con.mute and con.influence > 0 and getattr(con, "enabled", True)
+
+
+def _ik_chain(pb: bpy.types.PoseBone, con: bpy.types.Constraint) -> list[str]:
+    """Bones an IK constraint on ``pb`` moves (Blender's chain_count and use_tail semantics)."""
+    bones = [pb] if con.use_tail else []
+    at = pb if con.use_tail else pb.parent
+    if not con.use_tail and at is not None:
+        bones.append(at)
+    while bones and bones[-1].parent is not None and (con.chain_count == 0 or len(bones) < con.chain_count):
+        bones.append(bones[-1].parent)
+    return [b.name for b in bones]
+
+
+def overriding(arm: bpy.types.Object, bones: Sequence[str]) -> dict[str, list[str]]:
+    """Per bone of ``bones``, the live constraints and drivers that override its keys.
+
+    Counted: constraints that copy or follow another transform (Copy Transforms/Rotation,
+    Child Of, Armature, Damped Track, Track To), any active IK constraint whose chain holds the
+    bone (including one on a child bone), and drivers on the bone's rotation, location or scale.
+    Limit constraints are not counted: the solvers respect them.
+    """
+    wanted = set(bones)
+    found: dict[str, list[str]] = {name: [] for name in bones}
+    for name in bones:
+        found[name] += driving_constraints(arm.pose.bones[name])
+    for pb in arm.pose.bones:
+        for con in pb.constraints:
+            if con.type == "IK" and _active(con) and getattr(con, "target", None) is not None:
+                for name in set(_ik_chain(pb, con)) & wanted:
+                    found[name].append(f"IK {con.name!r} on {pb.name}")
+    if arm.animation_data is not None:
+        for fc in arm.animation_data.drivers:
+            match = _BONE_PATH.match(fc.data_path)
+            if match and not fc.mute and match.group(1) in wanted:
+                found[match.group(1)].append(f"a driver on {match.group(2)}")
+    return {name: items for name, items in found.items() if items}
+
+
+def override_warnings(label: str, sources: dict[str, list[str]]) -> list[str]:
+    """One warning per chain whose bones something overrides: what, and what to do."""
+    if not sources:
+        return []
+    shown = "; ".join(f"{bone} follows {', '.join(items)}" for bone, items in list(sources.items())[:4])
+    return [f"{label}: {shown}; its keys will not show in playback: mute those, or bake onto the bones "
+            "they follow (on a Rigify rig: the FK controls with the limb in FK)"]
+
+
+def measure(scene: bpy.types.Scene, frames: Sequence[int], chains: Sequence[PlaybackChain]) -> list[tuple]:
+    """Per chain, (N,) position error [m] and (N,) rotation error [rad] of its tip in playback.
+
+    The rotation error is 0 for chains that do not match their target's orientation.
+    """
+    sources = [bridge.TipSource(c.arm_obj, c.tip_bone, c.use_tail, c.target, c.target_bone) for c in chains]
+    out = []
+    for chain, (tip, target) in zip(chains, bridge.sample_tips(scene, frames, sources)):
+        pos = np.linalg.norm(tip[:, :3, 3] - target[:, :3, 3], axis=-1)
+        rot = np.zeros(len(pos))
+        if chain.use_rotation:
+            a = tip[:, :3, :3] / np.linalg.norm(tip[:, :3, :3], axis=-2, keepdims=True)
+            b = target[:, :3, :3] / np.linalg.norm(target[:, :3, :3], axis=-2, keepdims=True)
+            rot = np.linalg.norm(matrix_to_rotvec(np.swapaxes(a, -1, -2) @ b), axis=-1)
+        out.append((pos, rot))
+    return out
+
+
+def verify(scene: bpy.types.Scene, frames: Sequence[int], chains: Sequence[PlaybackChain], report: dict) -> None:
+    """Replace each chain's residuals and convergence in ``report`` by what playback shows.
+
+    Per chain the solver's own numbers stay as ``solver_position_error_m`` and
+    ``solver_converged``; ``converged`` becomes "the solver reached it and playback shows it
+    within tolerance"; frames the solver reached that playback misses are listed in
+    ``overridden_frames``, with a reason naming what overrides the bones where found.
+    """
+    by_name = {c["chain"]: c for c in report["chains"]}
+    for chain, (pos, rot) in zip(chains, measure(scene, frames, chains)):
+        entry = by_name[chain.name]
+        solver_ok = np.asarray(entry["converged"], dtype=bool)
+        shown = pos <= chain.tolerance + FLOAT_SLACK_M
+        if chain.use_rotation:
+            shown &= rot <= chain.rotation_tolerance + FLOAT_SLACK_RAD
+        overridden = solver_ok & ~shown
+        sources = overriding(chain.arm_obj, chain.bones) if overridden.any() else {}
+        why = "; ".join(f"{b} follows {', '.join(s)}" for b, s in sources.items()) or (
+            "the rig's constraints or drivers change the keyed pose")
+        reasons = list(entry["reasons"])
+        for k in np.flatnonzero(overridden):
+            reasons[k] = f"overridden in playback: the tip ends {pos[k] * 1000:.3g} mm from the target ({why})"
+        entry.update(
+            solver_converged=entry["converged"],
+            solver_position_error_m=entry["position_error_m"],
+            converged=(solver_ok & shown).tolist(),
+            position_error_m=pos.tolist(),
+            rotation_error_rad=rot.tolist(),
+            reasons=reasons,
+            missed_frames=[int(f) for f, ok in zip(frames, solver_ok & shown) if not ok],
+            overridden_frames=[int(f) for f, o in zip(frames, overridden) if o],
+        )
+    report["missed_frames"] = sorted({f for c in report["chains"] for f in c["missed_frames"]})
+    report["overridden_frames"] = sorted({f for c in report["chains"] for f in c.get("overridden_frames", [])})
+    report["measured_by"] = "playback"

@@ -1,0 +1,177 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Honest bakes: the report is what playback shows, and conversion follows Blender's IK semantics."""
+
+import json
+
+import bpy
+import numpy as np
+import pytest
+
+
+def _arm_of_three(name="Arm"):
+    """Three connected 0.5 m bones up +Z from the origin (Shoulder, Elbow, Wrist), bent slightly at rest."""
+    data = bpy.data.armatures.new(name)
+    arm = bpy.data.objects.new(name, data)
+    bpy.context.scene.collection.objects.link(arm)
+    bpy.context.view_layer.objects.active = arm
+    bpy.ops.object.mode_set(mode="EDIT")
+    points = [(0.0, 0.0, 0.0), (0.0, 0.05, 0.5), (0.0, 0.0, 1.0), (0.0, 0.0, 1.5)]
+    parent = None
+    for k, bone in enumerate(("Shoulder", "Elbow", "Wrist")):
+        eb = data.edit_bones.new(bone)
+        eb.head, eb.tail = points[k], points[k + 1]
+        if parent is not None:
+            eb.parent, eb.use_connect = parent, True
+        parent = eb
+    bpy.ops.object.mode_set(mode="OBJECT")
+    return arm
+
+
+def _animated_target(name, start, end, frames=20):
+    target = bpy.data.objects.new(name, None)
+    bpy.context.scene.collection.objects.link(target)
+    for f in range(1, frames + 1):
+        target.location = tuple(np.asarray(start) + (np.asarray(end) - start) * (f - 1) / (frames - 1))
+        target.keyframe_insert("location", frame=f)
+    return target
+
+
+def _bake(tmp_path, frames=20, **kw):
+    report = tmp_path / "report.json"
+    assert bpy.ops.articulate.bake(use_scene_settings=False, frame_start=1, frame_end=frames,
+                                   report_path=str(report), **kw) == {"FINISHED"}
+    return json.loads(report.read_text())
+
+
+def _tip_distance(arm, bone, target, frame, tail=True):
+    bpy.context.scene.frame_set(frame)
+    pb = arm.pose.bones[bone]
+    tip = np.array(arm.matrix_world @ (pb.tail if tail else pb.head))
+    return float(np.linalg.norm(tip - np.array(target.matrix_world.translation)))
+
+
+def test_use_tail_off_converts_to_blenders_chain(empty_scene, addon, tmp_path):
+    """use_tail off: Blender's chain is the owner's parent and grandparent, ending at the owner's head."""
+    arm = _arm_of_three()
+    target = _animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
+    con = arm.pose.bones["Wrist"].constraints.new("IK")
+    con.target, con.chain_count, con.use_tail = target, 2, False
+    assert bpy.ops.articulate.chains_from_constraints() == {"FINISHED"}
+    (chain,) = arm.articulate.chains
+    assert (chain.tip_bone, chain.root_bone, chain.use_tail) == ("Elbow", "Shoulder", True)
+    report = _bake(tmp_path)
+    assert report["chains"][0]["bones"] == ["Shoulder", "Elbow"] and con.mute
+    assert report["measured_by"] == "playback"
+    for f in (1, 10, 20):  # the report's residual is the one playback shows
+        d = _tip_distance(arm, "Wrist", target, f, tail=False)
+        assert d == pytest.approx(report["chains"][0]["position_error_m"][f - 1], abs=1e-5)
+        assert d < 1e-3
+
+
+@pytest.mark.parametrize("how", ["mute", "influence"])
+def test_muted_or_zero_influence_constraints_are_skipped_with_a_note(empty_scene, addon, how):
+    """Constraints Blender would not solve are not converted, and the operator says why."""
+    arm = _arm_of_three()
+    target = _animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
+    live = arm.pose.bones["Wrist"].constraints.new("IK")
+    live.target, live.chain_count = target, 3
+    off = arm.pose.bones["Elbow"].constraints.new("IK")
+    off.target, off.chain_count = target, 2
+    if how == "mute":
+        off.mute = True
+    else:
+        off.influence = 0.0
+    assert bpy.ops.articulate.chains_from_constraints() == {"FINISHED"}
+    assert [c.tip_bone for c in arm.articulate.chains] == ["Wrist"]
+
+
+def test_chain_names_are_unique(empty_scene, addon):
+    """Two IK constraints on one bone (Rigify's IK pair) become chains with different names."""
+    arm = _arm_of_three()
+    target = _animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
+    for _ in range(2):
+        con = arm.pose.bones["Wrist"].constraints.new("IK")
+        con.target, con.chain_count = target, 2
+    assert bpy.ops.articulate.chains_from_constraints() == {"FINISHED"}
+    names = [c.name for c in arm.articulate.chains]
+    assert len(names) == 2 and len(set(names)) == 2
+
+
+def test_second_chains_base_is_sampled_with_the_first_ik_muted(empty_scene, addon, tmp_path):
+    """Two converted chains, one above the other: the lower chain's base is sampled as playback will show it.
+
+    The upper chain's IK, still live while sampling, would put the lower chain's base where the
+    bake never leaves it; both hands must end on their targets in playback.
+    """
+    data = bpy.data.armatures.new("Two")
+    arm = bpy.data.objects.new("Two", data)
+    bpy.context.scene.collection.objects.link(arm)
+    bpy.context.view_layer.objects.active = arm
+    bpy.ops.object.mode_set(mode="EDIT")
+    points = [(0, 0, 0), (0, 0.05, 0.5), (0, 0, 1.0), (0, 0.05, 1.5), (0, 0, 2.0)]
+    parent = None
+    for k in range(4):
+        eb = data.edit_bones.new(f"B{k}")
+        eb.head, eb.tail = points[k], points[k + 1]
+        if parent is not None:
+            eb.parent, eb.use_connect = parent, True
+        parent = eb
+    bpy.ops.object.mode_set(mode="OBJECT")
+    lower_t = _animated_target("Tlow", (0.3, 0.3, 0.8), (0.4, -0.2, 0.7))
+    upper_t = _animated_target("Tup", (0.5, 0.4, 1.1), (0.2, -0.3, 1.3))
+    c1 = arm.pose.bones["B1"].constraints.new("IK")
+    c1.target, c1.chain_count = lower_t, 2
+    c2 = arm.pose.bones["B3"].constraints.new("IK")
+    c2.target, c2.chain_count = upper_t, 2
+    assert bpy.ops.articulate.chains_from_constraints() == {"FINISHED"}
+    report = _bake(tmp_path)
+    assert report["missed_frames"] == []  # every target is in reach of its chain
+    for chain in report["chains"]:
+        tip, target = ("B1", lower_t) if chain["bones"][-1] == "B1" else ("B3", upper_t)
+        for f in (1, 20):
+            d = _tip_distance(arm, tip, target, f)
+            assert d == pytest.approx(chain["position_error_m"][f - 1], abs=1e-5)
+            if chain["converged"][f - 1]:
+                assert d < 1e-3
+
+
+def test_overridden_bones_are_warned_and_reported(empty_scene, addon, tmp_path):
+    """A chain bone under Copy Rotation: the bake warns naming it, and the frames are reported overridden."""
+    arm = _arm_of_three()
+    target = _animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
+    driver = bpy.data.objects.new("Driver", None)
+    driver.rotation_euler = (0.0, 0.0, 0.0)
+    bpy.context.scene.collection.objects.link(driver)
+    copy = arm.pose.bones["Shoulder"].constraints.new("COPY_ROTATION")
+    copy.target = driver
+    chain = arm.articulate.chains.add()
+    chain.name, chain.tip_bone, chain.chain_length, chain.target = "Arm", "Wrist", 3, target
+    report = _bake(tmp_path)
+    assert any("Shoulder follows Copy Rotation" in w for w in report["warnings"])
+    entry = report["chains"][0]
+    assert entry["overridden_frames"] and report["missed_frames"] == entry["missed_frames"]
+    f = entry["overridden_frames"][0]
+    assert "overridden in playback" in entry["reasons"][f - 1] and "Copy Rotation" in entry["reasons"][f - 1]
+    assert entry["solver_converged"][f - 1] and not entry["converged"][f - 1]
+    d = _tip_distance(arm, "Wrist", target, f)
+    assert d == pytest.approx(entry["position_error_m"][f - 1], abs=1e-5) and d > 1e-3
+
+
+def test_failed_bake_restores_the_constraints_it_muted(empty_scene, addon):
+    """A bake that fails after muting the converted IK leaves the constraints as they were."""
+    arm = _arm_of_three()
+    target = _animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
+    con = arm.pose.bones["Wrist"].constraints.new("IK")
+    con.target, con.chain_count = target, 3
+    assert bpy.ops.articulate.chains_from_constraints() == {"FINISHED"}
+    fc = target.animation_data.action.fcurves[0] if hasattr(target.animation_data.action, "fcurves") else None
+    if fc is None:  # Blender 5.0: curves live in the action's channelbag
+        from bpy_extras import anim_utils
+
+        action = target.animation_data.action
+        fc = anim_utils.action_get_channelbag_for_slot(action, target.animation_data.action_slot).fcurves[0]
+    fc.keyframe_points[4].co[1] = float("nan")
+    fc.update()
+    with pytest.raises(RuntimeError, match="NaN"):
+        bpy.ops.articulate.bake(use_scene_settings=False, frame_start=1, frame_end=20)
+    assert not con.mute
