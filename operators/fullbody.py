@@ -8,9 +8,10 @@ import time
 
 import bpy
 import numpy as np
+from mathutils import Matrix
 
 from ..ik_core import ArticulateError
-from ..ik_core.humanoid import TRACKERS, RoleMap, calibrate, detect_roles, solve_body
+from ..ik_core.humanoid import TRACKER_ROLES, TRACKERS, RoleMap, calibrate, detect_roles, solve_body
 from . import bridge, compat
 from .bridge import body_controls
 from .files import FileBrowserMixin, write_report
@@ -109,6 +110,15 @@ def bake_body(context: bpy.types.Context, arm: bpy.types.Object, frames: range) 
     finally:
         scene.frame_set(current)
     animated = [n for k, n in enumerate(names) if len(frames) > 1 and np.ptp(samples[:, k, :3, 3], axis=0).max() == 0]
+    tracker_bones = {n: roles.bones[TRACKER_ROLES[n]] for n in names}
+    offsets = {n: float(np.linalg.norm(ref_trackers[n][:3, 3] - reference[tracker_bones[n]][:3, 3])) for n in names}
+    limit = body_settings.offset_warning
+    warnings = [
+        f"at the reference frame {body_settings.reference_frame} tracker {n} is {d:.3g} m from bone "
+        f"{tracker_bones[n]!r} (warning above {limit:.3g} m): the bake keeps that offset; stand the rig "
+        "where the trackers are (Align Rig to Trackers) or pick a reference frame where it stands there"
+        for n, d in offsets.items() if d > limit
+    ]
     try:
         body = calibrate(roles, reference, ref_trackers, floor=body_settings.floor)
         fps = scene.render.fps / scene.render.fps_base
@@ -136,6 +146,10 @@ def bake_body(context: bpy.types.Context, arm: bpy.types.Object, frames: range) 
     body_controls.key_fk(context, arm, switches, frames[0], frames[-1])
     error = pose.tracker_error[:, :3]
     reachable = pose.reachable[:, :3]
+    # What playback shows, in world space: each tracked bone against its tracker.
+    measured = bridge.sample_tips(scene, list(frames), [
+        bridge.TipSource(arm, tracker_bones[n], False, trackers[n]) for n in names])
+    world_error = np.stack([np.linalg.norm(tip[:, :3, 3] - trk[:, :3, 3], axis=-1) for tip, trk in measured], axis=1)
     report = {
         "armature": arm.name,
         "roles": dict(roles.bones),
@@ -148,6 +162,10 @@ def bake_body(context: bpy.types.Context, arm: bpy.types.Object, frames: range) 
         "jumps": {k: [int(frames[i]) for i in v] for k, v in pose.jumps.items()},
         "not_animated": animated,
         "max_reachable_error_m": float(np.max(np.where(reachable, error, 0.0), initial=0.0)),
+        "world_error_m": np.where(np.isfinite(world_error), world_error, None).tolist(),
+        "max_world_error_m": float(np.nanmax(world_error, initial=0.0)),
+        "calibration_offsets_m": offsets,
+        "warnings": warnings,
         "keys_written": keys,
         "basis_from": "evaluated parents" if evaluated else "rest pose",
         "switched_to_fk": [pb.name for pb in switches],
@@ -164,7 +182,9 @@ def _role_parents(roles: RoleMap) -> dict[str, str | None]:
 def _summary(report: dict) -> str:
     held = sum(report["held_frames"].values())
     jumps = sum(len(v) for v in report["jumps"].values())
-    text = f"{len(report['frames'])} frames, trackers within {report['max_reachable_error_m'] * 1000:.2g} mm"
+    offset = max(report["calibration_offsets_m"].values(), default=0.0)
+    text = (f"{len(report['frames'])} frames, bones within {report['max_world_error_m'] * 1000:.3g} mm of their "
+            f"trackers in playback (offsets at calibration up to {offset * 1000:.3g} mm)")
     if held:
         text += f", {held} NaN tracker frames held"
     if jumps:
@@ -235,6 +255,9 @@ class ARTICULATE_OT_body_bake(bpy.types.Operator):
             write_report(self.report_path, report)
         arm.articulate.body.last_summary = _summary(report)
         problems = report["not_animated"] or any(report["jumps"].values()) or sum(report["held_frames"].values())
+        for warning in report["warnings"]:
+            self.report({"WARNING"}, warning)
+        problems = problems or report["warnings"]
         self.report({"WARNING"} if problems else {"INFO"}, arm.articulate.body.last_summary)
         return {"FINISHED"}
 
@@ -322,4 +345,95 @@ class ARTICULATE_OT_trackers_import(FileBrowserMixin, bpy.types.Operator):
         return {"FINISHED"}
 
 
-classes = (ARTICULATE_OT_body_detect_roles, ARTICULATE_OT_body_bake, ARTICULATE_OT_trackers_import)
+def align_to_trackers(context: bpy.types.Context, arm: bpy.types.Object, by: str = "HEIGHT") -> dict:
+    """Move, turn and scale the armature so it stands where the trackers are at the reference frame.
+
+    The rig's head goes over the head tracker, its left-right line (hand to hand) turns onto the
+    trackers' about the vertical, and it is scaled about the floor by the ratio of heights (head
+    tracker over the head bone) or of arm spans (hand to hand). The rig should stand in its T or
+    A pose at the reference frame, as the trackers' wearer does.
+
+    Returns:
+        {"scale": s, "heading_deg": turn, "moved_m": distance the head moved}.
+
+    Raises:
+        BodyFailed: No role map, missing trackers, or a rig or trackers without a height or span.
+    """
+    body_settings = arm.articulate.body
+    roles = role_map(arm)
+    trackers = _tracker_objects(arm)
+    scene = context.scene
+    current = scene.frame_current
+    try:
+        scene.frame_set(body_settings.reference_frame)
+        M = bridge.matrix_to_array(arm.matrix_world)
+        bone = {n: (M @ bridge.matrix_to_array(arm.pose.bones[roles.bones[TRACKER_ROLES[n]]].matrix))[:3, 3]
+                for n in ("head", "hand_l", "hand_r")}
+        track = {n: bridge.matrix_to_array(trackers[n].matrix_world)[:3, 3] for n in ("head", "hand_l", "hand_r")}
+    finally:
+        scene.frame_set(current)
+    floor = body_settings.floor
+    if by == "SPAN":
+        rig_size, trk_size = (np.linalg.norm(bone["hand_l"] - bone["hand_r"]),
+                              np.linalg.norm(track["hand_l"] - track["hand_r"]))
+    else:
+        rig_size, trk_size = bone["head"][2] - floor, track["head"][2] - floor
+    if not (rig_size > 1e-6 and trk_size > 1e-6):
+        raise BodyFailed(f"cannot scale by {by.lower()}: the rig's is {rig_size:.3g} m and the trackers' "
+                         f"{trk_size:.3g} m at the reference frame; both must be above zero")
+    scale = trk_size / rig_size
+    lateral = [(v["hand_l"] - v["hand_r"])[:2] for v in (bone, track)]
+    if min(np.linalg.norm(x) for x in lateral) < 1e-6:
+        raise BodyFailed("the hands coincide at the reference frame: cannot tell which way the rig faces")
+    turn = np.arctan2(lateral[1][1], lateral[1][0]) - np.arctan2(lateral[0][1], lateral[0][0])
+    c, s = np.cos(turn), np.sin(turn)
+    R = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    pivot = np.array([bone["head"][0], bone["head"][1], floor])
+    goal = np.array([track["head"][0], track["head"][1], floor])
+    A = np.eye(4)
+    A[:3, :3] = scale * R
+    A[:3, 3] = goal - scale * R @ pivot
+    arm.matrix_world = Matrix((A @ M).tolist())
+    context.view_layer.update()
+    return {"scale": float(scale), "heading_deg": float(np.degrees(turn)),
+            "moved_m": float(np.linalg.norm(goal - pivot))}
+
+
+class ARTICULATE_OT_body_align(bpy.types.Operator):
+    """Move, turn and scale the rig so it stands where the trackers are at the reference frame"""
+
+    bl_idname = "articulate.body_align"
+    bl_label = "Align Rig to Trackers"
+    bl_options = {"REGISTER", "UNDO"}
+
+    by: bpy.props.EnumProperty(
+        name="Scale By",
+        items=[("HEIGHT", "Height", "Head tracker height over the head bone's"),
+               ("SPAN", "Arm Span", "Hand-to-hand distance of the trackers over the rig's (T or A pose)")],
+    )
+
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None and context.object.type == "ARMATURE"
+
+    def execute(self, context):
+        arm = context.object
+        if arm.animation_data is not None and any(
+            fc.data_path in ("location", "rotation_euler", "rotation_quaternion", "scale")
+            for fc in compat.iter_fcurves(arm)
+        ):
+            self.report({"ERROR"}, f"armature {arm.name!r} has animated object transforms; aligning would be "
+                        "undone on the next frame: clear them or align its parent")
+            return {"CANCELLED"}
+        try:
+            done = align_to_trackers(context, arm, self.by)
+        except BodyFailed as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Moved the rig {done['moved_m']:.3g} m, turned it {done['heading_deg']:.1f} degrees, "
+                    f"scaled it {done['scale']:.4g}x")
+        return {"FINISHED"}
+
+
+classes = (ARTICULATE_OT_body_detect_roles, ARTICULATE_OT_body_bake, ARTICULATE_OT_body_align,
+           ARTICULATE_OT_trackers_import)

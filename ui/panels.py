@@ -228,6 +228,8 @@ class ARTICULATE_PT_body(_Panel, bpy.types.Panel):
             col.prop(body, name)
         layout.prop(body, "reference_frame")
         layout.prop(body, "floor")
+        layout.prop(body, "offset_warning")
+        layout.operator("articulate.body_align", icon="CON_TRANSLIKE")
         layout.operator("articulate.body_detect_roles", icon="ARMATURE_DATA")
         layout.template_list("ARTICULATE_UL_roles", "", body, "roles", body, "roles", rows=4)
         row = layout.row(align=True)

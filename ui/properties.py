@@ -69,6 +69,10 @@ class ARTICULATE_PG_body(bpy.types.PropertyGroup):
         name="Reference Frame", default=1, description="Frame where the body stands with its trackers on (calibration)"
     )
     floor: bpy.props.FloatProperty(name="Floor Height", default=0.0, subtype="DISTANCE")
+    offset_warning: bpy.props.FloatProperty(
+        name="Offset Warning", default=0.1, min=0.0, subtype="DISTANCE",
+        description="Warn when a tracker is farther than this from its bone at the reference frame",
+    )
     last_summary: bpy.props.StringProperty(name="Last Full-Body Bake")
 
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Full body from three trackers: humanoid roles, calibration and the batched body solve."""
 
-from .calibration import TRACKERS, Body, Limb, calibrate
+from .calibration import TRACKER_ROLES, TRACKERS, Body, Limb, calibrate
 from .gait import FootPlan, GaitOptions, plan_steps
 from .options import SolveOptions
 from .roles import MappingError, RoleMap, detect_roles, load_presets, preset_dir
@@ -9,6 +9,7 @@ from .solve import BodyPose, solve_body
 
 __all__ = [
     "TRACKERS",
+    "TRACKER_ROLES",
     "Body",
     "BodyPose",
     "FootPlan",

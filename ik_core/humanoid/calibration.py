@@ -12,11 +12,12 @@ from ..errors import InvalidInputError, UnknownNameError
 from .geometry import normalize, orthonormalize_rotations
 from .roles import RoleMap
 
-__all__ = ["TRACKERS", "Body", "Limb", "calibrate"]
+__all__ = ["TRACKERS", "TRACKER_ROLES", "Body", "Limb", "calibrate"]
 
 # Tracker order of the solver's inputs: the three required ones first, then optional extras.
 TRACKERS = ("head", "hand_l", "hand_r", "pelvis", "foot_l", "foot_r")
-_TRACKER_BONE = {
+# The role whose bone each tracker is worn on.
+TRACKER_ROLES = {
     "head": "head",
     "hand_l": "hand_l",
     "hand_r": "hand_r",
@@ -241,7 +242,7 @@ def calibrate(
     tracker_table = _tracker_table(trackers)
     tracker_offsets = {}
     for name, T in tracker_table.items():
-        tracker_offsets[name] = np.linalg.solve(T, ref[index[_TRACKER_BONE[name]]])
+        tracker_offsets[name] = np.linalg.solve(T, ref[index[TRACKER_ROLES[name]]])
     ankle = np.array([pos[index[f"foot_{s}"]][2] - floor for s in "lr"])
     return Body(
         roles,

@@ -107,3 +107,23 @@ def test_constraint_driven_bones_are_refused(cmu):
     con.target = bpy.data.objects["tracker.head"]
     with pytest.raises(RuntimeError, match="follow constraints.*LeftElbow"):
         bpy.ops.articulate.body_bake()
+
+
+def test_rig_away_from_its_trackers_is_warned_measured_and_aligned(cmu, tmp_path):
+    """A rig standing 2 m from its trackers: the bake warns, the report measures the offset in world space,
+    and Align Rig to Trackers stands it back under them (the next bake puts the bones on the trackers)."""
+    arm, trackers = cmu
+    arm.location, arm.rotation_euler, arm.scale = (2.0, 0.5, 0.0), (0.0, 0.0, 0.6), (1.1, 1.1, 1.1)
+    report = tmp_path / "body.json"
+    assert bpy.ops.articulate.body_bake(use_scene_range=False, frame_start=1, frame_end=FRAMES,
+                                        report_path=str(report)) == {"FINISHED"}
+    data = json.loads(report.read_text())
+    assert data["calibration_offsets_m"]["head"] > 1.0 and any("tracker head" in w for w in data["warnings"])
+    assert data["max_world_error_m"] > 1.0  # what playback shows, not the error against the kept offsets
+    assert "bones within" in arm.articulate.body.last_summary
+    assert bpy.ops.articulate.body_align() == {"FINISHED"}
+    np.testing.assert_allclose(np.array(arm.matrix_world), np.eye(4), atol=1e-4)
+    assert bpy.ops.articulate.body_bake(use_scene_range=False, frame_start=1, frame_end=FRAMES,
+                                        report_path=str(report)) == {"FINISHED"}
+    data = json.loads(report.read_text())
+    assert data["warnings"] == [] and data["max_world_error_m"] < 2e-3
