@@ -115,12 +115,12 @@ def cmd_bake(args: argparse.Namespace) -> int:
 
     arm = _open_armature(args)
     chains_ops = importlib.import_module(f"{ensure_addon().__name__}.operators.chains")
+    start, end, step = args.frames if args.frames else (bpy.context.scene.frame_start, bpy.context.scene.frame_end, 1)
     if args.from_constraints:
-        made, notes = chains_ops.convert_constraints(arm)
+        made, notes = chains_ops.convert_constraints(arm, frame=start)
         for note in notes:
             print(f"articulate: note: {note}")
         print(f"articulate: {made} chain(s) from IK constraints")
-    start, end, step = args.frames if args.frames else (bpy.context.scene.frame_start, bpy.context.scene.frame_end, 1)
     report_path = Path(args.report).resolve() if args.report else None
     try:
         result = bpy.ops.articulate.bake(

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import bpy
 import numpy as np
@@ -106,12 +107,26 @@ def blender_chain(pb: bpy.types.PoseBone, con: bpy.types.Constraint) -> list:
     return bones
 
 
-def constraint_skip_reason(con: bpy.types.Constraint) -> str:
-    """Why an IK constraint is not converted ("" when it is): Blender would not solve it either."""
+def _driven(arm: bpy.types.Object, pb: bpy.types.PoseBone, con: bpy.types.Constraint) -> list[str]:
+    """The constraint's properties a driver sets (``mute``, ``influence``, ...)."""
+    if arm.animation_data is None:
+        return []
+    prefix = f'pose.bones["{pb.name}"].constraints["{con.name}"].'
+    return [fc.data_path[len(prefix):] for fc in arm.animation_data.drivers
+            if fc.data_path.startswith(prefix) and not fc.mute]
+
+
+def constraint_skip_reason(con: bpy.types.Constraint, driven: Sequence[str] = ()) -> str:
+    """Why an IK constraint is not converted ("" when it is): Blender would not solve it either.
+
+    ``driven`` names the properties a driver sets: a constraint a driver mutes (one of Rigify's
+    IK pairs) is judged by its driven value at the evaluated frame.
+    """
+    by_driver = " by a driver at this frame" if {"mute", "enabled", "influence"} & set(driven) else ""
     if con.mute or not getattr(con, "enabled", True):
-        return f"IK constraint {con.name!r} is muted"
+        return f"IK constraint {con.name!r} is muted{by_driver}"
     if con.influence <= 0.0:
-        return f"IK constraint {con.name!r} has zero influence"
+        return f"IK constraint {con.name!r} has zero influence{by_driver}"
     if con.target is None:
         return f"IK constraint {con.name!r} has no target (Auto IK); posing it is Blender's interactive tool"
     return ""
@@ -155,12 +170,15 @@ def _unique_name(data, wanted: str, chain) -> str:
     return name
 
 
-def convert_constraints(arm: bpy.types.Object) -> tuple[int, list[str]]:
+def convert_constraints(arm: bpy.types.Object, frame: int | None = None) -> tuple[int, list[str]]:
     """Create or update one chain per IK constraint Blender would solve; returns (count, notes).
 
     Muted, disabled, zero-influence and targetless (Auto IK) constraints are skipped, each with
-    a note; chain names are unique.
+    a note; chain names are unique. Drivers that mute or fade constraints (Rigify's IK pairs)
+    are read at ``frame`` (default: the current frame), the start of the range to bake.
     """
+    if frame is not None and bpy.context.scene.frame_current != frame:
+        bpy.context.scene.frame_set(frame)
     data = arm.articulate
     by_constraint = {(c.tip_bone, c.constraint): c for c in data.chains if c.constraint}
     made, notes = 0, []
@@ -168,7 +186,7 @@ def convert_constraints(arm: bpy.types.Object) -> tuple[int, list[str]]:
         for con in pb.constraints:
             if con.type != "IK":
                 continue
-            reason = constraint_skip_reason(con)
+            reason = constraint_skip_reason(con, _driven(arm, pb, con))
             if reason:
                 notes.append(f"{pb.name}: {reason}")
                 continue

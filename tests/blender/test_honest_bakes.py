@@ -175,3 +175,25 @@ def test_failed_bake_restores_the_constraints_it_muted(empty_scene, addon):
     with pytest.raises(RuntimeError, match="NaN"):
         bpy.ops.articulate.bake(use_scene_settings=False, frame_start=1, frame_end=20)
     assert not con.mute
+
+
+def test_driver_muted_ik_pair_converts_the_active_one(empty_scene, addon):
+    """Rigify's pattern: two IK constraints on a bone, a driver mutes one. Only the live one becomes a chain."""
+    arm = _arm_of_three()
+    target = _animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
+    arm["use_stretch"] = 1.0
+    pair = []
+    for name, expression in (("IK", "var"), ("IK.001", "1 - var")):
+        con = arm.pose.bones["Wrist"].constraints.new("IK")
+        con.name, con.target, con.chain_count = name, target, 3 if name == "IK" else 2
+        fc = con.driver_add("mute")
+        fc.driver.type = "SCRIPTED"
+        var = fc.driver.variables.new()
+        var.targets[0].id = arm
+        var.targets[0].data_path = '["use_stretch"]'
+        fc.driver.expression = expression
+        pair.append(con)
+    bpy.context.view_layer.update()
+    assert bpy.ops.articulate.chains_from_constraints() == {"FINISHED"}
+    (chain,) = arm.articulate.chains
+    assert chain.constraint == "IK.001" and chain.chain_length == 2
