@@ -184,29 +184,50 @@ def bake_chains(
     scene = context.scene
     # Sample what the bake will leave: the converted IK constraints muted (all of them, so one
     # chain's IK does not move another's base), restored if the bake fails.
-    muted = _mute_converted(prepared) if mute_constraints and write_keys else []
+    muted = _mute_converted(arm, prepared) if mute_constraints and write_keys else []
     try:
         report = _bake_prepared(context, arm, prepared, frames, scale, write_keys)
     except BaseException:
-        for con, was in muted:
-            con.mute = was
+        for owner, attr, was in reversed(muted):
+            setattr(owner, attr, was)
         raise
+    driven = [owner.data_path for owner, attr, _was in muted if attr == "mute" and hasattr(owner, "data_path")]
+    if driven:
+        report.setdefault("notes", []).append(
+            f"muted {len(driven)} driver(s) that would unmute the converted IK constraints on playback "
+            f"(e.g. Rigify's switches): {', '.join(driven[:4])}" + (" ..." if len(driven) > 4 else ""))
     if mark_missed and write_keys:
         mark_missed_frames(scene, report)
     return report
 
 
-def _mute_converted(prepared: Sequence[PreparedChain]) -> list:
-    """Mute the IK constraints the chains were converted from; returns (constraint, old mute) pairs."""
+def _mute_converted(arm: bpy.types.Object, prepared: Sequence[PreparedChain]) -> list:
+    """Mute the IK constraints the chains were converted from, and the drivers that would unmute them.
+
+    A driver on a constraint's ``mute`` or ``influence`` (Rigify's IK switches) would turn the IK
+    back on at the next frame change: playback would then show Blender's IK on top of the keys.
+
+    Returns:
+        (owner, attribute, old value) triples, in the order they were set, to undo a failed bake.
+    """
     out = []
+    drivers = list(arm.animation_data.drivers) if arm.animation_data is not None else []
     for p in prepared:
-        con = p.bones[-1].constraints.get(p.settings.constraint) if p.settings.constraint else None
-        if con is None and p.settings.constraint:  # use_tail off: the constraint sits on the bone below
-            for child in p.bones[-1].children:
-                con = con or child.constraints.get(p.settings.constraint)
-        if con is not None and con.type == "IK":
-            out.append((con, con.mute))
-            con.mute = True
+        owner, con = p.bones[-1], None
+        if p.settings.constraint:
+            con = owner.constraints.get(p.settings.constraint)
+            for child in p.bones[-1].children:  # use_tail off: the constraint sits on the bone below
+                if con is None and child.constraints.get(p.settings.constraint) is not None:
+                    owner, con = child, child.constraints[p.settings.constraint]
+        if con is None or con.type != "IK":
+            continue
+        prefix = f'pose.bones["{owner.name}"].constraints["{con.name}"].'
+        for fc in drivers:
+            if fc.data_path.startswith(prefix) and fc.data_path[len(prefix):] in ("mute", "enabled", "influence"):
+                out.append((fc, "mute", fc.mute))
+                fc.mute = True
+        out.append((con, "mute", con.mute))
+        con.mute = True
     return out
 
 
