@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Articulate's inverse-kinematics core: pure numpy, no Blender imports."""
 
+from .blas_threads import blas_threads, limit_blas_threads
 from .errors import (
     ArticulateError,
     InvalidInputError,
@@ -33,9 +34,11 @@ __all__ = [
     "SkeletonError",
     "URDFError",
     "UnknownNameError",
+    "blas_threads",
     "effector_poses",
     "forward_kinematics",
     "jacobian",
+    "limit_blas_threads",
     "limit_violation",
     "load_urdf",
     "make_solver",
