@@ -14,6 +14,7 @@ from ..kinematics import forward_kinematics
 from ..limits import project_configuration
 from ..rotations import _rotation_angle
 from ..skeleton import Skeleton
+from .reach import ReachBound
 
 MODES = ("position", "aim", "full")
 _EYE3 = np.eye(3)
@@ -150,7 +151,9 @@ class Solver(abc.ABC):
     Subclasses implement :meth:`_solve` (the iterations) and may override
     :meth:`_unreached_reason`. :meth:`solve` validates input, broadcasts the warm start,
     projects the answer onto the joint limits, replaces any non-finite value by the warm
-    start, measures errors by forward kinematics, and writes a reason per target.
+    start, measures errors by forward kinematics, and writes a reason per target. A target
+    beyond :attr:`reach_bound` (see :meth:`reach_excess`) cannot converge: solvers give it a
+    best-effort pose in bounded work, and its reason says how far out of reach it lies.
 
     Args:
         skeleton: The skeleton to pose.
@@ -161,6 +164,10 @@ class Solver(abc.ABC):
         rotation_tolerance: Rotation tolerance [rad] ("aim" and "full" modes).
         max_iterations: Iteration budget per target.
         aim_axis: (3,) axis in the effector frame used by "aim" mode.
+
+    Attributes:
+        reach_bound: Per effector, its chain's root point and an upper bound on the effector's
+            distance from it (computed once per solver).
     """
 
     name = "solver"
@@ -198,6 +205,30 @@ class Solver(abc.ABC):
         if aim.shape != (3,) or not np.linalg.norm(aim) > 0:
             raise InvalidInputError(f"aim_axis must be a non-zero 3-vector, got {aim_axis!r}")
         self.aim_axis = aim / np.linalg.norm(aim)
+        self.reach_bound = ReachBound.of(skeleton, self.effector_ids)
+
+    def reach_excess(self, targets: np.ndarray) -> np.ndarray:
+        """How far [m] each target's position lies beyond the reach of its effector.
+
+        A value above ``tolerance`` marks a target that no configuration reaches (the position
+        part of a pose target decides): solvers spend no restarts on it, and a take needs no
+        retry of it.
+
+        Args:
+            targets: Positions or poses, see :func:`as_targets`; leading axes are the batch.
+
+        Returns:
+            (...,) largest distance [m] of a target position beyond its effector's
+            ``reach_bound`` over the effectors; <= 0 where every target lies inside its bound.
+
+        Raises:
+            InvalidInputError: Bad shapes, or NaN/infinite targets.
+        """
+        return self._beyond(as_targets(targets, len(self.effector_ids)))
+
+    def _beyond(self, tg: Targets) -> np.ndarray:
+        """(...,) largest excess [m] of the validated targets over their effectors' reach."""
+        return self.reach_bound.excess(tg.positions).max(axis=-1)
 
     # --- the template ----------------------------------------------------------------------
     def solve(
@@ -290,12 +321,29 @@ class Solver(abc.ABC):
         self, tg: Targets, q: np.ndarray, idx: tuple[int, ...], pos_err: float, rot_err: float
     ) -> str:
         """Human-readable reason for one unconverged target."""
+        far = self._out_of_reach_reason(tg, idx, pos_err)
+        if far is not None:
+            return far
         what = []
         if pos_err > self.tolerance:
             what.append(f"position error {pos_err:.3g} m > tolerance {self.tolerance:g} m")
         if rot_err > self.rotation_tolerance:
             what.append(f"rotation error {rot_err:.3g} rad > tolerance {self.rotation_tolerance:g} rad")
         return "not converged: " + "; ".join(what)
+
+    def _out_of_reach_reason(self, tg: Targets, idx: tuple[int, ...], pos_err: float) -> str | None:
+        """The reason for a target beyond its effector's reach, or None for a target inside it."""
+        excess = self.reach_bound.excess(tg.positions[idx])
+        k = int(np.argmax(excess))
+        if not excess[k] > self.tolerance:
+            return None
+        length = float(self.reach_bound.lengths[k])
+        name = self.skeleton.effectors[self.effector_ids[k]].name
+        return (
+            f"target out of reach: effector {name!r} target {excess[k] + length:.4g} m from the chain root, "
+            f"{excess[k]:.3g} m beyond the chain's reach {length:.4g} m; best effort leaves "
+            f"{pos_err:.3g} m of position error"
+        )
 
     @abc.abstractmethod
     def _solve(self, targets: Targets, q0: np.ndarray, **options: object) -> tuple[np.ndarray, np.ndarray]:

@@ -8,16 +8,20 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import InvalidInputError
-from ..kinematics import effector_poses, forward_kinematics, rest_transforms
+from ..kinematics import effector_poses, forward_kinematics
 from ..limits import project_configuration
 from ..rotations import matrix_to_rotvec, rotation_error
 from ..skeleton import Joint, JointKind, Skeleton
 from .base import Solver, Targets
+from .reach import stretch_toward
 
 # Joint updates smaller than this [rad or m] mean the sweep changed nothing: the target is stuck.
 _STALL = 1e-12
 # Singular-value ratio below which the point pairs of a ball joint pin only one direction.
 _RANK_EPS = 1e-10
+# Sweeps a target beyond its effector's reach gets at most, the first (up to half of them)
+# stretching its chain toward it (see reach.stretch_toward): no sweep brings it within tolerance.
+REACH_SWEEPS = 20
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -149,7 +153,11 @@ class CCDSolver(Solver):
     vector pairs weighted by ``orientation_weight`` times the squared reach of the chain, the
     weighted CCD of Wang and Chen. Every step is scaled by ``1 - stiffness``, capped at
     ``max_step`` and followed by a projection onto the joint limits. Targets that converge or
-    stop moving are frozen; the others continue until ``max_iterations`` sweeps.
+    stop moving are frozen; the others continue until ``max_iterations`` sweeps. A target
+    beyond its effector's reach gets ``REACH_SWEEPS`` sweeps at most (no sweep brings it
+    within tolerance); with one effector the first ones, as many as turning a joint by pi
+    takes at ``max_step``, run root to tip, each link turned to point at the target, which
+    straightens the chain toward it far sooner than tip-to-root sweeps do.
 
     Args:
         skeleton: The skeleton to pose.
@@ -200,34 +208,15 @@ class CCDSolver(Solver):
 
     # --- precomputation --------------------------------------------------------------------
     def _plan(self) -> None:
-        """Joint visiting order, effectors moved by each joint, chain bases and reaches."""
+        """Joint visiting order, effectors moved by each joint, and orientation weights."""
         skel = self.skeleton
         effs = [skel.effectors[e] for e in self.effector_ids]
         paths = [skel.ancestors(e.joint) for e in effs]
         movable = sorted({i for p in paths for i in p if skel.joints[i].dof})
         self._order = movable[::-1]
         self._downstream = {i: np.array([k for k, p in enumerate(paths) if i in p]) for i in movable}
-        rest = rest_transforms(skel)
-        bases, reaches = [], []
-        for eff, path in zip(effs, paths):
-            moving = [i for i in path if skel.joints[i].kind is not JointKind.FIXED]
-            if not moving:
-                bases.append((rest[eff.joint] @ eff.offset)[:3, 3])
-                reaches.append(0.0)
-                continue
-            bases.append(rest[moving[0]][:3, 3])
-            reach = 0.0
-            for a, b in zip(moving, [*moving[1:], None]):
-                # Rotations leave lengths alone, so the rest offset to the next pivot is exact.
-                T = np.linalg.inv(rest[a]) @ (rest[eff.joint] @ eff.offset if b is None else rest[b])
-                reach += float(np.linalg.norm(T[:3, 3]))
-                ja = skel.joints[a]
-                if ja.kind is JointKind.PRISMATIC:
-                    reach += max(abs(ja.lower), abs(ja.upper))
-            reaches.append(reach)
-        self._bases = np.array(bases)
-        self._reaches = np.array(reaches)
-        scale = np.where(np.isfinite(self._reaches) & (self._reaches > 0), self._reaches, 1.0)
+        reaches = self.reach_bound.lengths
+        scale = np.where(np.isfinite(reaches) & (reaches > 0), reaches, 1.0)
         self._rot_weights = self.orientation_weight * scale**2
 
     # --- the iterations --------------------------------------------------------------------
@@ -246,11 +235,23 @@ class CCDSolver(Solver):
         iterations = np.zeros(n, dtype=int)
         active = np.arange(n)
         stalled = np.zeros(n, dtype=bool)
+        # Bounded work for targets beyond reach: sweeps stretching the chain toward the target
+        # (root to tip: see stretch_toward), a few to settle, then their best effort stands.
+        far = self._beyond(targets).reshape(n) > self.tolerance
+        stretched = far if len(self.effector_ids) == 1 else np.zeros(n, dtype=bool)
+        passes = min(int(np.ceil(np.pi / self.max_step)), REACH_SWEEPS // 2, self.max_iterations)
+        if stretched.any():
+            for _ in range(passes):
+                q[stretched] = stretch_toward(
+                    self.skeleton, q[stretched], self.effector_ids[0], tp[stretched, 0], self.max_step,
+                    use_stiffness=True,
+                )
+        budget = np.where(far, min(REACH_SWEEPS, self.max_iterations), self.max_iterations) - passes * stretched
         sweep = 0
         while active.size:
             frames, pe, re = self._poses(q[active])
             done = self._converged(pe, re, tp[active], None if tr is None else tr[active])
-            done |= stalled[active]
+            done |= stalled[active] | (budget[active] <= sweep)
             iterations[active] = sweep
             active, frames, pe, re = active[~done], frames[~done], pe[~done], re[~done]
             if not active.size or sweep >= self.max_iterations:
@@ -259,7 +260,7 @@ class CCDSolver(Solver):
             q[active] = self._sweep(q_before.copy(), frames, pe, re, tp[active], None if tr is None else tr[active])
             stalled[active] = np.max(np.abs(q[active] - q_before), axis=-1, initial=0.0) < _STALL
             sweep += 1
-        return q.reshape(*batch, dof), iterations.reshape(batch)
+        return q.reshape(*batch, dof), (iterations + passes * stretched).reshape(batch)
 
     def _poses(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Joint frames (n, J, 4, 4), effector positions (n, E, 3) and rotations (n, E, 3, 3)."""
@@ -370,19 +371,4 @@ class CCDSolver(Solver):
     # --- reporting -------------------------------------------------------------------------
     def reach(self) -> np.ndarray:
         """(E,) upper bound [m] on how far each effector gets from its chain's first moving joint."""
-        return self._reaches.copy()
-
-    def _unreached_reason(
-        self, tg: Targets, q: np.ndarray, idx: tuple[int, ...], pos_err: float, rot_err: float
-    ) -> str:
-        dist = np.linalg.norm(tg.positions[idx] - self._bases, axis=-1)
-        far = dist > self._reaches + self.tolerance
-        if np.any(far):
-            k = int(np.argmax(np.where(far, dist - self._reaches, -np.inf)))
-            name = self.skeleton.effectors[self.effector_ids[k]].name
-            return (
-                f"target out of reach: effector {name!r} target {dist[k]:.4g} m from the chain root, "
-                f"beyond the chain's reach {self._reaches[k]:.4g} m; best effort leaves "
-                f"{pos_err:.3g} m of position error"
-            )
-        return super()._unreached_reason(tg, q, idx, pos_err, rot_err)
+        return self.reach_bound.lengths.copy()

@@ -18,6 +18,7 @@ from .dls_restarts import Particles, RestartPolicy
 from .dls_seeds import SeedLibrary
 from .dls_serial import SERIAL_TARGETS, SerialKernel
 from .dls_small import SMALL_STEP, limit_passes, small_direction
+from .reach import stretch_toward
 
 # Rows of the 6-D error (x, y, z, rx, ry, rz) each mode drives.
 _MODE_ROWS = {"position": 3, "aim": 6, "full": 6}
@@ -35,6 +36,16 @@ _RACE_SEEDS = 3
 # converge by then) add the next _RACE_BOOST[1] entries: the tail gets many seeds without every
 # solve paying for them.
 _RACE_BOOST = (5, 8)
+# Iterations a target beyond its effector's reach gets, without restarts: no restart can reach
+# it, and the error of a chain stretched toward it stops falling within a few iterations.
+REACH_POLISH = 12
+# Library seeds polished beside each of a few targets beyond reach (one each in larger batches):
+# a lone call's start (the preferred pose) may point anywhere.
+_REACH_SEEDS = 8
+# A library seed replaces the start's best effort on such a target only if it leaves a weighted
+# squared error this much smaller: near-ties keep the start, so a run of unreachable frames
+# does not flicker between two equally stretched poses.
+_SEED_MARGIN = 0.9
 
 
 class DLSSolver(Solver):
@@ -166,7 +177,6 @@ class DLSSolver(Solver):
         self._null_w = null_space_gain * (np.pi / span) ** 2 * np.where(np.isfinite(hi - lo), 1.0, 0.0)
         # Unbounded variables are infinitely far from a limit: inf * this gives no pull, not NaN.
         self._margin_inv = 1.0 / (_LIMIT_MARGIN * span)
-        self._reach = [self.model.reach(k) for k in range(len(self.effector_ids))]
         self._last_restarts: np.ndarray | None = None
         self._cache: tuple | None = None
         if int(library_size) < 0:
@@ -181,7 +191,7 @@ class DLSSolver(Solver):
     def seed_library(self) -> SeedLibrary | None:
         """The restart library (built on first use), or None when ``library_size`` is 0."""
         if self._library is None and self.library_size > 0:
-            reach = max((r for _, r in self._reach), default=0.0)
+            reach = float(np.max(self.reach_bound.lengths, initial=0.0))
             self._library = SeedLibrary(
                 self.model, self._lo, self._hi, self.library_size, self.mode, self.aim_axis,
                 rotation_scale=0.3 * reach if reach > 0 else 0.3, seed=self.policy.seed,
@@ -302,6 +312,8 @@ class DLSSolver(Solver):
         A local solve keeps every target inside a box of half-width ``radius`` (scalar or
         batch-shaped) [rad or m] around its start, without restarts, so the answer stays on the
         start's IK branch; only targets that fail there get the ordinary solve with restarts.
+        Targets beyond their effector's reach get neither: :meth:`_reach_toward` polishes them
+        in ``REACH_POLISH`` iterations over the whole range.
         """
         if options:
             raise InvalidInputError(
@@ -333,25 +345,58 @@ class DLSSolver(Solver):
                 r = np.broadcast_to(r, batch).reshape(N, 1)
             except ValueError:
                 raise InvalidInputError(f"radius of shape {r.shape} does not broadcast to batch {batch}") from None
-        if radius is None and N <= SERIAL_TARGETS and self._serial is not None:
-            q, iters, restarts, pe, re = self._serial.solve(tp, tr, q0, start)
-            self._last_restarts = restarts.reshape(batch)
-            q = q.reshape(*batch, dof)
-            self._cache = (targets, q.copy(), pe.reshape(batch), re.reshape(batch))
-            return q, iters.reshape(batch)
-        if radius is None:
+        # Targets beyond reach cannot converge: no restart for them, only a short polish.
+        beyond = self._beyond(targets).reshape(N) > self.tolerance
+        if not beyond.any():
+            q, iters, restarts, pe, re = self._solve_within(q0, tp, tr, None if radius is None else r, start, deadline)
+        else:
+            q, pe, re = q0.copy(), np.zeros(N), np.zeros(N)
+            iters, restarts = np.zeros(N, dtype=int), np.zeros(N, dtype=int)
+            inside, outside = np.flatnonzero(~beyond), np.flatnonzero(beyond)
+            if len(inside):
+                solved = self._solve_within(
+                    q0[inside], tp[inside], None if tr is None else tr[inside], None if radius is None else r[inside],
+                    start, deadline,
+                )
+                for dst, src in zip((q, iters, restarts, pe, re), solved):
+                    dst[inside] = src
+            solved = self._reach_toward(q0[outside], tp[outside], None if tr is None else tr[outside])
+            for dst, src in zip((q, iters, pe, re), solved):
+                dst[outside] = src
+        self._last_restarts = restarts.reshape(batch)
+        q = q.reshape(*batch, dof)
+        # The template measures the errors of the answer next; they were just computed.
+        self._cache = (targets, q.copy(), pe.reshape(batch), re.reshape(batch))
+        return q, iters.reshape(batch)
+
+    def _solve_within(
+        self, q0: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, r: np.ndarray | None, start: float,
+        deadline: float | None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Solve N targets that may be within reach: in a box first when ``r`` is given, restarts after.
+
+        Args:
+            q0: (N, dof) starts inside the limits.
+            tp: (N, E, 3) target positions [m].
+            tr: Target rotations or aim directions (see :meth:`_residual`), or None.
+            r: (N, 1) half-widths of the boxes [rad or m], or None for the ordinary solve.
+            start: ``time.perf_counter()`` when the call started (the serial kernel's deadlines).
+            deadline: Wall-clock end of the call, or None.
+
+        Returns:
+            q (N, dof), iterations (N,), restarts (N,), position errors (N,) [m] and rotation
+            errors (N,) [rad].
+        """
+        N = len(q0)
+        if r is None:
+            if N <= SERIAL_TARGETS and self._serial is not None:
+                return self._serial.solve(tp, tr, q0, start)
             race = N <= _RACE_TARGETS
             pts = Particles(self, q0, tp, tr, race=_RACE_SEEDS if race else 0, boost=_RACE_BOOST if race else None)
             pts.finish(self._run(pts, deadline, self.max_iterations))
-            self._last_restarts = pts.restarts.reshape(batch)
-            q = pts.best_q.reshape(*batch, dof)
-            # The template measures the errors of the answer next; they were just computed.
-            self._cache = (targets, q.copy(), pts.best_pe.reshape(batch), pts.best_re.reshape(batch))
-            return q, pts.iterations.reshape(batch)
-        pts = Particles(self, q0, tp, tr)
-        pts.policy = RestartPolicy(
-            restarts=0, batch=1, stall_iterations=self.policy.stall_iterations, seed=self.policy.seed
-        )
+            return pts.best_q, pts.iterations, pts.restarts, pts.best_pe, pts.best_re
+        local = RestartPolicy(restarts=0, batch=1, stall_iterations=self.policy.stall_iterations, seed=self.policy.seed)
+        pts = Particles(self, q0, tp, tr, policy=local)
         lo, hi = np.maximum(self._lo, q0 - r), np.minimum(self._hi, q0 + r)
         pts.lo, pts.hi = lo[pts.t], hi[pts.t]
         if not self._null:
@@ -363,17 +408,63 @@ class DLSSolver(Solver):
         restarts = np.zeros(N, dtype=int)
         if len(miss) and (deadline is None or time.perf_counter() < deadline):
             # Off the start's branch (or out of the box): the ordinary solve, restarts included.
-            far = Particles(self, q0[miss], tp[miss], None if tr is None else tr[miss])
-            far.finish(self._run(far, deadline, max(self.max_iterations - k, 1)))
-            better = far.best_E < pts.best_E[miss]
+            free = Particles(self, q0[miss], tp[miss], None if tr is None else tr[miss])
+            free.finish(self._run(free, deadline, max(self.max_iterations - k, 1)))
+            better = free.best_E < pts.best_E[miss]
             take = miss[better]
-            q[take], pe[take], re[take] = far.best_q[better], far.best_pe[better], far.best_re[better]
-            iters[miss] += far.iterations
-            restarts[miss] = far.restarts
-        self._last_restarts = restarts.reshape(batch)
-        out = q.reshape(*batch, dof)
-        self._cache = (targets, out.copy(), pe.reshape(batch), re.reshape(batch))
-        return out, iters.reshape(batch)
+            q[take], pe[take], re[take] = free.best_q[better], free.best_pe[better], free.best_re[better]
+            iters[miss] += free.iterations
+            restarts[miss] = free.restarts
+        return q, iters, restarts, pe, re
+
+    def _reach_toward(
+        self, q0: np.ndarray, tp: np.ndarray, tr: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Best effort for M targets beyond reach: ``REACH_POLISH`` iterations, no restarts.
+
+        Each start is polished beside other candidates: itself stretched toward the target
+        (:func:`~.reach.stretch_toward`, one effector) and the library entries whose poses are
+        nearest the target (one per target in a batch, ``_REACH_SEEDS`` for a few targets),
+        which matter when the start points elsewhere or links cannot line up. No stall ends a
+        polish early: the error of an unreachable target falls slowly near its best. The better
+        of the start and its stretched self is kept unless a library entry leaves a weighted
+        squared error below ``_SEED_MARGIN`` times its: a near tie keeps the start's swivel.
+
+        Args:
+            q0: (M, dof) starts inside the limits.
+            tp: (M, E, 3) target positions [m].
+            tr: Target rotations or aim directions (see :meth:`_residual`), or None.
+
+        Returns:
+            q (M, dof), iterations (M,), position errors (M,) [m], rotation errors (M,) [rad]
+            and halved weighted squared errors (M,).
+        """
+        M = len(q0)
+        candidates = [q0]
+        if len(self.effector_ids) == 1:
+            candidates.append(stretch_toward(self.skeleton, q0, self.effector_ids[0], tp[:, 0]))
+        own = len(candidates)  # the start and its stretched self: the same swivel, the same twist
+        lib = self.seed_library()
+        seeds = 0 if lib is None else (_REACH_SEEDS if M <= _RACE_TARGETS else 1)
+        if seeds:
+            rank = np.repeat(np.arange(seeds), M)
+            entry = lib.nearest(lib.describe(tp, tr), rank, np.tile(np.arange(M), seeds))
+            candidates.append(project_configuration(self.skeleton, lib.q[np.maximum(entry, 0)]))
+        starts = np.concatenate(candidates)
+        C = len(starts) // M
+        rows = np.tile(np.arange(M), C)
+        polish = RestartPolicy(restarts=0, batch=1, stall_iterations=REACH_POLISH + 1, seed=self.policy.seed)
+        pts = Particles(self, starts, tp[rows], None if tr is None else tr[rows], policy=polish)
+        pts.finish(self._run(pts, None, REACH_POLISH))
+        # Row c * M + m holds candidate c of target m: the best of the start's own candidates,
+        # then a library entry's only where it is clearly better.
+        E_all = pts.best_E.reshape(C, M)
+        pick = np.argmin(E_all[:own], axis=0) * M + np.arange(M)
+        if C > own:
+            other = (own + np.argmin(E_all[own:], axis=0)) * M + np.arange(M)
+            pick = np.where(pts.best_E[other] < _SEED_MARGIN * pts.best_E[pick], other, pick)
+        iters = np.max(pts.iterations.reshape(C, M), axis=0)
+        return pts.best_q[pick], iters, pts.best_pe[pick], pts.best_re[pick], pts.best_E[pick]
 
     def _run(self, pts: Particles, deadline: float | None, budget: int) -> int:
         """Iterate the particles until they finish, ``budget`` iterations or the deadline; returns k."""
@@ -413,14 +504,9 @@ class DLSSolver(Solver):
         self, tg: Targets, q: np.ndarray, idx: tuple[int, ...], pos_err: float, rot_err: float
     ) -> str:
         """Explain one unconverged target: out of reach, held by limits, or out of budget."""
-        for k, (base, reach) in enumerate(self._reach):
-            dist = float(np.linalg.norm(tg.positions[idx][k] - base))
-            if dist > reach + self.tolerance:
-                name = self.skeleton.effectors[self.effector_ids[k]].name
-                return (
-                    f"target {dist:.3g} m from the base exceeds the reach of {reach:.3g} m of "
-                    f"effector {name!r}"
-                )
+        far = self._out_of_reach_reason(tg, idx, pos_err)
+        if far is not None:
+            return far
         n = 0 if self._last_restarts is None else int(self._last_restarts[idx])
         errs = f"position error {pos_err:.3g} m"
         if self.mode != "position":

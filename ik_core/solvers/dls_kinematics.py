@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..kinematics import effector_poses, forward_kinematics, jacobian, rest_transforms
+from ..kinematics import effector_poses, forward_kinematics, jacobian
 from ..skeleton import JointKind, Skeleton
 
 _ROTATING = (JointKind.REVOLUTE, JointKind.CONTINUOUS)
@@ -222,29 +222,6 @@ class EffectorModel:
         poses = np.stack([p for _, p in out], axis=1)
         J = np.stack([ch.jacobian(T, p) for ch, (T, p) in zip(self.chains, out)], axis=1)
         return poses, J
-
-    def reach(self, effector: int = 0) -> tuple[np.ndarray, float]:
-        """Base point (3,) [m] and an upper bound [m] on the effector's distance from it.
-
-        The base point is the first moving joint's origin, which no variable moves; the bound
-        sums the rigid distances between successive moving joint origins, the effector's
-        distance from the last one, and the stroke of prismatic joints (ball joints turn about
-        their origin, so their segments count as rigid too).
-        """
-        skel = self.skeleton
-        eff = skel.effectors[self.effector_ids[effector]]
-        rest = rest_transforms(skel)
-        moving = [i for i in skel.ancestors(eff.joint) if skel.joints[i].kind is not JointKind.FIXED]
-        tip = (rest[eff.joint] @ eff.offset)[:3, 3]
-        if not moving:
-            return tip, 0.0
-        points = [rest[i][:3, 3] for i in moving] + [tip]
-        reach = float(sum(np.linalg.norm(b - a) for a, b in zip(points[:-1], points[1:])))
-        for i in moving:
-            joint = skel.joints[i]
-            if joint.kind is JointKind.PRISMATIC:
-                reach += max(abs(joint.lower), abs(joint.upper))
-        return points[0], reach
 
 
 def rotation_log(R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -62,6 +62,9 @@ class Particles:
         q0: (N, dof) start configurations, already inside the limits.
         tp: (N, E, 3) target positions [m].
         tr: Target rotations or aim directions (see ``DLSSolver._residual``), or None.
+        race: Library seeds raced beside each warm start from the first iteration (see :meth:`_race`).
+        boost: (k, count): after iteration k every raced target still running races count more.
+        policy: Restart policy; None means the solver's.
     """
 
     _FIELDS = (
@@ -70,12 +73,12 @@ class Particles:
 
     def __init__(
         self, solver: DLSSolver, q0: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, race: int = 0,
-        boost: tuple[int, int] | None = None,
+        boost: tuple[int, int] | None = None, policy: RestartPolicy | None = None,
     ) -> None:
         self.solver = solver
-        # A local solve replaces the policy (no restarts) and sets per-particle bounds and start
-        # configurations (P, dof) after construction; None means the solver's own.
-        self.policy = solver.policy
+        self.policy = solver.policy if policy is None else policy
+        # A local solve sets per-particle bounds and start configurations (P, dof) after
+        # construction; None means the solver's own.
         self.lo: np.ndarray | None = None
         self.hi: np.ndarray | None = None
         self.pref: np.ndarray | None = None

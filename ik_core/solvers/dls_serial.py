@@ -61,7 +61,8 @@ class SerialKernel(SerialModel):
         Takes only float64 arrays: (4, 4) or (N, 4, 4) poses ("full"), (3,) or (N, 3) positions
         ("position"), N <= SERIAL_TARGETS, finite, rotations orthonormal, and a finite warm start
         of shape (dof,) or (N, dof) or None. Anything else (including every input the template
-        rejects or repairs) goes through the template, which raises or orthonormalises as usual.
+        rejects or repairs, and targets beyond the effector's reach) goes through the template,
+        which raises or orthonormalises as usual.
         The result is the template's: limits, errors, converged flags and reasons alike.
         """
         t, n = targets, self.n
@@ -89,6 +90,12 @@ class SerialKernel(SerialModel):
             tp, tr = t[:, :3, 3], t[:, :3, :3]
         else:
             tp, tr = t.reshape(N, 3), None
+        # A target beyond reach takes the template, whose general path spends no restart on it.
+        d = tp - solver.reach_bound.bases[0]
+        if float(np.add.reduce(d * d, -1).max()) > (
+            float(solver.reach_bound.lengths[0]) + solver.tolerance
+        ) ** 2:
+            return None
         start = time.perf_counter()
         q_start = np.minimum(np.maximum(q0, self.lo), self.hi)
         budget = solver.time_budget_s

@@ -375,19 +375,3 @@ class FabrikSolver(Solver):
             a, b = apply(Re, self.aim_axis), apply(tr, self.aim_axis)
             err = np.arctan2(np.linalg.norm(np.cross(a, b), axis=-1), np.sum(a * b, axis=-1))
         return ok & (err.max(axis=-1) <= self.rotation_tolerance)
-
-    def _unreached_reason(
-        self, tg: Targets, q: np.ndarray, idx: tuple[int, ...], pos_err: float, rot_err: float
-    ) -> str:
-        """Says when a target lies beyond the chain's length; otherwise the errors."""
-        dist = np.linalg.norm(tg.positions[idx] - self.tree.base, axis=-1)
-        far = np.nonzero(dist > self.tree.length)[0]
-        if far.size == 0:
-            return super()._unreached_reason(tg, q, idx, pos_err, rot_err)
-        names = self.skeleton.effector_names
-        parts = []
-        for e in far:
-            who = f"effector {names[self.effector_ids[e]]!r}: " if len(self.effector_ids) > 1 else ""
-            length = self.tree.length[e]
-            parts.append(f"{who}target {dist[e]:.4g} m from the root exceeds the chain length {length:.4g} m")
-        return "; ".join(parts)

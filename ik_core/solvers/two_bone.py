@@ -11,6 +11,7 @@ from ..errors import InvalidInputError, require_finite
 from ..kinematics import forward_kinematics, rest_transforms
 from ..skeleton import JointKind, Skeleton
 from .base import IKResult, Solver, Targets
+from .reach import ReachBound
 from .two_bone_kernel import Limb, effector_world, solve_limbs
 from .two_bone_kernel import distance as limb_distance
 
@@ -160,6 +161,9 @@ class TwoBoneSolver(Solver):
         self._scale = max(self.l1 + self.l2, 1e-12)
         scalars = (self._K, self._M, self._phi, self._lower, self._upper)
         self._group = None  # the one-limb TwoBoneGroup of the lean single-target path, built on first use
+        # The arm's exact reach (its hinge axis need not be perpendicular to the bones) is
+        # tighter than the generic bound, the sum of the bone lengths.
+        self.reach_bound = ReachBound(self._pivot[None], np.array([self.max_reach]))
         self._limb = Limb(
             self._pivot, self._R_pre, self._elbow, self._c0, self._u_x_c0, self._u_uc0,
             *(np.asarray(float(x)) for x in scalars), self._ends, np.asarray(self._scale),
@@ -254,9 +258,10 @@ class TwoBoneSolver(Solver):
     ) -> str:
         if pos_err <= self.tolerance:
             return super()._unreached_reason(tg, q, idx, pos_err, rot_err)
+        far = self._out_of_reach_reason(tg, idx, pos_err)
+        if far is not None:
+            return far + " (arm stretched toward it)"
         D = float(np.linalg.norm(tg.positions[idx][0] - self._pivot))
-        if D > self.max_reach + self.tolerance:
-            return f"target {D:.4g} m away, beyond the arm's reach {self.max_reach:.4g} m; arm stretched toward it"
         if D < self.min_reach - self.tolerance:
             return (
                 f"target {D:.4g} m away, too close: closer than |l1 - l2| = {self.min_reach:.4g} m; "

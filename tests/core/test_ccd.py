@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 
 from ik_core.errors import InvalidInputError
 from ik_core.kinematics import effector_poses, forward_kinematics
-from ik_core.limits import ConeTwistLimit, limit_violation, project_configuration
+from ik_core.limits import ConeTwistLimit, EulerLimit, limit_violation, project_configuration
 from ik_core.rotations import rotation_error, rotvec_to_matrix
 from ik_core.skeleton import Effector, Joint, JointKind, Mimic, Skeleton
 from ik_core.solvers.base import as_targets
-from ik_core.solvers.ccd import CCDSolver, minimal_rotation
+from ik_core.solvers.ccd import REACH_SWEEPS, CCDSolver, minimal_rotation
 
 SETTINGS = settings(max_examples=8, deadline=None)
 
@@ -202,6 +202,28 @@ def test_unreachable_target_reports_reach_and_stretches() -> None:
     assert "beyond the chain's reach 1.2 m" in res.reason[0]
     assert "5 m" in res.reason[0]
     assert abs(res.position_error[0] - (5.0 - 1.2)) < 1e-6
+
+
+def test_targets_beyond_reach_end_stretched_within_a_few_sweeps() -> None:
+    """Beyond reach a five-bone chain with Euler limits ends stretched at its target (error = distance -
+    length) inside the limits, within REACH_SWEEPS sweeps, whatever bent start it had."""
+    limit = EulerLimit((-1.5, -0.7, -1.5), (1.5, 0.7, 1.5))
+    joints = [
+        Joint(f"b{k}", JointKind.BALL, k - 1, np.eye(4) if k == 0 else translation([0, 0.3, 0]), limit=limit)
+        for k in range(5)
+    ]
+    skel = Skeleton(joints, [Effector("tip", 4, translation([0, 0.3, 0]))])
+    solver = CCDSolver(skel, "tip")
+    rng = np.random.default_rng(6)
+    q0 = project_configuration(skel, rng.normal(scale=0.6, size=(30, skel.dof)))
+    direction = rng.normal(size=(30, 3)) * [0.4, 0.0, 0.4] + [0.0, 1.0, 0.0]  # where the limits allow straight
+    direction /= np.linalg.norm(direction, axis=-1, keepdims=True)
+    targets = direction * rng.uniform(1.6, 5.0, (30, 1))
+    res = solver.solve(targets, q0)
+    assert np.all(res.iterations <= REACH_SWEEPS) and not res.converged.any()
+    np.testing.assert_allclose(res.position_error, np.linalg.norm(targets, axis=-1) - 1.5, atol=1e-5)
+    assert np.all(limit_violation(skel, res.q) <= 1e-9)
+    assert all(r.startswith("target out of reach: effector 'tip'") for r in res.reason)
 
 
 def test_warm_start_at_solution_and_frozen_targets() -> None:

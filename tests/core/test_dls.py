@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from ik_core import Effector, InvalidInputError, Joint, JointKind, Mimic, Skeleton
 from ik_core.kinematics import effector_poses, jacobian
-from ik_core.limits import ConeTwistLimit, limit_violation
+from ik_core.limits import ConeTwistLimit, EulerLimit, limit_violation, project_configuration
 from ik_core.rotations import rotation_error, rotvec_to_matrix
 from ik_core.solvers import make_solver
-from ik_core.solvers.dls import DLSSolver
+from ik_core.solvers.dls import REACH_POLISH, DLSSolver
 from ik_core.solvers.dls_kinematics import EffectorModel, rotation_log
 from ik_core.solvers.dls_linalg import spd_solve
 
@@ -133,10 +133,66 @@ def test_target_out_of_reach_is_reported_not_raised(arm: Skeleton) -> None:
     """A target beyond the arm's reach returns converged=False, a reach reason and a finite pose."""
     target = np.eye(4)
     target[:3, 3] = (50.0, 0.0, 0.0)
-    res = DLSSolver(arm, "tool", max_iterations=30).solve(target)
+    solver = DLSSolver(arm, "tool", max_iterations=30)
+    res = solver.solve(target)
     assert not res.converged
-    assert "exceeds the reach" in str(res.reason)
+    base, reach = solver.reach_bound.bases[0], solver.reach_bound.lengths[0]
+    excess = np.linalg.norm(target[:3, 3] - base) - reach
+    assert "target out of reach: effector 'tool'" in str(res.reason)
+    assert f"{excess:.3g} m beyond the chain's reach {reach:.4g} m" in str(res.reason)
     assert np.all(np.isfinite(res.q)) and np.isfinite(res.position_error)
+
+
+def _limited_ball_chain(bones: int = 4) -> Skeleton:
+    """Ball joints with Euler limits (the straight chain inside them), 0.3 m bones along Y."""
+    limit = EulerLimit((-1.5, -0.7, -1.5), (1.5, 0.7, 1.5))
+    T = np.eye(4)
+    T[1, 3] = 0.3
+    joints = [Joint(f"b{k}", JointKind.BALL, k - 1, np.eye(4) if k == 0 else T, limit=limit) for k in range(bones)]
+    return Skeleton(joints, [Effector("tip", bones - 1, T)])
+
+
+@pytest.mark.parametrize("radius", [None, 0.2])
+def test_targets_beyond_reach_get_a_short_polish_and_no_restart(radius: float | None) -> None:
+    """Beyond reach, alone or batched with reachable targets, with or without a box: at most REACH_POLISH
+    iterations and no restart, the chain stretched at the target (error = distance - length), in limits;
+    the reachable targets of the batch still converge."""
+    skeleton = _limited_ball_chain()
+    solver = DLSSolver(skeleton, "tip", mode="position", tolerance=1e-5)
+    rng = np.random.default_rng(4)
+    q_in = project_configuration(skeleton, rng.normal(scale=0.4, size=(6, skeleton.dof)))
+    reachable = effector_poses(skeleton, q_in, 0)[:, :3, 3]
+    base, length = solver.reach_bound.bases[0], solver.reach_bound.lengths[0]
+    direction = rng.normal(size=(6, 3)) * [0.3, 0.0, 0.3] + [0.0, 1.0, 0.0]  # ahead: inside the root's limits
+    direction /= np.linalg.norm(direction, axis=-1, keepdims=True)
+    far = base + direction * rng.uniform(1.1, 3.0, (6, 1)) * length
+    targets = np.concatenate([reachable, far])
+    q0 = np.zeros((12, skeleton.dof))
+    options = {} if radius is None else {"radius": radius}
+    for batch in (slice(6, 7), slice(6, 12), slice(0, 12)):
+        res = solver.solve(targets[batch], q0[batch], **options)
+        beyond = solver.reach_excess(targets[batch]) > solver.tolerance
+        assert np.all(res.iterations[beyond] <= REACH_POLISH)
+        assert not np.any(solver._last_restarts[beyond])
+        assert not res.converged[beyond].any() and res.converged[~beyond].all()
+        excess = np.linalg.norm(targets[batch][beyond] - base, axis=-1) - length
+        np.testing.assert_allclose(res.position_error[beyond], excess, atol=1e-6)
+        assert np.all(limit_violation(skeleton, res.q) <= 1e-9)
+
+
+def test_a_lone_target_beyond_reach_is_no_worse_than_its_start(arm: Skeleton) -> None:
+    """On an arm whose links cannot line up, the best effort is never farther than the start, and bounded."""
+    solver = DLSSolver(arm, "tool", mode="position")
+    rng = np.random.default_rng(5)
+    direction = rng.normal(size=(8, 3))
+    direction /= np.linalg.norm(direction, axis=-1, keepdims=True)
+    base, length = solver.reach_bound.bases[0], solver.reach_bound.lengths[0]
+    for target in base + 2.0 * length * direction:
+        res = solver.solve(target)
+        start = np.linalg.norm(effector_poses(arm, arm.preferred_q, 0)[:3, 3] - target)
+        assert not res.converged and int(res.iterations) <= REACH_POLISH and int(solver._last_restarts) == 0
+        assert np.linalg.norm(target - base) - length <= res.position_error <= start
+        assert arm.within_limits(res.q, tol=0.0)
 
 
 def test_limits_that_block_a_target_are_named() -> None:

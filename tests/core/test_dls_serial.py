@@ -12,7 +12,7 @@ from ik_core import Effector, InvalidInputError, Joint, JointKind, Skeleton
 from ik_core.kinematics import effector_poses, jacobian
 from ik_core.rotations import rotation_error, rotvec_to_matrix
 from ik_core.solvers.base import Solver
-from ik_core.solvers.dls import DLSSolver
+from ik_core.solvers.dls import REACH_POLISH, DLSSolver
 from ik_core.urdf import load_urdf
 
 ROBOTS = Path(__file__).resolve().parents[3] / "shared" / "robots"
@@ -122,12 +122,21 @@ def test_result_equals_the_templates_for_the_same_kernel(ur5: Skeleton) -> None:
 
 
 def test_unreachable_target_is_reported_with_a_reason(ur5: Skeleton) -> None:
+    """A target beyond reach skips the lean kernel's restarts: a short polish, a reason giving the distance."""
     T = np.eye(4)
     T[:3, 3] = [5.0, 0.0, 0.3]
-    res = DLSSolver(ur5, max_iterations=40).solve(T)
+    solver = DLSSolver(ur5, max_iterations=40)
+    res = solver.solve(T)
     assert not res.converged
-    assert "reach" in str(res.reason)
+    excess = float(solver.reach_excess(T))
+    assert f"{excess:.3g} m beyond the chain's reach" in str(res.reason)
+    assert int(res.iterations) <= REACH_POLISH and int(solver._last_restarts) == 0
+    assert excess <= res.position_error <= np.linalg.norm(effector_poses(ur5, ur5.preferred_q, 0)[:3, 3] - T[:3, 3])
     assert np.all(np.isfinite(res.q)) and np.all(res.q >= ur5.lower) and np.all(res.q <= ur5.upper)
+    # In a batch the kernel solves the reachable targets and leaves this one to the polish.
+    reachable = effector_poses(ur5, ur5.preferred_q + 0.1, 0)
+    both = solver.solve(np.stack([reachable, T]))
+    assert both.converged[0] and not both.converged[1] and both.iterations[1] <= REACH_POLISH
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -187,7 +187,11 @@ def test_unreachable_targets_straighten_the_chain_and_say_why():
     res = FabrikSolver(skeleton, "tip").solve(targets)
     assert not np.any(res.converged)
     for r, t in zip(res.reason, targets):
-        assert r == f"target {np.linalg.norm(t):.4g} m from the root exceeds the chain length 0.5 m"
+        d = np.linalg.norm(t)
+        assert r.startswith(
+            f"target out of reach: effector 'tip' target {d:.4g} m from the chain root, {d - 0.5:.3g} m beyond "
+            "the chain's reach 0.5 m"
+        )
     points = np.concatenate([forward_kinematics(skeleton, res.q)[:, :, :3, 3],
                              effector_poses(skeleton, res.q, "tip")[:, None, :3, 3]], axis=1)
     direction = targets / np.linalg.norm(targets, axis=-1, keepdims=True)
@@ -256,7 +260,9 @@ def test_unreachable_tree_target_names_the_effector():
     targets = np.array([[5.0, 0.0, 0.0], [-0.1, 0.3, 0.0]])
     res = FabrikSolver(skeleton, ["L", "R"]).solve(targets)
     assert not res.converged
-    assert str(res.reason).startswith("effector 'L': target 5 m from the root exceeds the chain length 0.6 m")
+    assert str(res.reason).startswith(
+        "target out of reach: effector 'L' target 5 m from the chain root, 4.4 m beyond the chain's reach 0.6 m"
+    )
 
 
 @pytest.mark.parametrize("side", [1.0, -1.0])

@@ -153,7 +153,7 @@ def test_unreachable_target_gives_a_straight_arm_pointing_at_it() -> None:
     np.testing.assert_allclose(hand / np.linalg.norm(hand, axis=-1, keepdims=True), d, atol=1e-12)
     np.testing.assert_allclose(res.position_error, np.linalg.norm(targets - ROOT, axis=-1) - 0.55, atol=1e-12)
     assert not np.any(res.converged)
-    assert all("beyond the arm's reach 0.55 m" in r for r in res.reason)
+    assert all("beyond the chain's reach 0.55 m" in r for r in res.reason)
 
 
 def test_too_close_target_is_reported() -> None:
