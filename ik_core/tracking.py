@@ -54,7 +54,7 @@ def joint_steps(skeleton, qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
     return np.max(np.stack(steps, axis=-1), axis=-1)
 
 
-def _frame_options(options: dict, index: int | slice) -> dict:
+def _frame_options(options: dict, index: int | slice | np.ndarray) -> dict:
     return {k: v[index] for k, v in options.items()}
 
 
@@ -93,6 +93,12 @@ def solve_track(
     task weight, and kept only if it has fewer jumps and misses no more frames. Frames that
     cannot be reached are reported (``converged`` False with a reason), not raised.
 
+    Frames whose target lies beyond the chain's reach (:meth:`~ik_core.solvers.base.Solver.reach_excess`
+    above the tolerance) cost bounded work: the passes above run on the other frames alone,
+    then those frames are solved in one batch, each from the answer of the last frame before
+    it within reach, for the solver's best effort (a chain stretched toward the target);
+    no retry or repair touches them.
+
     Args:
         solver: Any solver.
         targets: (N, ...) per-frame targets as accepted by ``solver.solve``.
@@ -113,11 +119,49 @@ def solve_track(
         InvalidInputError: ``segment`` < 1 or ``max_jump`` not > 0, or what ``solver.solve``
             raises for bad targets.
     """
-    n = len(targets)
     if segment < 1:
         raise InvalidInputError(f"segment must be >= 1, got {segment}")
     if not (np.isfinite(max_jump) and max_jump > 0):
         raise InvalidInputError(f"max_jump must be a finite number > 0 [rad or m], got {max_jump!r}")
+    n = len(targets)
+    beyond = solver.reach_excess(targets) > solver.tolerance if n else np.zeros(0, dtype=bool)
+    if not beyond.any() or beyond.all():
+        return _track(solver, targets, q0, max_jump, progress, segment, look_ahead, options)
+    # Retries and repairs cannot bring a target beyond reach any nearer: track the others,
+    # then give those their best effort in one batch, from the frame before them.
+    inside = np.flatnonzero(~beyond)
+    inner_progress = None if progress is None else (lambda done, _total: progress(int(inside[done - 1]) + 1, n))
+    inner = _track(solver, targets[inside], q0, max_jump, inner_progress, segment, look_ahead,
+                   _frame_options(options, inside), frames=inside)
+    outside = np.flatnonzero(beyond)
+    before = np.searchsorted(inside, outside) - 1
+    start = solver.skeleton.preferred_q if q0 is None else np.asarray(q0, dtype=float)
+    warm = np.where((before >= 0)[:, None], inner.q[np.maximum(before, 0)], start)
+    far = solver.solve(targets[outside], warm, **_frame_options(options, outside))
+    fields = {}
+    for f in IKResult.__dataclass_fields__:
+        part_in, part_out = np.asarray(getattr(inner, f)), np.asarray(getattr(far, f))
+        merged = np.empty((n, *part_in.shape[1:]), dtype=part_in.dtype)
+        merged[inside], merged[outside] = part_in, part_out
+        fields[f] = merged
+    if progress is not None:
+        progress(n, n)
+    return IKResult(**fields)
+
+
+def _track(
+    solver: Solver, targets: np.ndarray, q0: np.ndarray | None, max_jump: float, progress, segment: int,
+    look_ahead: bool, options: dict, frames: np.ndarray | None = None,
+) -> IKResult:
+    """:func:`solve_track`'s passes over a take (arguments validated).
+
+    ``frames`` (N,) are the increasing frame numbers of the targets in the whole take when
+    some frames were taken out (None: 0 .. N-1): segments then span the same frame numbers,
+    and predictions the same times, as they would in the whole take, so the frames kept are
+    solved from the starts they would have had.
+    """
+    n = len(targets)
+    frames = np.arange(n) if frames is None else np.asarray(frames)
     start = solver.skeleton.preferred_q if q0 is None else np.asarray(q0, dtype=float)
     # Solvers with a local mode keep each frame inside a box around its start: frame k of a
     # segment may move k times max_jump, so no frame drifts far onto another IK branch.
@@ -129,10 +173,14 @@ def solve_track(
     velocity = np.zeros_like(start)
     first = start
     prev_ok = True
+    start_frame = -1  # frame number of ``start`` (the warm start comes before the first frame)
+    window = 0  # first frame number of the next segment
     lo = 0
     while lo < n:
-        hi = min(lo + segment, n)
-        steps = np.arange(1, hi - lo + 1)
+        # Windows stay aligned on ``segment`` frames across a stretch with no frame in them.
+        window += segment * max((int(frames[lo]) - window) // segment, 0)
+        hi = lo + int(np.searchsorted(frames[lo:], window + segment))
+        steps = frames[lo:hi] - start_frame
         extra = {"radius": max_jump * steps} if local else {}
         # Each frame starts from the last frame moved on at its velocity: where two branches
         # meet at a singularity, the prediction lies on the branch the motion continues on (the
@@ -144,7 +192,8 @@ def solve_track(
         # A frame whose velocity changes abruptly has likely switched branch where two meet
         # (two elbow or wrist branches near a singularity lie within max_jump of each other):
         # keep the frames before it and start the next segment there, from its predecessor.
-        dq = np.diff(np.concatenate([start[None], part.q]), axis=0)
+        gaps = np.diff(frames[lo:hi], prepend=start_frame)[:, None]
+        dq = np.diff(np.concatenate([start[None], part.q]), axis=0) / gaps
         accel = np.max(np.abs(np.diff(np.concatenate([velocity[None], dq]), axis=0)), axis=-1)
         ok = part.converged & np.concatenate([[prev_ok], part.converged[:-1]])
         cut = np.flatnonzero(ok[1:] & (accel[1:] > cut_at))
@@ -152,18 +201,21 @@ def solve_track(
             keep = int(cut[0]) + 1
             part = IKResult(**{f: getattr(part, f)[:keep] for f in IKResult.__dataclass_fields__})
             hi = lo + keep
+            window = int(frames[hi - 1]) + 1
+        else:
+            window += segment
         parts.append(part)
-        prev_q = part.q[-2] if len(part.q) > 1 else start
+        prev_q, prev_frame = (part.q[-2], int(frames[hi - 2])) if len(part.q) > 1 else (start, start_frame)
         last_pair_ok = bool(part.converged[-1]) and (bool(part.converged[-2]) if len(part.q) > 1 else prev_ok)
-        start, prev_ok = part.q[-1], bool(part.converged[-1])
-        velocity = _velocity(start, prev_q, last_pair_ok, max_jump)
+        start, prev_ok, start_frame = part.q[-1], bool(part.converged[-1]), int(frames[hi - 1])
+        velocity = _velocity(start, prev_q, last_pair_ok, max_jump, start_frame - prev_frame)
         lo = hi
         if progress is not None:
             progress(hi, n)
     if not parts:
         return solver.solve(targets, q0, **options)
     fields = {f: np.concatenate([getattr(p, f) for p in parts]) for f in IKResult.__dataclass_fields__}
-    _retry_frames(solver, targets, fields, max_jump, local, options)
+    _retry_frames(solver, targets, fields, max_jump, local, options, frames=frames)
     if look_ahead and isinstance(solver, DLSSolver) and local and n > 2:
         skeleton = solver.skeleton
 
@@ -217,39 +269,70 @@ def solve_track(
 # Frames before a redundant chain's first jump or miss where the look-ahead pass takes over: its
 # self-motion drifts toward the trouble for a while before it arrives.
 _LEAD = 200
+# A missed frame whose errors are within this many tolerances is as good a start for the next
+# frame as a converged one (see _retry_frames).
+_NEAR_MISS = 10.0
+# Retries in a row that may leave their missed frames missed before a run keeps its batch answers.
+_RUN_RETRIES = 4
 
 
 def _retry_frames(
-    solver: Solver, targets: np.ndarray, fields: dict, max_jump: float, local: bool, options: dict, gentle=None
+    solver: Solver, targets: np.ndarray, fields: dict, max_jump: float, local: bool, options: dict,
+    finish_first: bool = False, frames: np.ndarray | None = None,
 ) -> None:
     """Re-solve, in order, the frames that missed or jumped, warm-started from the frame before; keep the better.
 
-    ``gentle`` (a solver without restarts) first finishes a missed frame from where it is.
+    A frame that jumped is solved again by ``solver``. A missed frame already had the batch
+    pass's restarts: it is solved again without restarts (bounded work), first from where it
+    is when ``finish_first`` (a look-ahead answer is smooth and next to its target: a
+    near-singular frame the polish left short), then from the frame before. In a run of
+    misses a frame is retried only while the frame before it is converged or a near miss
+    (errors within ``_NEAR_MISS`` tolerances: a slow solver's budget, not a limit, held it),
+    and after ``_RUN_RETRIES`` retries in a row that leave their frames missed the rest of the
+    run keeps its batch answers: frames that limits hold off their targets cost a few retries,
+    not one each. ``frames`` (N,) are the frame numbers when frames were taken out of the take
+    (see :func:`_track`): predictions then span the frames between.
     """
     q, ok = fields["q"], fields["converged"]
     n = len(q)
     skeleton = solver.skeleton
+    calm = _without_restarts(solver)
+    near = ok | (
+        (fields["position_error"] <= _NEAR_MISS * solver.tolerance)
+        & (fields["rotation_error"] <= _NEAR_MISS * solver.rotation_tolerance)
+    )
     steps = np.concatenate([[0.0], joint_steps(skeleton, q[:-1], q[1:])]) if n > 1 else np.zeros(n)
     replaced = np.zeros(n, dtype=bool)
+    failed = 0  # retries in a row that left their missed frames missed
     for i in range(1, n):
         # Steps were measured once for the whole take; only a repaired predecessor needs a new one.
         jump = float(joint_steps(skeleton, q[i - 1], q[i])) if replaced[i - 1] else float(steps[i])
-        if ok[i] and jump <= max_jump:
-            continue
-        if not ok[i] and not ok[i - 1]:
-            continue  # a run of misses (an unreachable stretch): the batch answer is the best effort
+        missed = not ok[i]
+        if not missed:
+            failed = 0
+            if jump <= max_jump:
+                continue
+        elif not near[i - 1] or failed >= _RUN_RETRIES:
+            continue  # an unreachable stretch: the batch answer is the best effort
         extra = {"radius": max_jump} if local else {}
-        guess = q[i - 1] + (_velocity(q[i - 1], q[i - 2], ok[i - 1] and ok[i - 2], max_jump) if i > 1 else 0.0)
-        retry = None
-        if gentle is not None and not ok[i]:
-            # A look-ahead answer is smooth and next to its target (a near-singular frame the
-            # polish left short): finish it where it is before a restart may jump away.
-            retry = gentle.solve(targets[i], q[i], radius=max_jump, **_frame_options(options, i))
-        if retry is None or not retry.converged:
-            retry = solver.solve(targets[i], guess, **_frame_options(options, i), **extra)
+        if i > 1:
+            # Predicted over the frames between, where some were taken out of the take.
+            gaps = (1, 1) if frames is None else (int(frames[i] - frames[i - 1]), int(frames[i - 1] - frames[i - 2]))
+            guess = q[i - 1] + gaps[0] * _velocity(q[i - 1], q[i - 2], ok[i - 1] and ok[i - 2], max_jump, gaps[1])
+        else:
+            guess = q[i - 1]
+        frame_options = _frame_options(options, i)
+        if not missed:
+            retry = solver.solve(targets[i], guess, **frame_options, **extra)
+        else:
+            retry = calm.solve(targets[i], q[i], radius=max_jump, **frame_options) if finish_first else None
+            if retry is None or not retry.converged:
+                again = calm.solve(targets[i], guess, **frame_options, **extra)
+                if retry is None or again.converged or again.position_error < retry.position_error:
+                    retry = again
         retry_jump = float(joint_steps(skeleton, q[i - 1], retry.q))
-        better = (bool(retry.converged) and (not ok[i] or retry_jump < jump)) or (
-            not ok[i] and retry.position_error < fields["position_error"][i]
+        better = (bool(retry.converged) and (missed or retry_jump < jump)) or (
+            missed and retry.position_error < fields["position_error"][i]
         )
         if better:
             replaced[i] = True
@@ -257,6 +340,22 @@ def _retry_frames(
                 value = np.asarray(getattr(retry, f))
                 # [()] unwraps 0-d fields: an object array would otherwise store the array itself.
                 fields[f][i] = value[()] if value.ndim == 0 else value
+            near[i] = bool(retry.converged) or (
+                retry.position_error <= _NEAR_MISS * solver.tolerance
+                and retry.rotation_error <= _NEAR_MISS * solver.rotation_tolerance
+            )
+        if missed:
+            failed = 0 if retry.converged else failed + 1
+
+
+def _without_restarts(solver: Solver) -> Solver:
+    """``solver``, or a copy of it that spends no restarts (a solver with a restart policy)."""
+    policy = getattr(solver, "policy", None)
+    if policy is None or policy.restarts == 0:
+        return solver
+    calm = copy.copy(solver)
+    calm.policy = replace(policy, restarts=0)
+    return calm
 
 
 def _look_ahead(
@@ -293,9 +392,7 @@ def _look_ahead(
     span_options = {k: v[a:b] for k, v in options.items()}
     cand = horizon_pass(solver, targets[a:b], before, max_jump, span_options, after=q[b] if b < n else None)
     span = {f: np.array(getattr(cand, f)) for f in fields}
-    gentle = copy.copy(solver)
-    gentle.policy = replace(solver.policy, restarts=0)
-    _retry_frames(solver, targets[a:b], span, max_jump, True, span_options, gentle)
+    _retry_frames(solver, targets[a:b], span, max_jump, True, span_options, finish_first=True)
     # Judged after spreading its own leftover jumps, as the frame-by-frame answer was.
     from .track_smoothing import spread_jumps
 
@@ -316,14 +413,15 @@ def _look_ahead(
     return False
 
 
-def _velocity(q: np.ndarray, prev: np.ndarray, valid: bool, max_jump: float) -> np.ndarray:
-    """(dof,) per-frame velocity ``q - prev`` for predicting the next frame, capped at max_jump.
+def _velocity(q: np.ndarray, prev: np.ndarray, valid: bool, max_jump: float, frames: int = 1) -> np.ndarray:
+    """(dof,) per-frame velocity ``(q - prev) / frames`` for predicting the next frame, capped at max_jump.
 
-    Zero when either frame missed its target: a best-effort answer says nothing of the motion.
+    ``frames`` is the number of frames from ``prev`` to ``q``. Zero when either frame missed
+    its target: a best-effort answer says nothing of the motion.
     """
     if not valid:
         return np.zeros_like(q)
-    return np.clip(q - prev, -max_jump, max_jump)
+    return np.clip((q - prev) / frames, -max_jump, max_jump)
 
 
 def track_chain(

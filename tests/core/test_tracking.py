@@ -6,10 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ik_core import InvalidInputError, robots
+from ik_core import Effector, EulerLimit, InvalidInputError, Joint, JointKind, Skeleton, robots, tracking
 from ik_core.kinematics import effector_poses
-from ik_core.solvers.base import Targets
-from ik_core.solvers.dls import DLSSolver
+from ik_core.limits import limit_violation, project_configuration
+from ik_core.solvers import make_solver
+from ik_core.solvers.base import Solver, Targets
+from ik_core.solvers.ccd import REACH_SWEEPS
+from ik_core.solvers.dls import REACH_POLISH, DLSSolver
+from ik_core.solvers.reach import ReachBound
 from ik_core.tracking import solve_track
 
 FRAMES = 200
@@ -267,3 +271,128 @@ def test_look_ahead_runs_on_any_chain_and_task(dof: int, mode: str, prismatic: b
     assert res.converged.all()
     steps = [np.abs(np.diff(np.vstack([q_path[:1], r.q]), axis=0)).max(axis=1) for r in (plain, res)]
     assert np.count_nonzero(steps[1] > MAX_JUMP) <= np.count_nonzero(steps[0] > MAX_JUMP)
+
+
+# --- frames beyond reach --------------------------------------------------------------------
+
+
+def _limb() -> Skeleton:
+    """A ball joint with Euler limits carrying 0.28 m and an X hinge in [0, 150] deg carrying 0.25 m."""
+    T1, T2 = np.eye(4), np.eye(4)
+    T1[1, 3], T2[1, 3] = 0.28, 0.25
+    joints = [
+        Joint("upper", JointKind.BALL, -1, np.eye(4), limit=BALL_LIMIT),
+        Joint("fore", JointKind.REVOLUTE, 0, T1, axis=(1.0, 0.0, 0.0), lower=0.0, upper=np.radians(150.0)),
+    ]
+    return Skeleton(joints, [Effector("tip", 1, T2)], name="limb")
+
+
+def _ball_chain(bones: int = 3) -> Skeleton:
+    T = np.eye(4)
+    T[1, 3] = 0.3
+    joints = [Joint(f"b{k}", JointKind.BALL, k - 1, np.eye(4) if k == 0 else T, limit=BALL_LIMIT) for k in range(bones)]
+    return Skeleton(joints, [Effector("tip", bones - 1, T)], name=f"ball{bones}")
+
+
+BALL_LIMIT = EulerLimit((-1.5, -0.7, -1.5), (1.5, 0.7, 1.5))
+# Each solver's work on a target beyond reach, in its own iteration counts.
+_REACH_WORK = {"dls": REACH_POLISH, "ccd": REACH_SWEEPS, "fabrik": 1, "two_bone": 1}
+
+
+def _take_with_far_frames(skeleton: Skeleton, frames: int = 120, every: int = 20, beyond: float = 1.3):
+    """Targets of a smooth path inside the limits, and a copy whose every ``every``-th frame lies beyond reach."""
+    rng = np.random.default_rng(3)
+    t = np.linspace(0.0, 1.0, frames)[:, None]
+    q = project_configuration(skeleton, 0.5 * np.sin(2 * np.pi * rng.uniform(0.5, 1.5, skeleton.dof) * t
+                                                        + rng.uniform(0, 2 * np.pi, skeleton.dof)))
+    q = np.clip(q, skeleton.lower, skeleton.upper)
+    targets = effector_poses(skeleton, q, 0)[:, :3, 3]
+    bound = ReachBound.of(skeleton, (0,))
+    far = (np.arange(frames) % every) == every // 2
+    moved = targets.copy()
+    d = moved[far] - bound.bases[0]
+    moved[far] = bound.bases[0] + d * (beyond * bound.lengths[0] / np.linalg.norm(d, axis=-1, keepdims=True))
+    return q, targets, moved, far
+
+
+@pytest.mark.parametrize(("name", "skeleton"), [
+    ("dls", _limb()), ("ccd", _limb()), ("fabrik", _limb()), ("two_bone", _limb()),
+    ("dls", _ball_chain()), ("ccd", _ball_chain()), ("fabrik", _ball_chain()),
+])
+def test_frames_beyond_reach_get_a_bounded_best_effort(name: str, skeleton: Skeleton) -> None:
+    """Each frame beyond reach: not converged, a reason giving how far out it is, a finite pose inside the
+    limits stretched at the target (error = distance - length), within the solver's fixed budget."""
+    q, _, moved, far = _take_with_far_frames(skeleton)
+    solver = make_solver(name, skeleton, "tip", tolerance=1e-4, mode="position")
+    res = solve_track(solver, moved, q[0], max_jump=0.5)
+    bound = solver.reach_bound
+    dist = np.linalg.norm(moved[far] - bound.bases[0], axis=-1)
+    excess = dist - bound.lengths[0]
+    assert not res.converged[far].any()
+    for reason, e, d in zip(res.reason[far], excess, dist):
+        assert reason.startswith(f"target out of reach: effector 'tip' target {d:.4g} m from the chain root, "
+                                 f"{e:.3g} m beyond the chain's reach")
+    assert np.all(np.isfinite(res.q)) and np.all(limit_violation(skeleton, res.q) <= 1e-9)
+    # Straight chains are inside these limits: the best effort lies stretched toward the target.
+    np.testing.assert_allclose(res.position_error[far], excess, atol=1e-4)
+    assert np.all(res.iterations[far] <= _REACH_WORK[name])
+
+
+def test_frames_beyond_reach_are_solved_once_together() -> None:
+    """Frames beyond reach cost one solver call for the whole take (no segment, retry or restart of them),
+    each starts from the answer of the frame before it, and the frames within reach still converge."""
+    skeleton = _ball_chain()
+    q, _, moved, far = _take_with_far_frames(skeleton, frames=200)
+    solver = make_solver("dls", skeleton, "tip", tolerance=1e-4, mode="position")
+    calls: list[tuple[np.ndarray, np.ndarray]] = []
+    solve = solver.solve
+
+    def counting(targets, q0=None, **options):
+        result = solve(targets, q0, **options)
+        calls.append((np.asarray(targets).reshape(-1, 3), np.asarray(result.iterations).reshape(-1)))
+        return result
+
+    solver.solve = counting
+    res = solve_track(solver, moved, q[0], max_jump=0.5)
+    with_far = [(t, it) for t, it in calls if (solver.reach_excess(t) > solver.tolerance).any()]
+    assert len(with_far) == 1
+    targets, iterations = with_far[0]
+    assert len(targets) == far.sum() and np.all(solver.reach_excess(targets) > solver.tolerance)
+    assert iterations.max() <= REACH_POLISH
+    assert solver._last_restarts is None or not np.any(solver._last_restarts)
+    assert res.converged[~far].all()
+
+
+class _ShortSolver(Solver):
+    """Returns its start: a take tracked by it misses every frame by about one frame's motion."""
+
+    def _solve(self, targets: Targets, q0: np.ndarray, **options: object) -> tuple[np.ndarray, np.ndarray]:
+        return q0, np.ones(targets.batch_shape, dtype=int)
+
+
+def test_a_run_of_misses_costs_a_few_retries() -> None:
+    """Misses in a row are retried frame after frame only while each retry leaves a near miss, and at most
+    _RUN_RETRIES unconverged retries in a row: a stretch no retry can fix costs a few calls, not one per frame."""
+    skeleton = _limb()
+    q, targets, _, _ = _take_with_far_frames(skeleton)
+    # Tolerance a third of a frame's motion: every frame but the first misses, a retry from the frame
+    # before by a near miss.
+    motion = np.median(np.linalg.norm(np.diff(targets, axis=0), axis=-1))
+    solver = _ShortSolver(skeleton, "tip", tolerance=motion / 3)
+    calls = []
+    solve = solver.solve
+    solver.solve = lambda *args, **kwargs: calls.append(1) or solve(*args, **kwargs)
+    res = solve_track(solver, targets, q[0], max_jump=0.5, segment=len(targets))
+    assert res.converged[0] and not res.converged[1:].any()
+    assert len(calls) == 1 + tracking._RUN_RETRIES  # the batch, then the capped run of retries
+    # Far misses (a target the limits keep off) end a run at once: one retry per run.
+    calls.clear()
+    near_root = targets.copy()
+    near_root[40:80] = ReachBound.of(skeleton, (0,)).bases[0] + [0.0, 0.05, 0.0]  # the hinge cannot fold so far
+    solver = make_solver("dls", skeleton, "tip", tolerance=1e-4, mode="position")
+    solve = solver.solve
+    solver.solve = lambda *args, **kwargs: calls.append(np.asarray(args[0]).shape) or solve(*args, **kwargs)
+    res = solve_track(solver, near_root, q[0], max_jump=0.5)
+    assert not res.converged[40:80].any() and res.converged[:40].all()
+    assert sum(shape == (3,) for shape in calls) <= 3  # the run's first miss, and a jump out of it at most
+    assert np.all(limit_violation(skeleton, res.q) <= 1e-9) and np.all(np.isfinite(res.q))
