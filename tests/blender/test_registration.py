@@ -102,3 +102,8 @@ def test_chain_list_draws_items(empty_scene, addon_module):
     ul = bpy.types.ARTICULATE_UL_chains
     ul.draw_item(None, bpy.context, RecordingLayout(log), arm.articulate, arm.articulate.chains[0], 0, None, "", 0)
     assert ("prop", "enabled") in log and ("prop", "name") in log
+
+
+def test_registering_keeps_blas_on_one_thread(core):
+    """With the add-on enabled, numpy's OpenBLAS runs one thread (where an OpenBLAS is found at all)."""
+    assert core.blas_threads() in (1, -1)
