@@ -9,6 +9,7 @@ from dataclasses import replace
 import numpy as np
 
 from .errors import InvalidInputError, require_finite
+from .kinematics import effector_poses
 from .poles import chain_root, turn_poles
 from .solvers.base import IKResult, Solver
 from .solvers.dls import DLSSolver
@@ -82,8 +83,10 @@ def solve_track(
     segment starts from the frame before it. Frames that did not converge, or whose
     configuration jumps by more than ``max_jump`` from the previous frame, are solved again in
     order, warm-started from the previous frame (box ``max_jump``), and the better answer is
-    kept. On a redundant chain with a :class:`DLSSolver`, a take left with jumps or misses is
-    solved again from a little before the first of them by a receding horizon
+    kept; a missed frame without restarts (the batch spent them), and in a run of misses only
+    a few retries in a row (see ``_retry_frames``). On a redundant chain with a
+    :class:`DLSSolver`, a take left with jumps or misses is solved again from a little before
+    the first of them by a receding horizon
     (:func:`~ik_core.track_horizon.horizon_pass`: windows optimised for smooth joint motion
     and a limit barrier before their first frames are kept, so the self-motion moves ahead of
     near-singularities and limits instead of whipping or jumping there), kept when it has
@@ -94,10 +97,11 @@ def solve_track(
     cannot be reached are reported (``converged`` False with a reason), not raised.
 
     Frames whose target lies beyond the chain's reach (:meth:`~ik_core.solvers.base.Solver.reach_excess`
-    above the tolerance) cost bounded work: the passes above run on the other frames alone,
-    then those frames are solved in one batch, each from the answer of the last frame before
-    it within reach, for the solver's best effort (a chain stretched toward the target);
-    no retry or repair touches them.
+    above the tolerance) cost bounded work: the frame-by-frame passes skip them (segments keep
+    their frame numbers, predictions span the frames skipped), the look-ahead repairs see them
+    at the joint-space blend of the frames around them, and then they get the solver's best
+    effort (a chain stretched toward the target) in one batch, each from that blend. No retry,
+    restart or repair spends work on them.
 
     Args:
         solver: Any solver.
@@ -127,26 +131,59 @@ def solve_track(
     beyond = solver.reach_excess(targets) > solver.tolerance if n else np.zeros(0, dtype=bool)
     if not beyond.any() or beyond.all():
         return _track(solver, targets, q0, max_jump, progress, segment, look_ahead, options)
-    # Retries and repairs cannot bring a target beyond reach any nearer: track the others,
-    # then give those their best effort in one batch, from the frame before them.
-    inside = np.flatnonzero(~beyond)
+    # No retry or restart brings a target beyond reach nearer: track the other frames, then
+    # give those their best effort together.
+    inside, outside = np.flatnonzero(~beyond), np.flatnonzero(beyond)
     inner_progress = None if progress is None else (lambda done, _total: progress(int(inside[done - 1]) + 1, n))
-    inner = _track(solver, targets[inside], q0, max_jump, inner_progress, segment, look_ahead,
-                   _frame_options(options, inside), frames=inside)
-    outside = np.flatnonzero(beyond)
-    before = np.searchsorted(inside, outside) - 1
-    start = solver.skeleton.preferred_q if q0 is None else np.asarray(q0, dtype=float)
-    warm = np.where((before >= 0)[:, None], inner.q[np.maximum(before, 0)], start)
-    far = solver.solve(targets[outside], warm, **_frame_options(options, outside))
+    inner = _track(
+        solver, targets[inside], q0, max_jump, inner_progress, segment, False, _frame_options(options, inside),
+        frames=inside,
+    )
     fields = {}
     for f in IKResult.__dataclass_fields__:
-        part_in, part_out = np.asarray(getattr(inner, f)), np.asarray(getattr(far, f))
-        merged = np.empty((n, *part_in.shape[1:]), dtype=part_in.dtype)
-        merged[inside], merged[outside] = part_in, part_out
-        fields[f] = merged
+        value = np.asarray(getattr(inner, f))
+        fields[f] = np.zeros((n, *value.shape[1:]), dtype=value.dtype)
+        fields[f][inside] = value
+    # Meanwhile the frames beyond reach hold the joint-space blend of the frames around them,
+    # reaching their own pose there: the take's motion, with no jump into or out of them and
+    # no miss, so that the repairs look at the take's own jumps only.
+    fields["q"] = interpolate_gaps(fields["q"], beyond)
+    fields["converged"][outside] = True
+    fields["reason"][outside] = "converged"
+    held = np.array(targets, dtype=float)
+    poses = effector_poses(solver.skeleton, fields["q"][outside], list(solver.effector_ids))
+    held[outside] = (poses if held.shape[-2:] == (4, 4) else poses[..., :3, 3]).reshape(held[outside].shape)
+    if look_ahead and isinstance(solver, DLSSolver) and "radius" in solver.call_options and n > 2:
+        fields = _repair_jumps(solver, held, fields, q0, max_jump, segment, options)
+    far = solver.solve(targets[outside], fields["q"][outside], **_frame_options(options, outside))
+    for f in fields:
+        fields[f][outside] = np.asarray(getattr(far, f))
     if progress is not None:
         progress(n, n)
     return IKResult(**fields)
+
+
+def interpolate_gaps(values: np.ndarray, gap: np.ndarray) -> np.ndarray:
+    """A copy of per-frame values with the frames ``gap`` interpolated linearly between the frames around them.
+
+    A gap at the start or the end of the take holds the nearest frame outside it.
+
+    Args:
+        values: (N, ...) per-frame values (configurations, positions).
+        gap: (N,) True for the frames to replace; at least one frame must be False.
+
+    Returns:
+        The values, of the same shape, with the gap frames replaced.
+    """
+    out = np.array(values, dtype=float)
+    frames = np.arange(len(out))
+    kept, fill = frames[~gap], frames[gap]
+    after = np.minimum(np.searchsorted(kept, fill), len(kept) - 1)
+    before = np.maximum(after - (kept[after] > fill), 0)
+    a, b = kept[before], kept[after]
+    w = np.where(b > a, (fill - a) / np.maximum(b - a, 1), 0.0).reshape(-1, *([1] * (out.ndim - 1)))
+    out[fill] = (1.0 - w) * out[a] + w * out[b]
+    return out
 
 
 def _track(
@@ -171,7 +208,6 @@ def _track(
     cut_at = _ACCELERATION * max_jump if solver.skeleton.dof <= rows else np.inf
     parts: list[IKResult] = []
     velocity = np.zeros_like(start)
-    first = start
     prev_ok = True
     start_frame = -1  # frame number of ``start`` (the warm start comes before the first frame)
     window = 0  # first frame number of the next segment
@@ -217,53 +253,66 @@ def _track(
     fields = {f: np.concatenate([getattr(p, f) for p in parts]) for f in IKResult.__dataclass_fields__}
     _retry_frames(solver, targets, fields, max_jump, local, options, frames=frames)
     if look_ahead and isinstance(solver, DLSSolver) and local and n > 2:
-        skeleton = solver.skeleton
-
-        def steps_of(qs: np.ndarray) -> np.ndarray:
-            return np.concatenate([[0.0], joint_steps(skeleton, qs[:-1], qs[1:])])
-
-        # Jumps the frame-by-frame passes left (a redundant arm's self-motion whipped past a
-        # near-singularity, or a branch kept past the singularity where the path crossed over):
-        # the take is known in advance, so the motion is spread over a window around each.
-        from .skeleton import JointKind
-        from .track_smoothing import spread_jumps
-
-        known = None if q0 is None else first
-        searched = None
-        # (Grids hold single variables: chains of 1-DoF joints, as robot arms are.)
-        one_dof = all(j.kind is not JointKind.BALL for j in skeleton.joints)
-        if skeleton.dof in (rows, rows + 1) and one_dof and not options:
-            # Search the solutions around each jump (a global choice, where the frame-by-frame
-            # passes only ever see the frame before): with one redundant variable its
-            # self-motion, without one the IK branches. A take it leaves smooth is done;
-            # otherwise the passes below start from the frame-by-frame answer, and the search
-            # comes back to what they leave.
-            from .track_branches import track_branches
-            from .track_repair import jump_score, search_repair
-
-            search = track_branches if skeleton.dof == rows else None
-
-            def track_rest(rest: np.ndarray, q_start: np.ndarray) -> IKResult:
-                return solve_track(solver, rest, q_start, max_jump=max_jump, segment=segment)
-
-            searched = {f: v.copy() for f, v in fields.items()}
-            search_repair(solver, targets, searched, known, max_jump, track_rest, search)
-            searched_score = jump_score(skeleton, searched["q"], known, max_jump)
-            if searched_score[0] == 0:
-                return IKResult(**searched)
-        spread_jumps(solver, targets, fields, known, max_jump, steps_of, options)
-        # What spreading could not fix on a redundant chain (a self-motion that drifted onto a
-        # limit long before the jump): solve the take again from before it, looking ahead.
-        if skeleton.dof > rows:
-            _look_ahead(solver, targets, fields, known, max_jump, options, steps_of)
-        if searched is not None and jump_score(skeleton, fields["q"], known, max_jump)[0]:
-            search_repair(solver, targets, fields, known, max_jump, track_rest, search)
-            if searched_score < jump_score(skeleton, fields["q"], known, max_jump):
-                fields = searched
-            # A small step the searches left where the path passes a branch point: spread it.
-            if jump_score(skeleton, fields["q"], known, max_jump)[0]:
-                spread_jumps(solver, targets, fields, known, max_jump, steps_of, options)
+        fields = _repair_jumps(solver, targets, fields, q0, max_jump, segment, options)
     return IKResult(**fields)
+
+
+def _repair_jumps(
+    solver: DLSSolver, targets: np.ndarray, fields: dict, q0: np.ndarray | None, max_jump: float, segment: int,
+    options: dict,
+) -> dict:
+    """:func:`solve_track`'s look-ahead repairs of the jumps the frame-by-frame passes left; returns the fields.
+
+    ``fields`` (IKResult fields over the take) may be updated in place or replaced.
+    """
+    rows = _MODE_ROWS.get(solver.mode, 6) * len(solver.effector_ids)
+    skeleton = solver.skeleton
+
+    def steps_of(qs: np.ndarray) -> np.ndarray:
+        return np.concatenate([[0.0], joint_steps(skeleton, qs[:-1], qs[1:])])
+
+    # Jumps the frame-by-frame passes left (a redundant arm's self-motion whipped past a
+    # near-singularity, or a branch kept past the singularity where the path crossed over):
+    # the take is known in advance, so the motion is spread over a window around each.
+    from .skeleton import JointKind
+    from .track_smoothing import spread_jumps
+
+    known = None if q0 is None else np.asarray(q0, dtype=float)
+    searched = None
+    # (Grids hold single variables: chains of 1-DoF joints, as robot arms are.)
+    one_dof = all(j.kind is not JointKind.BALL for j in skeleton.joints)
+    if skeleton.dof in (rows, rows + 1) and one_dof and not options:
+        # Search the solutions around each jump (a global choice, where the frame-by-frame
+        # passes only ever see the frame before): with one redundant variable its
+        # self-motion, without one the IK branches. A take it leaves smooth is done;
+        # otherwise the passes below start from the frame-by-frame answer, and the search
+        # comes back to what they leave.
+        from .track_branches import track_branches
+        from .track_repair import jump_score, search_repair
+
+        search = track_branches if skeleton.dof == rows else None
+
+        def track_rest(rest: np.ndarray, q_start: np.ndarray) -> IKResult:
+            return solve_track(solver, rest, q_start, max_jump=max_jump, segment=segment)
+
+        searched = {f: v.copy() for f, v in fields.items()}
+        search_repair(solver, targets, searched, known, max_jump, track_rest, search)
+        searched_score = jump_score(skeleton, searched["q"], known, max_jump)
+        if searched_score[0] == 0:
+            return searched
+    spread_jumps(solver, targets, fields, known, max_jump, steps_of, options)
+    # What spreading could not fix on a redundant chain (a self-motion that drifted onto a
+    # limit long before the jump): solve the take again from before it, looking ahead.
+    if skeleton.dof > rows:
+        _look_ahead(solver, targets, fields, known, max_jump, options, steps_of)
+    if searched is not None and jump_score(skeleton, fields["q"], known, max_jump)[0]:
+        search_repair(solver, targets, fields, known, max_jump, track_rest, search)
+        if searched_score < jump_score(skeleton, fields["q"], known, max_jump):
+            fields = searched
+        # A small step the searches left where the path passes a branch point: spread it.
+        if jump_score(skeleton, fields["q"], known, max_jump)[0]:
+            spread_jumps(solver, targets, fields, known, max_jump, steps_of, options)
+    return fields
 
 
 # Frames before a redundant chain's first jump or miss where the look-ahead pass takes over: its
@@ -291,7 +340,7 @@ def _retry_frames(
     and after ``_RUN_RETRIES`` retries in a row that leave their frames missed the rest of the
     run keeps its batch answers: frames that limits hold off their targets cost a few retries,
     not one each. ``frames`` (N,) are the frame numbers when frames were taken out of the take
-    (see :func:`_track`): predictions then span the frames between.
+    (see :func:`_track`): predictions and the step allowed then span the frames between.
     """
     q, ok = fields["q"], fields["converged"]
     n = len(q)
@@ -304,23 +353,24 @@ def _retry_frames(
     steps = np.concatenate([[0.0], joint_steps(skeleton, q[:-1], q[1:])]) if n > 1 else np.zeros(n)
     replaced = np.zeros(n, dtype=bool)
     failed = 0  # retries in a row that left their missed frames missed
+    # Frames since the frame before (more than one where frames were taken out of the take).
+    gaps = np.ones(n, dtype=int) if frames is None else np.diff(frames, prepend=frames[0] - 1)
     for i in range(1, n):
         # Steps were measured once for the whole take; only a repaired predecessor needs a new one.
         jump = float(joint_steps(skeleton, q[i - 1], q[i])) if replaced[i - 1] else float(steps[i])
+        allowed = max_jump * int(gaps[i])
         missed = not ok[i]
         if not missed:
             failed = 0
-            if jump <= max_jump:
+            if jump <= allowed:
                 continue
         elif not near[i - 1] or failed >= _RUN_RETRIES:
             continue  # an unreachable stretch: the batch answer is the best effort
-        extra = {"radius": max_jump} if local else {}
+        extra = {"radius": allowed} if local else {}
+        guess = q[i - 1]
         if i > 1:
-            # Predicted over the frames between, where some were taken out of the take.
-            gaps = (1, 1) if frames is None else (int(frames[i] - frames[i - 1]), int(frames[i - 1] - frames[i - 2]))
-            guess = q[i - 1] + gaps[0] * _velocity(q[i - 1], q[i - 2], ok[i - 1] and ok[i - 2], max_jump, gaps[1])
-        else:
-            guess = q[i - 1]
+            velocity = _velocity(q[i - 1], q[i - 2], ok[i - 1] and ok[i - 2], max_jump, int(gaps[i - 1]))
+            guess = guess + int(gaps[i]) * velocity
         frame_options = _frame_options(options, i)
         if not missed:
             retry = solver.solve(targets[i], guess, **frame_options, **extra)

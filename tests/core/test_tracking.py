@@ -396,3 +396,32 @@ def test_a_run_of_misses_costs_a_few_retries() -> None:
     assert not res.converged[40:80].any() and res.converged[:40].all()
     assert sum(shape == (3,) for shape in calls) <= 3  # the run's first miss, and a jump out of it at most
     assert np.all(limit_violation(skeleton, res.q) <= 1e-9) and np.all(np.isfinite(res.q))
+
+
+def test_interpolate_gaps_blends_between_the_frames_around() -> None:
+    """Gap frames are linear in time between their neighbours; gaps at the ends hold the nearest frame."""
+    values = np.arange(8.0)[:, None] * [1.0, -2.0]
+    gap = np.array([True, False, True, True, False, False, True, True])
+    out = tracking.interpolate_gaps(values * np.where(gap, np.nan, 1.0)[:, None], gap)
+    np.testing.assert_allclose(out[1:6], values[1:6])
+    np.testing.assert_allclose(out[0], values[1])
+    np.testing.assert_allclose(out[6:], np.tile(values[5], (2, 1)))
+
+
+def test_a_robot_take_with_frames_beyond_reach_keeps_its_other_frames_smooth(ur5) -> None:
+    """A UR5 path tracked with look-ahead, every 20th pose moved beyond reach: every other frame converges,
+    no step between two of them exceeds max_jump, and the moved frames cost one short polish each."""
+    q_path = sine_path(ur5, 400, seed=1)
+    targets = effector_poses(ur5, q_path, 0)
+    far = (np.arange(400) % 20) == 10
+    bound = ReachBound.of(ur5, (0,))
+    d = targets[far, :3, 3] - bound.bases[0]
+    targets[far, :3, 3] = bound.bases[0] + d * (1.3 * bound.lengths[0] / np.linalg.norm(d, axis=-1, keepdims=True))
+    solver = DLSSolver(ur5, 0, mode="full", tolerance=1e-4)
+    res = solve_track(solver, targets, q_path[0], look_ahead=True)
+    assert res.converged[~far].all() and not res.converged[far].any()
+    steps = np.abs(np.diff(res.q, axis=0)).max(axis=-1)
+    assert steps[~far[1:] & ~far[:-1]].max() <= MAX_JUMP
+    assert np.all(res.iterations[far] <= REACH_POLISH)
+    assert all(reason.startswith("target out of reach") for reason in res.reason[far])
+    assert np.all(np.isfinite(res.q)) and ur5.within_limits(res.q).all()
