@@ -408,13 +408,13 @@ class DLSSolver(Solver):
         restarts = np.zeros(N, dtype=int)
         if len(miss) and (deadline is None or time.perf_counter() < deadline):
             # Off the start's branch (or out of the box): the ordinary solve, restarts included.
-            free = Particles(self, q0[miss], tp[miss], None if tr is None else tr[miss])
-            free.finish(self._run(free, deadline, max(self.max_iterations - k, 1)))
-            better = free.best_E < pts.best_E[miss]
+            far = Particles(self, q0[miss], tp[miss], None if tr is None else tr[miss])
+            far.finish(self._run(far, deadline, max(self.max_iterations - k, 1)))
+            better = far.best_E < pts.best_E[miss]
             take = miss[better]
-            q[take], pe[take], re[take] = free.best_q[better], free.best_pe[better], free.best_re[better]
-            iters[miss] += free.iterations
-            restarts[miss] = free.restarts
+            q[take], pe[take], re[take] = far.best_q[better], far.best_pe[better], far.best_re[better]
+            iters[miss] += far.iterations
+            restarts[miss] = far.restarts
         return q, iters, restarts, pe, re
 
     def _reach_toward(
