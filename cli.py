@@ -83,7 +83,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     report = json.loads(report_path.read_text())
     report["wall_seconds"] = time.perf_counter() - t0
-    report_path.write_text(json.dumps(report, indent=1))
+    report_path.write_text(importlib.import_module(f"{addon.__name__}.operators.files").report_json(report))
     blend = out / "demo.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(blend), compress=True)
     picture = out / "demo.png"

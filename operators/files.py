@@ -17,13 +17,26 @@ class FileBrowserMixin:
         return {"RUNNING_MODAL"}
 
 
+def report_json(data: dict) -> str:
+    """``data`` as JSON text: a line per top-level key, and per item of a top-level list of objects.
+
+    Each line is written by ``json``'s C encoder (an indented dump takes its pure-Python
+    encoder, about 5x slower: 70 ms for a 1,000-frame bake of four chains, a fifth of the bake).
+    """
+    lines = []
+    for key, value in data.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            items = ",\n  ".join(json.dumps(v) for v in value)
+            lines.append(f"{json.dumps(key)}: [\n  {items}\n ]")
+        else:
+            lines.append(f"{json.dumps(key)}: {json.dumps(value)}")
+    return "{\n " + ",\n ".join(lines) + "\n}\n"
+
+
 def write_report(path: str, data: dict | str) -> str:
     """Write a report (a dict as JSON, or ready text such as CSV) to a Blender path; returns the path."""
     path = bpy.path.abspath(path)
     os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
     with open(path, "w", encoding="utf-8") as fh:
-        if isinstance(data, str):
-            fh.write(data)
-        else:
-            json.dump(data, fh, indent=1)
+        fh.write(data if isinstance(data, str) else report_json(data))
     return path

@@ -3,6 +3,7 @@
 
 - :mod:`.rig`: armatures and chains to skeletons, with the rig's joint limits.
 - :mod:`.sampling`: world matrices of objects and bones over frames.
+- :mod:`.scope`: frame stepping that evaluates only what the sampled objects depend on.
 - :mod:`.keys`: solved rotations to pose-bone channels and bulk keys.
 - :mod:`.build`: armatures created from numpy arrays.
 """

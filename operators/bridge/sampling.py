@@ -11,6 +11,7 @@ import numpy as np
 
 from .errors import BridgeError
 from .rig import matrix_to_array
+from .scope import evaluating_only
 
 
 def target_matrix(obj: bpy.types.Object, bone: str = "") -> np.ndarray:
@@ -90,23 +91,25 @@ def _sample(
     """World matrices of ``objects`` and ``armatures`` and every pose bone's matrix, on every frame.
 
     The frame loop only copies raw matrices (one ``foreach_get`` per armature, one matrix per
-    object); the current frame is restored. Returns (world (N, 4, 4) per object name, poses
+    object), and evaluates only what these objects depend on (:func:`.scope.evaluating_only`);
+    the current frame is restored. Returns (world (N, 4, 4) per object name, poses
     (N, B, 4, 4) per armature name, bone index per armature name).
     """
     n = len(frames)
     world = {name: np.empty((n, 4, 4)) for name in {**objects, **armatures}}
     poses = {name: np.empty((n, len(obj.pose.bones), 4, 4)) for name, obj in armatures.items()}
     current = scene.frame_current, scene.frame_subframe
-    try:
-        for i, frame in enumerate(frames):
-            scene.frame_set(int(frame))
-            for name, obj in objects.items():
-                world[name][i] = obj.matrix_world
-            for name, obj in armatures.items():
-                world[name][i] = obj.matrix_world
-                poses[name][i] = _pose_buffer(obj)
-    finally:
-        scene.frame_set(current[0], subframe=current[1])
+    with evaluating_only(scene, [*objects.values(), *armatures.values()]):
+        try:
+            for i, frame in enumerate(frames):
+                scene.frame_set(int(frame))
+                for name, obj in objects.items():
+                    world[name][i] = obj.matrix_world
+                for name, obj in armatures.items():
+                    world[name][i] = obj.matrix_world
+                    poses[name][i] = _pose_buffer(obj)
+        finally:
+            scene.frame_set(current[0], subframe=current[1])
     bone_index = {name: {b.name: k for k, b in enumerate(obj.pose.bones)} for name, obj in armatures.items()}
     return world, poses, bone_index
 
