@@ -103,10 +103,11 @@ def bake_body(context: bpy.types.Context, arm: bpy.types.Object, frames: range) 
         reference = {b: arm_world @ bridge.matrix_to_array(arm.pose.bones[b].matrix) for b in roles.bones.values()}
         ref_trackers = {n: bridge.matrix_to_array(trackers[n].matrix_world) for n in names}
         samples = np.empty((len(frames), len(names), 4, 4))
-        for i, f in enumerate(frames):
-            scene.frame_set(int(f))
-            for k, n in enumerate(names):
-                samples[i, k] = bridge.matrix_to_array(trackers[n].matrix_world)
+        with bridge.evaluating_only(scene, [trackers[n] for n in names]):
+            for i, f in enumerate(frames):
+                scene.frame_set(int(f))
+                for k, n in enumerate(names):
+                    samples[i, k] = bridge.matrix_to_array(trackers[n].matrix_world)
     finally:
         scene.frame_set(current)
     animated = [n for k, n in enumerate(names) if len(frames) > 1 and np.ptp(samples[:, k, :3, 3], axis=0).max() == 0]

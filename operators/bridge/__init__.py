@@ -29,6 +29,7 @@ from .rig import (
     write_ik_limits,
 )
 from .sampling import ChainSamples, ChainSource, TipSource, base_matrix, sample_chains, sample_tips, target_matrix
+from .scope import evaluating_only
 
 __all__ = [
     "BridgeError",
@@ -42,6 +43,7 @@ __all__ = [
     "chain_skeleton",
     "check_armature",
     "create_armature",
+    "evaluating_only",
     "matrix_to_array",
     "pose_bone_chain",
     "pose_rotations",

@@ -11,6 +11,7 @@ from mathutils import Matrix
 
 from .. import compat
 from .rig import matrix_to_array
+from .scope import evaluating_only
 
 # Rigify limbs: ``<limb>_parent.<side>["IK_FK"]`` is 0 for IK and 1 for FK; the FK controls
 # are ``<limb>_fk.<side>``.
@@ -125,20 +126,21 @@ def evaluated_basis(
     out = {b: np.empty((n, 4, 4)) for b in bones}
     scene = context.scene
     try:
-        for i, frame in enumerate(frames):
-            scene.frame_set(int(frame))
-            inv_obj = np.linalg.inv(matrix_to_array(arm.matrix_world))
-            for k, level in enumerate(levels):
-                if k:
-                    context.view_layer.update()
-                posed: dict[str, np.ndarray] = {}
-                for name in level:
-                    pb = arm.pose.bones[name]
-                    frame_rest = _parent_frame(pb, posed, mapped)
-                    basis = _basis(pb, frame_rest, inv_obj @ world[name][i], name in location_bones)
-                    pb.matrix_basis = Matrix(basis.tolist())
-                    posed[name] = frame_rest @ basis
-                    out[name][i] = basis
+        with evaluating_only(scene, [arm]):
+            for i, frame in enumerate(frames):
+                scene.frame_set(int(frame))
+                inv_obj = np.linalg.inv(matrix_to_array(arm.matrix_world))
+                for k, level in enumerate(levels):
+                    if k:
+                        context.view_layer.update()
+                    posed: dict[str, np.ndarray] = {}
+                    for name in level:
+                        pb = arm.pose.bones[name]
+                        frame_rest = _parent_frame(pb, posed, mapped)
+                        basis = _basis(pb, frame_rest, inv_obj @ world[name][i], name in location_bones)
+                        pb.matrix_basis = Matrix(basis.tolist())
+                        posed[name] = frame_rest @ basis
+                        out[name][i] = basis
     finally:
         for name, basis in saved.items():
             arm.pose.bones[name].matrix_basis = basis
