@@ -82,13 +82,14 @@ def dual_arm_urdf() -> str:
 
 def smooth_joint_path(lower: np.ndarray, upper: np.ndarray, frames: int, seed: int, start: np.ndarray,
                       amplitude: float = 0.6) -> np.ndarray:
-    """(frames, J) a smooth joint path from ``start``, kept 0.05 inside finite limits [rad or m]."""
+    """(frames, J) a smooth joint path from ``start``, 0.05 inside finite limits (narrow ranges: a quarter)."""
     rng = np.random.default_rng(seed)
     t = np.linspace(0.0, 1.0, frames)[:, None]
     freq = rng.uniform(0.5, 1.5, size=len(start))
     phase = rng.uniform(0, 2 * np.pi, size=len(start))
     span = np.where(np.isfinite(upper - lower), np.minimum(upper - lower, 2 * np.pi), 2 * np.pi)
     path = start + amplitude * 0.5 * span * (np.sin(2 * np.pi * freq * t + phase) - np.sin(phase))
-    lo = np.where(np.isfinite(lower), lower + 0.05, -np.inf)
-    hi = np.where(np.isfinite(upper), upper - 0.05, np.inf)
+    margin = np.minimum(0.05, 0.25 * np.where(np.isfinite(upper - lower), upper - lower, np.inf))
+    lo = np.where(np.isfinite(lower), lower + margin, -np.inf)
+    hi = np.where(np.isfinite(upper), upper - margin, np.inf)
     return np.clip(path, lo, hi)
