@@ -12,7 +12,7 @@ from ..kinematics import forward_kinematics, rest_transforms
 from ..skeleton import JointKind, Skeleton
 from .base import IKResult, Solver, Targets
 from .reach import ReachBound
-from .two_bone_kernel import Limb, effector_world, solve_limbs
+from .two_bone_kernel import Limb, effector_world, solve_limbs, swivel_into_limit
 from .two_bone_kernel import distance as limb_distance
 
 _STRUCTURE = (
@@ -83,7 +83,8 @@ class TwoBoneSolver(Solver):
 
     The hinge bend comes from the law of cosines (generalised to hinge axes that are not
     perpendicular to the bones), clamped to the hinge's range; the root ball joint then points
-    the effector straight at the target and swivels so that the bend plane contains the pole.
+    the effector straight at the target and swivels so that the bend plane contains the pole,
+    or, where the ball's limit forbids that plane (a twist limit), the nearest plane it allows.
     Without a pole the ball keeps its current orientation as far as possible, which keeps
     the bend plane of the warm start. One evaluation, no iterations. In "aim" and "full"
     modes only the position is solved; the orientation error is reported, not reduced.
@@ -232,7 +233,17 @@ class TwoBoneSolver(Solver):
                     pole = np.broadcast_to(pole, (*batch, 3)).reshape(n, 3)
                 except ValueError:
                     raise InvalidInputError(f"pole shape {pole.shape} does not broadcast to batch {batch}") from None
-        q = solve_limbs(self._limb, targets.positions.reshape(n, 3), q, self._ball_q, self._hinge_q, pole)
+        positions = targets.positions.reshape(n, 3)
+        q = solve_limbs(self._limb, positions, q, self._ball_q, self._hinge_q, pole)
+        limit = self.skeleton.joints[self._ball].limit
+        if limit is not None:
+            # The bend plane nearest the pole's inside the ball's limit, rather than the pole's
+            # plane projected onto the limit afterwards (which moves the effector off target).
+            bq = self._ball_q
+            with np.errstate(invalid="ignore"):
+                q[:, bq : bq + 3] = swivel_into_limit(
+                    self._limb, positions, q[:, bq : bq + 3], lambda R, _rows: limit.contains_matrix(R)
+                )
         return q.reshape(*batch, -1), np.ones(batch, dtype=int)
 
     def errors(self, q: np.ndarray, tg: Targets) -> tuple[np.ndarray, np.ndarray]:

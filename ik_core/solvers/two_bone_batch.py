@@ -24,7 +24,7 @@ from ..rotations import _rotvec_to_matrix
 from ..swing_limits import SwingTwistLimit
 from .base import IKResult, Targets
 from .two_bone import TwoBoneSolver
-from .two_bone_kernel import effector_world, solve_limbs, stack_limbs
+from .two_bone_kernel import effector_world, solve_limbs, stack_limbs, swivel_into_limit
 
 
 def _swing_twist_inside(limits: list[SwingTwistLimit]) -> Callable[[np.ndarray], np.ndarray]:
@@ -137,6 +137,16 @@ class TwoBoneGroup:
         R[todo] = _rotvec_to_matrix(out[todo])
         return out, R
 
+    def _inside(self, R: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """(k,) whether ball rotations R (k, 3, 3) are inside the limits of limbs ``rows`` (k,)."""
+        out = np.ones(len(rows), dtype=bool)
+        for c in np.unique(rows):
+            limit = self._limits[c]
+            if limit is not None:
+                mine = rows == c
+                out[mine] = limit.contains_matrix(R[mine])
+        return out
+
     def solve(
         self, targets: np.ndarray, q0: np.ndarray, poles: Sequence[np.ndarray | None] | None = None
     ) -> IKResult:
@@ -174,6 +184,8 @@ class TwoBoneGroup:
             q = solve_limbs(
                 self._limb, positions, q0.copy(), bq, hq, pole, has_pole, lambda v: self._project_ball(v)[1]
             )
+            if self._always or self._early:
+                q[:, bq : bq + 3] = swivel_into_limit(self._limb, positions, q[:, bq : bq + 3], self._inside)
             bad = ~np.isfinite(q).all(axis=-1)
             if bad.any():
                 start = q0.copy()

@@ -20,6 +20,10 @@ from ..rotations import _matrix_to_rotvec, _rotvec_to_matrix
 DEGENERATE = 1e-9
 # Hinge nudge [rad] that reveals the bend direction of a straight or fully folded arm.
 NUDGE = 1e-4
+# Swivel angles tried per turn when the bend plane's ball rotation leaves the ball's limit,
+# and bisection steps that then find the limit's edge (2 pi / 72 / 2^30: far below 1e-9 rad).
+SWIVEL_SAMPLES = 72
+SWIVEL_BISECTIONS = 30
 
 
 class Limb(NamedTuple):
@@ -242,3 +246,72 @@ def solve_limbs(
     q[:, bq : bq + 3] = v
     q[:, hq] = theta
     return q
+
+
+def swivel_into_limit(
+    P: Limb,
+    positions: np.ndarray,
+    v: np.ndarray,
+    inside: Callable[[np.ndarray, np.ndarray], np.ndarray],
+) -> np.ndarray:
+    """Ball rotations turned about the pivot-to-target line, by the least angle that brings them inside the limit.
+
+    Turning the whole limb about the line from the pivot to its target (its swivel) keeps the
+    effector where it is, on the target or stretched toward it, and moves only the bend plane.
+    When the plane the pole (or the warm start) asks for needs a ball rotation outside the
+    ball's limit (a twist limit the pole's plane exceeds), projecting that rotation onto the
+    limit would move the effector off a target the limb can reach in another plane: the
+    nearest plane inside the limit keeps it there. Per row, swivel angles are tried in order
+    of size (both ways alternately, ``SWIVEL_SAMPLES`` a turn), and between the first one
+    inside and the last one outside the edge of the limit is found by bisection. Rows that
+    are inside already, whose target sits on the pivot, or that no swivel brings inside, are
+    returned unchanged (the caller's projection then gives the best effort).
+
+    Args:
+        P: One limb, or n limbs stacked (one per row).
+        positions: (n, 3) targets in the base frame [m].
+        v: (n, 3) ball rotation vectors [rad] from :func:`solve_limbs`.
+        inside: ``inside(R, rows)``: (k,) whether local ball rotations R (k, 3, 3) are inside
+            the limit of their rows' limbs, ``rows`` (k,) indices into the n (repeated when
+            several rotations of one row are asked at once).
+
+    Returns:
+        (n, 3) rotation vectors [rad].
+    """
+    R = _rotvec_to_matrix(v)
+    rows = np.flatnonzero(~inside(R, np.arange(len(v))))
+    if not len(rows):
+        return v
+    R_pre = P.R_pre if P.R_pre.ndim == 2 else P.R_pre[rows]
+    pivot = P.pivot if P.pivot.ndim == 1 else P.pivot[rows]
+    axis, D = unit(positions[rows] - pivot)
+    scale = P.scale if np.ndim(P.scale) == 0 else P.scale[rows]
+    keep = D > DEGENERATE * scale
+    rows, axis = rows[keep], axis[keep]
+    if P.R_pre.ndim == 3:
+        R_pre = R_pre[keep]
+    if not len(rows):
+        return v
+    # The line in the ball's rest frame: local rotations turn about it, R' = Rot(a, psi) R.
+    a = np.einsum("...ji,...j->...i", R_pre, axis)
+    R_rows = R[rows]
+    m = len(rows)
+    step = 2.0 * np.pi / SWIVEL_SAMPLES
+    k = np.arange(1, SWIVEL_SAMPLES // 2 + 1)
+    psi = np.stack([k * step, -k * step], axis=-1).reshape(-1)  # by size, each way in turn
+    turned = _rotvec_to_matrix(a[:, None, :] * psi[None, :, None]) @ R_rows[:, None]
+    ok = inside(turned.reshape(-1, 3, 3), np.repeat(rows, len(psi))).reshape(m, len(psi))
+    hit = np.flatnonzero(ok.any(axis=1))
+    if not len(hit):
+        return v
+    # The edge lies between the first swivel inside and the one a step nearer zero (outside).
+    good = psi[np.argmax(ok[hit], axis=1)]
+    bad = good - np.sign(good) * step
+    for _ in range(SWIVEL_BISECTIONS):
+        mid = 0.5 * (good + bad)
+        ok_mid = inside(_rotvec_to_matrix(a[hit] * mid[:, None]) @ R_rows[hit], rows[hit])
+        good = np.where(ok_mid, mid, good)
+        bad = np.where(ok_mid, bad, mid)
+    out = v.copy()
+    out[rows[hit]] = _matrix_to_rotvec(_rotvec_to_matrix(a[hit] * good[:, None]) @ R_rows[hit])
+    return out

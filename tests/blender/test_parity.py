@@ -18,11 +18,6 @@ REFUSED = ("Articulate refuses the scene: \"chain 'Hand.R IK' and chain 'Hand.L 
            "chains must not overlap\" (Blender solves both arms and the shared spine as one tree: median "
            "0.006 mm, p95 0.054 mm)")
 GAPS = {
-    ("residuals", "pole_twist"): (
-        "ours median 226.4 mm, p95 592.4 mm (50 of 60 frames missed) vs Blender 0.042 mm, 7.24 mm: Blender's "
-        "pole twists the root bone past its +-20 degree IK limit (to -90 degrees); the two_bone solver Auto "
-        "picks keeps the bend plane through the pole and clamps the root's twist afterwards, leaving the tip "
-        "off a target it could reach in another plane (solver dls: 0.003 mm median)"),
     ("residuals", "copy_limit_after"): (
         "ours median 187.9 mm, p95 323.2 mm vs Blender 208.5 mm, 308.8 mm: the Copy Rotation (local, "
         "influence 0.5) after the IK overrides both bakes' keys; ours solves the tip as if its rotation were "

@@ -338,3 +338,83 @@ def test_position_errors_match_forward_kinematics(seed: int, general: bool) -> N
     expected = np.linalg.norm(effector_poses(solver.skeleton, q, 0)[..., :3, 3] - targets, axis=-1)
     np.testing.assert_allclose(pos_err, expected, atol=1e-12)
     assert np.all(rot_err == 0.0)
+
+
+# --- a ball limit that forbids the pole's bend plane ------------------------------------------
+
+
+def _twist_limited(twist_deg: float, order: str = "XYZ") -> TwoBoneSolver:
+    """The Blender-like limb with its shoulder's twist (Y, the bone axis) limited to +-twist_deg."""
+    from ik_core.limits import EulerLimit
+
+    skel = limb()
+    limit = EulerLimit.from_blender((False, True, False), (0.0, -np.radians(twist_deg), 0.0),
+                                    (0.0, np.radians(twist_deg), 0.0), order=order)
+    ball = dataclasses.replace(skel.joints[0], limit=limit)
+    return TwoBoneSolver(Skeleton([ball, *skel.joints[1:]], skel.effectors), tolerance=1e-6)
+
+
+def _plane_angle(solver: TwoBoneSolver, q: np.ndarray, target: np.ndarray, pole: np.ndarray) -> np.ndarray:
+    """(...,) angle [rad] between the bend direction and the pole direction about the pivot-to-target line."""
+    axis = target - ROOT
+    axis = axis / np.linalg.norm(axis, axis=-1, keepdims=True)
+
+    def perp(v):
+        return v - np.sum(v * axis, axis=-1, keepdims=True) * axis
+
+    bend, to_pole = perp(solver.elbow_position(q) - ROOT), perp(pole - ROOT)
+    cos = np.sum(bend * to_pole, axis=-1) / (np.linalg.norm(bend, axis=-1) * np.linalg.norm(to_pole, axis=-1))
+    return np.arccos(np.clip(cos, -1.0, 1.0))
+
+
+def _best_feasible_plane(solver: TwoBoneSolver, q: np.ndarray, target: np.ndarray, pole: np.ndarray) -> float:
+    """Brute force: the smallest plane angle [rad] any swivel inside the ball's limit gives (0.05 degree grid)."""
+    limit = solver.skeleton.joints[0].limit
+    axis = (target - ROOT) / np.linalg.norm(target - ROOT)
+    psi = np.radians(np.arange(-180.0, 180.0, 0.05))
+    turned = rotvec_to_matrix(axis * psi[:, None]) @ rotvec_to_matrix(q[:3])
+    from ik_core.rotations import matrix_to_rotvec
+
+    qs = np.repeat(q[None], len(psi), axis=0)
+    qs[:, :3] = matrix_to_rotvec(turned)
+    inside = limit.contains(qs[:, :3])
+    return float(_plane_angle(solver, qs[inside], target, pole).min())
+
+
+@pytest.mark.parametrize("twist_deg", [5.0, 20.0, 45.0])
+def test_a_twist_limit_keeps_the_target_and_takes_the_plane_nearest_the_pole(twist_deg: float) -> None:
+    """A pole whose plane needs more twist than the limit allows: the limb still reaches every target,
+    inside its limit, in the allowed bend plane nearest the pole (not the pole's plane clamped afterwards,
+    which left the hand off a reachable target)."""
+    solver = _twist_limited(twist_deg)
+    rng = np.random.default_rng(7)
+    n = 40
+    direction = rng.normal(size=(n, 3)) + np.array([0.0, 1.5, 0.0])
+    direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+    targets = ROOT + direction * rng.uniform(0.15, 0.5, size=(n, 1))
+    poles = ROOT + rng.normal(size=(n, 3))
+    res = solver.solve(targets, np.zeros((n, 4)), pole=poles)
+    limit = solver.skeleton.joints[0].limit
+    assert limit.contains(res.q[:, :3]).all()
+    assert res.converged.all(), res.reason[~res.converged]
+    assert res.position_error.max() <= 1e-6
+    angles = _plane_angle(solver, res.q, targets, poles)
+    free = TwoBoneSolver(limb(), tolerance=1e-6).solve(targets, np.zeros((n, 4)), pole=poles)
+    forbidden = ~limit.contains(free.q[:, :3])
+    assert forbidden.sum() >= 5  # the case is really exercised
+    for k in np.flatnonzero(forbidden):
+        assert angles[k] <= _best_feasible_plane(solver, res.q[k], targets[k], poles[k]) + np.radians(0.1)
+    # Where the pole's own plane is allowed, the answer is the unlimited closed form, bit for bit.
+    np.testing.assert_array_equal(res.q[~forbidden], free.q[~forbidden])
+
+
+def test_the_plane_moves_smoothly_as_the_target_does() -> None:
+    """A target sweeping slowly past a pole the twist limit forbids: the elbow never jumps (no pop)."""
+    solver = _twist_limited(20.0)
+    t = np.linspace(0.0, 1.0, 400)[:, None]
+    targets = ROOT + np.hstack([0.25 * np.cos(2.0 * t), 0.3 + 0.1 * np.sin(3.0 * t), 0.2 * t - 0.1])
+    pole = ROOT + np.array([0.0, 0.2, -1.0])  # asks for the elbow down: a twist far past 20 degrees
+    res = solver.solve(targets, np.zeros((len(t), 4)), pole=np.broadcast_to(pole, targets.shape))
+    assert res.converged.all()
+    elbow = solver.elbow_position(res.q)
+    assert np.linalg.norm(np.diff(elbow, axis=0), axis=1).max() < 0.01  # targets move ~2 mm a frame
