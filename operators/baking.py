@@ -11,10 +11,10 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
-from ..ik_core import ArticulateError
+from ..ik_core import ArticulateError, IKResult, effector_poses, forward_kinematics, solve_track
 from ..ik_core import rotations as rot
 from ..ik_core.solvers import make_solver, resolve_solver, solver_class
-from ..ik_core.tracking import track_chain
+from ..ik_core.tracking import to_base_frame, track_chain
 from . import bridge, playback
 
 
@@ -31,6 +31,32 @@ class PreparedChain:
     skeleton: object
     source: bridge.ChainSource
     solver: str = "dls"  # the solver it is solved with: its setting, or what "Auto" picked
+    shares_with: tuple[str, ...] = ()  # chains it shares bones with (solved together as one tree)
+    requested: str = ""  # the bake's solver for every chain ("" for the chain's own setting)
+
+
+# The solver of chains sharing bones: one problem with an effector per chain.
+TREE_SOLVER = "dls"
+
+
+@dataclass
+class SolveUnit:
+    """One solve of a bake: a chain alone, or chains sharing bones solved together as one tree.
+
+    Attributes:
+        members: Indices of the prepared chains it covers.
+        chain: The chain itself, or the tree: the members' bones (the root first, each bone
+            after its parent), a skeleton with one effector per member, the first member's settings.
+        effectors: Per member, its effector's name in ``chain.skeleton``.
+    """
+
+    members: list[int]
+    chain: PreparedChain
+    effectors: list[str]
+
+    @property
+    def is_tree(self) -> bool:
+        return len(self.members) > 1
 
 
 def frame_range(start: int, end: int, step: int = 1) -> range:
@@ -76,17 +102,21 @@ def check_target(arm: bpy.types.Object, chain, bone_names: set[str]) -> None:
             raise BakeFailed(f"{label}: {what} {obj.name!r} has no bone {bone!r}")
 
 
-def prepare_chains(arm: bpy.types.Object, chains: Sequence, solver: str = "") -> list[PreparedChain]:
+def prepare_chains(
+    arm: bpy.types.Object, chains: Sequence, solver: str = "", shared_bones: bool = True
+) -> list[PreparedChain]:
     """Check every chain against the armature and build its skeleton; nothing is modified.
 
     Args:
         arm: The armature object.
         chains: ``ARTICULATE_PG_chain`` items.
         solver: Solver for every chain instead of each chain's own setting ("" keeps them).
+        shared_bones: Chains may share bones (a bake solves them together, see
+            :func:`solve_units`); False refuses them (live posing solves chain by chain).
 
     Raises:
-        BakeFailed: Missing or renamed bones, missing or invalid targets, overlapping chains,
-            zero-length bones, limits that leave no room, an unknown solver.
+        BakeFailed: Missing or renamed bones, missing or invalid targets, overlapping chains
+            where not allowed, zero-length bones, limits that leave no room, an unknown solver.
     """
     try:
         bridge.check_armature(arm)
@@ -106,15 +136,215 @@ def prepare_chains(arm: bpy.types.Object, chains: Sequence, solver: str = "") ->
         except (bridge.BridgeError, ArticulateError) as err:
             raise BakeFailed(f"{label}: {err}") from None
         for pb in bones:
-            if pb.name in owner:
+            if pb.name in owner and not shared_bones:
                 raise BakeFailed(
-                    f"{label} and chain {owner[pb.name]!r} both move bone {pb.name!r}; chains must not overlap"
+                    f"{label} and chain {owner[pb.name]!r} both move bone {pb.name!r}; live posing solves chains "
+                    "one by one, so they must not overlap (a bake solves them together)"
                 )
-            owner[pb.name] = chain.name
+            owner.setdefault(pb.name, chain.name)
         check_target(arm, chain, {b.name for b in bones})
         source = bridge.ChainSource(arm, bones[0], chain.target, chain.target_bone, chain.pole, chain.pole_bone)
-        prepared.append(PreparedChain(chain, bones, skeleton, source, name))
+        prepared.append(PreparedChain(chain, bones, skeleton, source, name, requested=solver))
+    for p in prepared:
+        mine = {b.name for b in p.bones}
+        p.shares_with = tuple(o.settings.name for o in prepared
+                              if o is not p and mine & {b.name for b in o.bones})
     return prepared
+
+
+def solve_units(arm: bpy.types.Object, prepared: Sequence[PreparedChain]) -> list[SolveUnit]:
+    """Group chains that share bones, directly or through others, into trees; the rest stay alone.
+
+    Blender's IK solves constraints whose chains share bones as one tree (both arms through a
+    shared spine); so does a bake: one DLS problem on the union of their bones with an
+    effector per chain, so a shared bone gets one rotation per frame.
+
+    Raises:
+        BakeFailed: A tree the skeleton cannot be built for (the message names the chains).
+    """
+    group = list(range(len(prepared)))
+
+    def find(k: int) -> int:
+        while group[k] != k:
+            group[k] = group[group[k]]
+            k = group[k]
+        return k
+
+    first: dict[str, int] = {}
+    for k, p in enumerate(prepared):
+        for b in p.bones:
+            if b.name in first:
+                group[find(k)] = find(first[b.name])
+            else:
+                first[b.name] = k
+    members: dict[int, list[int]] = {}
+    for k in range(len(prepared)):
+        members.setdefault(find(k), []).append(k)
+    units = []
+    for ks in members.values():
+        if len(ks) == 1:
+            units.append(SolveUnit(ks, prepared[ks[0]], ["tip"]))
+            continue
+        chains = [prepared[k] for k in ks]
+        union = {b.name: b for p in chains for b in p.bones}
+
+        def depth(pb) -> int:
+            n = 0
+            while pb.parent is not None:
+                n, pb = n + 1, pb.parent
+            return n
+
+        bones = sorted(union.values(), key=depth)  # the root (shallowest) first, parents before children
+        effectors = [f"tip:{p.settings.name}" for p in chains]
+        tips = [(e, p.bones[-1], p.settings.use_tail) for e, p in zip(effectors, chains)]
+        names = ", ".join(repr(p.settings.name) for p in chains)
+        try:
+            skeleton = bridge.tree_skeleton(arm, bones, tips)
+        except (bridge.BridgeError, ArticulateError) as err:
+            raise BakeFailed(f"chains {names} share bones and are solved as one tree, but: {err}") from None
+        lead = chains[0]
+        source = bridge.ChainSource(arm, bones[0], lead.settings.target, lead.settings.target_bone)
+        units.append(SolveUnit(ks, PreparedChain(lead.settings, bones, skeleton, source, TREE_SOLVER), effectors))
+    return units
+
+
+def _unit_sources(unit: SolveUnit, prepared: Sequence[PreparedChain]) -> list[bridge.ChainSource]:
+    """Per member, where its samples come from: its own chain, or its target over the tree's base."""
+    if not unit.is_tree:
+        return [unit.chain.source]
+    root = unit.chain.bones[0]
+    return [bridge.ChainSource(p.source.arm_obj, root, p.source.target, p.source.target_bone, p.source.pole,
+                               p.source.pole_bone) for p in (prepared[k] for k in unit.members)]
+
+
+def _sample_units(scene, frames, units: Sequence[SolveUnit], prepared) -> list[list]:
+    """Per unit, per member, its :class:`bridge.ChainSamples` (one pass of the frames for all)."""
+    sources = [_unit_sources(u, prepared) for u in units]
+    flat = iter(bridge.sample_chains(scene, list(frames), [s for group in sources for s in group]))
+    return [[next(flat) for _ in group] for group in sources]
+
+
+def _tree_options(unit: SolveUnit, prepared: Sequence[PreparedChain], scale: float) -> dict:
+    """DLS options of a tree unit: full poses if every member matches rotation, the tightest tolerance."""
+    chains = [prepared[k].settings for k in unit.members]
+    return {
+        "mode": "full" if all(c.use_rotation for c in chains) else "position",
+        "tolerance": min(c.tolerance for c in chains) / scale,
+        "max_iterations": max(c.iterations for c in chains),
+    }
+
+
+def tree_solver(unit: SolveUnit, prepared: Sequence[PreparedChain], scale: float, members: Sequence[int] = ()):
+    """The DLS solver of a tree unit, an effector per member (or per member of ``members``, unit positions)."""
+    effectors = [unit.effectors[e] for e in members] if len(members) else unit.effectors
+    return make_solver(TREE_SOLVER, unit.chain.skeleton, effectors, **_tree_options(unit, prepared, scale))
+
+
+def _tail_start(unit: SolveUnit, prepared: Sequence[PreparedChain], k: int) -> int:
+    """Where the bones of member ``k`` that no other member moves begin, hanging from a shared bone.
+
+    Returns an index into its bones; ``len(bones)`` when its last bone is shared, and also when
+    its own bones start above the shared ones (the tree poses them).
+    """
+    p = prepared[k]
+    others = {b.name for m in unit.members if m != k for b in prepared[m].bones}
+    j = len(p.bones)
+    while j > 0 and p.bones[j - 1].name not in others:
+        j -= 1
+    return j if j > 0 else len(p.bones)
+
+
+def _track_tree(arm, unit: SolveUnit, prepared, samples, q0, scale: float, robot: bool, **track):
+    """Solve a tree unit over the take: returns per member its result, and the bones and rotations to key.
+
+    1. The tree (one DLS problem, an effector per member) poses every bone. On a frame where some
+       members' targets lie beyond their reach, only the others pull on it: an unreachable
+       target must not drag the shared bones off the targets that can be reached.
+    2. A member with a pole, or with frames beyond reach, has its own bones below the shared
+       ones (an arm below a shared spine) solved again from the tree's pose of the bone they hang
+       from (FABRIK with the pole, else DLS): on its target where it can be, bent toward its
+       pole, else stretched toward the target.
+
+    Errors are each member's own, against its target, in world units.
+    """
+    skeleton = unit.chain.skeleton
+    base = samples[0].base
+    local = np.stack([to_base_frame(base, s.target) for s in samples], axis=1)  # (N, E, 4, 4)
+    options = _tree_options(unit, prepared, scale)
+    full = options["mode"] == "full"
+    targets = local if full else local[..., :3, 3]
+    whole = tree_solver(unit, prepared, scale)
+    beyond = whole.reach_bound.excess(local[..., :3, 3]) > whole.tolerance  # (N, E)
+    # Frames by which members can pull: all of them (also where none can), or the reachable ones.
+    pull = np.where(beyond.all(axis=1, keepdims=True), True, ~beyond)
+    n = len(local)
+    q = np.zeros((n, skeleton.dof))
+    reasons = np.empty(n, dtype=object)
+    done = np.zeros(n, dtype=bool)
+    patterns = {}
+    for f in range(n):
+        patterns.setdefault(tuple(pull[f]), []).append(f)
+    for pattern, frames in sorted(patterns.items(), key=lambda item: -len(item[1])):
+        members = [e for e, on in enumerate(pattern) if on]
+        solver = whole if len(members) == len(pattern) else tree_solver(unit, prepared, scale, members)
+        goal = targets[frames][:, members]
+        before = np.flatnonzero(done[: frames[0]])
+        start = q[before[-1]] if len(before) else q0
+        res = solve_track(solver, goal[:, 0] if len(members) == 1 else goal, start, **track)
+        q[frames], reasons[frames], done[frames] = res.q, res.reason, True
+    bones, R = chain_rotations(unit.chain, q)
+    rotation_of = {b.name: R[:, i] for i, b in enumerate(bones)}
+    frames_tree = forward_kinematics(skeleton, q)  # (N, J, 4, 4) in the tree's base frame
+    tree_index = {b.name: i for i, b in enumerate(unit.chain.bones)}
+    results = []
+    for e, k in enumerate(unit.members):
+        p = prepared[k]
+        chain = p.settings
+        j = _tail_start(unit, prepared, k)
+        has_pole = samples[e].pole is not None
+        if j < len(p.bones) and (has_pole or beyond[:, e].any()):
+            tail = p.bones[j:]
+            # The tail keeps the tree's joint model (balls, not the two-bone hinge), so it reaches
+            # what the tree reached; FABRIK where a pole must be honoured, else DLS, unless the
+            # chain asks for another iterative solver.
+            name = p.requested or chain.solver
+            if name in ("auto", "two_bone"):
+                name = "fabrik" if has_pole else "dls"
+            try:
+                tail_skeleton = bridge.chain_skeleton(arm, tail, use_tail=chain.use_tail)
+            except bridge.BridgeError as err:
+                raise BakeFailed(f"chain {chain.name!r}: {err}") from None
+            sub = PreparedChain(chain, tail, tail_skeleton, p.source, name)
+            hang = p.bones[j - 1]
+            tail_base = base @ frames_tree[:, tree_index[hang.name]] @ np.linalg.inv(
+                bridge.matrix_to_array(hang.bone.matrix_local))
+            rotvecs = rot.matrix_to_rotvec(np.stack([rotation_of[b.name][0] for b in tail]))
+            res = track_chain(solver_for(sub, scale), tail_base, samples[e].target, initial_q(sub, rotvecs),
+                              pole=samples[e].pole, use_rotation=chain.use_rotation, scale=scale,
+                              pole_angle=chain.pole_angle, look_ahead=robot, segment=track["segment"],
+                              max_jump=track["max_jump"])
+            moved, R_tail = chain_rotations(sub, res.q)
+            for i, b in enumerate(moved):
+                rotation_of[b.name] = R_tail[:, i]
+            results.append(res)
+            continue
+        got = effector_poses(skeleton, q, unit.effectors[e])
+        pos = np.linalg.norm(got[:, :3, 3] - local[:, e, :3, 3], axis=-1) * scale
+        ok = pos <= chain.tolerance
+        rot_err = np.zeros(n)
+        if chain.use_rotation and full:
+            unit_axes = got[:, :3, :3] / np.linalg.norm(got[:, :3, :3], axis=-2, keepdims=True)
+            goal_axes = local[:, e, :3, :3] / np.linalg.norm(local[:, e, :3, :3], axis=-2, keepdims=True)
+            rot_err = rot.rotation_error(unit_axes, goal_axes)
+            ok &= rot_err <= whole.rotation_tolerance
+        reason = np.empty(n, dtype=object)
+        for f in range(n):
+            reason[f] = "converged" if ok[f] else (
+                f"target beyond the reach of the tree: best effort leaves {pos[f]:.3g} m" if beyond[f, e] else
+                f"solved together with the chains sharing its bones: the tree leaves {pos[f]:.3g} m")
+        results.append(IKResult(q, ok, pos, rot_err, np.ones(n, dtype=int), reason, np.zeros(n, dtype=int)))
+    keyed = list(rotation_of)
+    return results, [unit.chain.bones[tree_index[b]] for b in keyed], np.stack([rotation_of[b] for b in keyed], axis=1)
 
 
 def solver_for(p: PreparedChain, scale: float):
@@ -238,46 +468,63 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
     warnings = [w for p in prepared
                 for w in playback.override_warnings(f"chain {p.settings.name!r}",
                                                     playback.overriding(arm, [b.name for b in p.bones]))]
+    units = solve_units(arm, prepared)
     current = scene.frame_current
     scene.frame_set(frames[0])
-    q_start = [rot.matrix_to_rotvec(bridge.pose_rotations(p.bones)) for p in prepared]
+    q_start = [rot.matrix_to_rotvec(bridge.pose_rotations(u.chain.bones)) for u in units]
     scene.frame_set(current)
-    samples = bridge.sample_chains(scene, list(frames), [p.source for p in prepared])
+    samples = _sample_units(scene, frames, units, prepared)
     t_sampled = time.perf_counter()
-    for p, s in zip(prepared, samples):
-        if not (np.all(np.isfinite(s.target)) and np.all(np.isfinite(s.base))):
-            raise BakeFailed(f"chain {p.settings.name!r}: its target has NaN or infinite values on some frames")
-        if (s.pole is not None) and not np.all(np.isfinite(s.pole)):
-            raise BakeFailed(f"chain {p.settings.name!r}: its pole has NaN or infinite values on some frames")
+    for u, unit_samples in zip(units, samples):
+        for k, s in zip(u.members, unit_samples):
+            name = prepared[k].settings.name
+            if not (np.all(np.isfinite(s.target)) and np.all(np.isfinite(s.base))):
+                raise BakeFailed(f"chain {name!r}: its target has NaN or infinite values on some frames")
+            if (s.pole is not None) and not np.all(np.isfinite(s.pole)):
+                raise BakeFailed(f"chain {name!r}: its pole has NaN or infinite values on some frames")
     results, solvers = [None] * len(prepared), [None] * len(prepared)
+    poses = [None] * len(units)  # per unit, the bones it moves and their (N, B, 3, 3) rotations
     # Robot paths must not jump more than 0.1 rad between frames and want short segments to stay
     # on one branch; characters at 24 fps move more, and longer batches make their bakes cheaper.
     robot = "articulate_robot" in arm
     max_jump, segment = (0.1, 32) if robot else (0.5, 32)
     wm = context.window_manager if write_keys else None
-    levels = _levels(prepared)
+    levels = _levels([u.chain for u in units])
     t_resample = 0.0
     try:
         for level in sorted(set(levels)):
             batch = [k for k, lv in enumerate(levels) if lv == level]
             if level > 0:  # bases hang from chains solved and keyed at the levels above
                 t0 = time.perf_counter()
-                fresh = bridge.sample_chains(scene, list(frames), [prepared[k].source for k in batch])
-                for k, chain_samples in zip(batch, fresh):
-                    samples[k] = chain_samples
+                fresh = _sample_units(scene, frames, [units[k] for k in batch], prepared)
+                for k, unit_samples in zip(batch, fresh):
+                    samples[k] = unit_samples
                 t_resample += time.perf_counter() - t0
             for k in batch:
-                p, smp = prepared[k], samples[k]
-                solvers[k] = solver = solver_for(p, scale)
+                u, p = units[k], units[k].chain
+                label = f"Articulate {arm.name}:{'+'.join(prepared[m].settings.name for m in u.members)}"
+                progress = progress_callback(label, len(frames), wm)
+                q0 = initial_q(p, q_start[k])
+                if u.is_tree:
+                    member_results, bones, R = _track_tree(arm, u, prepared, samples[k], q0, scale, robot,
+                                                           max_jump=max_jump, segment=segment, look_ahead=robot,
+                                                           progress=progress)
+                    solver = tree_solver(u, prepared, scale)
+                    for m, res in zip(u.members, member_results):
+                        results[m], solvers[m] = res, solver
+                    poses[k] = (bones, R)
+                    continue
+                smp = samples[k][0]
+                solvers[u.members[0]] = solver = solver_for(p, scale)
                 # A closed-form solver needs no segments: its start only picks the bend side.
                 chain_segment = len(frames) if p.solver == "two_bone" else segment
-                results[k] = track_chain(
-                    solver, smp.base, smp.target, initial_q(p, q_start[k]), pole=smp.pole,
-                    use_rotation=p.settings.use_rotation, scale=scale,
-                    progress=progress_callback(f"Articulate {arm.name}:{p.settings.name}", len(frames), wm),
+                results[u.members[0]] = res = track_chain(
+                    solver, smp.base, smp.target, q0, pole=smp.pole,
+                    use_rotation=p.settings.use_rotation, scale=scale, progress=progress,
                     max_jump=max_jump, segment=chain_segment, pole_angle=p.settings.pole_angle, look_ahead=robot,
                 )
-            _write(arm, [prepared[k] for k in batch], [results[k] for k in batch], frames, write_keys)
+                poses[k] = chain_rotations(p, res.q)
+            _write(arm, [poses[k] for k in batch], frames, write_keys)
     except ArticulateError as err:
         raise BakeFailed(str(err)) from None
     finally:
@@ -294,6 +541,18 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
             for p, s in zip(prepared, solvers)
         ], report)
     report["warnings"] = pole_warnings(prepared) + warnings
+    trees = [u for u in units if u.is_tree]
+    if trees:
+        notes = report.setdefault("notes", [])
+        notes.extend(
+            f"chains {', '.join(repr(prepared[m].settings.name) for m in u.members)} share bones and were solved "
+            f"together as one tree ({TREE_SOLVER} with an effector each), as Blender's IK solves them"
+            for u in trees)
+        notes.extend(
+            f"chain {prepared[m].settings.name!r}: its pole bends its own bones below the ones it shares (Blender's "
+            "IK turns the whole chain about its root-to-target line instead), so the bend can differ from Blender's"
+            for u in trees for m in u.members
+            if prepared[m].source.pole is not None and _tail_start(u, prepared, m) < len(prepared[m].bones))
     t_end = time.perf_counter()
     # Solving and writing interleave when chains hang from chains; the re-sampling counts as sampling.
     report["seconds"] = {"sample": t_sampled - t_start + t_resample, "solve": t_solved - t_sampled - t_resample,
@@ -326,12 +585,20 @@ def _levels(prepared: Sequence[PreparedChain]) -> list[int]:
 
 def pole_warnings(prepared: Sequence[PreparedChain]) -> list[str]:
     """One line per chain whose pole its solver cannot use (the bake then ignores the pole)."""
-    return [
-        f"chain {p.settings.name!r}: the {p.solver} solver ignores poles; "
-        f"pick Auto, two_bone or fabrik for the chain to bend toward {p.source.pole.name!r}"
-        for p in prepared
-        if p.source.pole is not None and "pole" not in solver_class(p.solver).call_options
-    ]
+    out = []
+    by_name = {p.settings.name: p for p in prepared}
+    for p in prepared:
+        if p.source.pole is None:
+            continue
+        others = {b.name for name in p.shares_with for b in by_name[name].bones}
+        if p.bones[-1].name in others:
+            out.append(f"chain {p.settings.name!r} shares all its bones down to its tip with "
+                       f"{', '.join(map(repr, p.shares_with))}: they are solved together as one tree "
+                       f"({TREE_SOLVER}), which ignores poles; the bend toward {p.source.pole.name!r} is not kept")
+        elif "pole" not in solver_class(p.solver).call_options:
+            out.append(f"chain {p.settings.name!r}: the {p.solver} solver ignores poles; "
+                       f"pick Auto, two_bone or fabrik for the chain to bend toward {p.source.pole.name!r}")
+    return out
 
 
 def initial_q(p: PreparedChain, rotvecs: np.ndarray) -> np.ndarray:
@@ -369,10 +636,10 @@ def chain_rotations(p: PreparedChain, q: np.ndarray) -> tuple[list, np.ndarray]:
     return bones, np.stack(mats, axis=1) if mats else np.zeros((len(q), 0, 3, 3))
 
 
-def _write(arm, prepared, results, frames, write_keys: bool) -> None:
+def _write(arm, poses: Sequence[tuple[list, np.ndarray]], frames, write_keys: bool) -> None:
+    """Key (or pose) solved rotations: per unit, its bones and their (N, B, 3, 3) rotations."""
     bones, mats = [], []
-    for p, res in zip(prepared, results):
-        b, R = chain_rotations(p, res.q)
+    for b, R in poses:
         bones += b
         mats.append(R)
     R = np.concatenate(mats, axis=1)

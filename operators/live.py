@@ -98,7 +98,7 @@ def _signature(arm: bpy.types.Object, chains: list) -> tuple:
 
 
 def _build(arm: bpy.types.Object, chains: list, sig: tuple, settings: np.ndarray) -> _Rig:
-    prepared = prepare_chains(arm, chains)
+    prepared = prepare_chains(arm, chains, shared_bones=False)
     scale = bridge.check_armature(arm)
     solvers = [solver_for(p, scale) for p in prepared]
     index = {b.name: k for k, b in enumerate(arm.pose.bones)}

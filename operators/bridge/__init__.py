@@ -26,6 +26,7 @@ from .rig import (
     check_armature,
     matrix_to_array,
     pose_bone_chain,
+    tree_skeleton,
     write_ik_limits,
 )
 from .sampling import ChainSamples, ChainSource, TipSource, base_matrix, sample_chains, sample_tips, target_matrix
@@ -52,6 +53,7 @@ __all__ = [
     "sample_tips",
     "set_pose_rotations",
     "target_matrix",
+    "tree_skeleton",
     "world_to_basis",
     "write_bone_poses",
     "write_bone_rotations",

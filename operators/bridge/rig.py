@@ -157,41 +157,100 @@ def chain_skeleton(
     """
     joints = []
     for k, pb in enumerate(bones):
-        if pb.bone.length <= 1e-9:
-            raise BridgeError(f"bone {pb.name!r} has zero length; IK needs bones with a length")
-        # The root is placed in the base frame (see sampling.base_matrix), which already undoes
-        # the parent's rest pose: its origin is its armature-space rest matrix.
-        origin = matrix_to_array(pb.bone.matrix_local) if k == 0 else _rest_relative(pb.bone)
-        translate = np.eye(4)
-        translate[:3, 3] = tuple(pb.location)
-        origin = origin @ translate
-        limit = bone_limit(pb) if limits else None
-        stiffness = min(float(np.mean([getattr(pb, f"ik_stiffness_{a}") for a in AXES])), 0.99)
         if hinge_middle and k == 1:
             if len(bones) != 2:
                 raise BridgeError(f"the two-bone solver needs a chain of exactly 2 bones, this one has {len(bones)}")
+            _check_length(pb)
+            limit = bone_limit(pb) if limits else None
             lo, hi = (limit.lower[0], limit.upper[0]) if limit is not None else (-np.pi, np.pi)
-            joints.append(Joint(pb.name, JointKind.REVOLUTE, parent=0, origin=origin, axis=(1.0, 0.0, 0.0),
-                                lower=lo, upper=hi, stiffness=stiffness))
-        elif limit is not None and sum(not lk for lk in limit.locked) == 1:
-            # Two locked axes: a hinge about the free one, exact and cheaper than a limited ball.
-            n = limit.locked.index(False)
-            lo, hi = limit.lower[n], limit.upper[n]
-            if hi - lo >= 2 * np.pi - 1e-9:
-                lo, hi = -np.inf, np.inf
-            joints.append(Joint(pb.name, JointKind.REVOLUTE, parent=k - 1, origin=origin, axis=np.eye(3)[n],
-                                lower=lo, upper=hi, stiffness=stiffness))
-        elif limit is not None and all(limit.locked):
-            current = np.eye(4)
-            current[:3, :3] = matrix_to_array(pb.matrix_basis)[:3, :3]
-            current[:3, :3] /= np.linalg.norm(current[:3, :3], axis=0)
-            joints.append(Joint(pb.name, JointKind.FIXED, parent=k - 1, origin=origin @ current))
+            joints.append(Joint(pb.name, JointKind.REVOLUTE, parent=0, origin=_rest_relative(pb.bone) @ _moved(pb),
+                                axis=(1.0, 0.0, 0.0), lower=lo, upper=hi, stiffness=_stiffness(pb)))
         else:
-            joints.append(Joint(pb.name, JointKind.BALL, parent=k - 1, origin=origin, limit=limit, stiffness=stiffness))
+            joints.append(_bone_joint(pb, k - 1, limits))
     tip = np.eye(4)
     if use_tail:
         tip[1, 3] = bones[-1].bone.length
     return Skeleton(joints, [Effector("tip", len(joints) - 1, tip)], name=f"{arm_obj.name}:{bones[-1].name}")
+
+
+def tree_skeleton(
+    arm_obj: bpy.types.Object,
+    bones: Sequence[bpy.types.PoseBone],
+    tips: Sequence[tuple[str, bpy.types.PoseBone, bool]],
+    *,
+    limits: bool = True,
+) -> Skeleton:
+    """A skeleton for a tree of pose bones (chains sharing bones), in the frame of the root's parent.
+
+    Args:
+        arm_obj: The armature object.
+        bones: The tree's pose bones, the root first and every bone after its parent.
+        tips: Per effector, its name, the bone it sits on and whether on that bone's tail
+            (else its head).
+        limits: Apply the bones' IK limits.
+
+    Each bone is a joint as in :func:`chain_skeleton` (BALL, a hinge with one free IK axis,
+    FIXED with all three locked), its parent the joint of its parent bone.
+
+    Raises:
+        BridgeError: A zero-length bone, a bone whose parent is not in the tree (other than the
+            root), or limits leaving no feasible rotation.
+    """
+    index = {pb.name: k for k, pb in enumerate(bones)}
+    joints = []
+    for k, pb in enumerate(bones):
+        parent = -1 if k == 0 else index.get(pb.parent.name if pb.parent is not None else "", -2)
+        if parent == -2 or parent >= k:
+            raise BridgeError(f"bone {pb.name!r} does not hang from the tree rooted at {bones[0].name!r}")
+        joints.append(_bone_joint(pb, parent, limits))
+    effectors = []
+    for name, pb, use_tail in tips:
+        offset = np.eye(4)
+        if use_tail:
+            offset[1, 3] = pb.bone.length
+        effectors.append(Effector(name, index[pb.name], offset))
+    return Skeleton(joints, effectors, name=f"{arm_obj.name}:{bones[0].name}+")
+
+
+def _check_length(pb: bpy.types.PoseBone) -> None:
+    if pb.bone.length <= 1e-9:
+        raise BridgeError(f"bone {pb.name!r} has zero length; IK needs bones with a length")
+
+
+def _moved(pb: bpy.types.PoseBone) -> np.ndarray:
+    """(4, 4) the bone's pose translation (kept fixed by the solve)."""
+    translate = np.eye(4)
+    translate[:3, 3] = tuple(pb.location)
+    return translate
+
+
+def _stiffness(pb: bpy.types.PoseBone) -> float:
+    return min(float(np.mean([getattr(pb, f"ik_stiffness_{a}") for a in AXES])), 0.99)
+
+
+def _bone_joint(pb: bpy.types.PoseBone, parent: int, limits: bool) -> Joint:
+    """The joint of one bone: BALL (limited), a REVOLUTE hinge if one IK axis is free, FIXED if none is.
+
+    The root (``parent`` -1) is placed by its armature-space rest matrix: the base frame
+    already undoes its parent's rest pose (see sampling.base_matrix).
+    """
+    _check_length(pb)
+    origin = (matrix_to_array(pb.bone.matrix_local) if parent < 0 else _rest_relative(pb.bone)) @ _moved(pb)
+    limit = bone_limit(pb) if limits else None
+    if limit is not None and sum(not lk for lk in limit.locked) == 1:
+        # Two locked axes: a hinge about the free one, exact and cheaper than a limited ball.
+        n = limit.locked.index(False)
+        lo, hi = limit.lower[n], limit.upper[n]
+        if hi - lo >= 2 * np.pi - 1e-9:
+            lo, hi = -np.inf, np.inf
+        return Joint(pb.name, JointKind.REVOLUTE, parent=parent, origin=origin, axis=np.eye(3)[n],
+                     lower=lo, upper=hi, stiffness=_stiffness(pb))
+    if limit is not None and all(limit.locked):
+        current = np.eye(4)
+        current[:3, :3] = matrix_to_array(pb.matrix_basis)[:3, :3]
+        current[:3, :3] /= np.linalg.norm(current[:3, :3], axis=0)
+        return Joint(pb.name, JointKind.FIXED, parent=parent, origin=origin @ current)
+    return Joint(pb.name, JointKind.BALL, parent=parent, origin=origin, limit=limit, stiffness=_stiffness(pb))
 
 
 def write_ik_limits(pb: bpy.types.PoseBone, limit: EulerLimit | None) -> None:
