@@ -203,7 +203,8 @@ def _wrap(raw: np.ndarray, lower: np.ndarray, upper: np.ndarray, q_ref: np.ndarr
     return q, found.all(axis=1)
 
 
-def _reference(q_ref: np.ndarray | None, batch: tuple[int, ...]) -> np.ndarray:
+def reference_configurations(q_ref: np.ndarray | None, batch: tuple[int, ...]) -> np.ndarray:
+    """(*batch, 6) reference joint values [rad] to pick solutions near: ``q_ref`` broadcast, zeros for None."""
     if q_ref is None:
         return np.zeros((*batch, 6))
     ref = np.asarray(q_ref, dtype=float)
@@ -250,7 +251,7 @@ def ur_ik(
     require_finite("targets", T)
     if not (np.isfinite(tolerance) and tolerance >= 0):
         raise InvalidInputError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
-    ref = _reference(q_ref, T.shape[:-2])
+    ref = reference_configurations(q_ref, T.shape[:-2])
     batch = ref.shape[:-1]
     T = np.broadcast_to(T, (*batch, 4, 4)).reshape(-1, 4, 4)
     ref = np.ascontiguousarray(ref.reshape(-1, 6).T)  # (6, N)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .analytic_ur import URParams, _reference, ur_ik
+from .analytic_ur import URParams, reference_configurations, ur_ik
 from .errors import InvalidInputError
 from .track_dp import MISS_PENALTY, backtrack, max_step, step_cost
 
@@ -50,7 +50,7 @@ def ur_ik_path(
     out, found = np.zeros((n, 6)), np.zeros(n, dtype=bool)
     if n == 0:
         return out, found
-    start = _reference(np.zeros(6) if q_start is None else q_start, ())
+    start = reference_configurations(np.zeros(6) if q_start is None else q_start, ())
     rows = np.arange(8)
     # Dynamic programming with one state per branch and frame. Each branch's solution is
     # computed from every state of the frame before (angles unwrapped next to it, a

@@ -6,15 +6,15 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import InvalidInputError
-from .rotation_kernels import _matrix_to_rotvec, _rotvec_to_matrix
+from .rotation_kernels import matrix_to_rotvec_unchecked, rotvec_to_matrix_unchecked
 
 TWO_PI = 2.0 * np.pi
 # Values this far [rad] outside a limit count as inside, so projecting twice changes nothing.
 FEASIBLE_TOL = 1e-9
 # Below this cos(middle angle) an Euler triple is at gimbal lock: only one combination of the
 # first and last angles is defined, and feasibility is decided on that combination.
-_GIMBAL_COS = 1e-6
-_AXES = "XYZ"
+GIMBAL_COS = 1e-6
+EULER_AXES = "XYZ"
 # Ellipse semi-axes below this [rad] count as zero (the ellipse is then a segment).
 _THIN = 1e-12
 
@@ -47,10 +47,10 @@ def circular_clamp(
     lower, upper = np.broadcast_arrays(np.asarray(lower, dtype=float), np.asarray(upper, dtype=float))
     free = ~(upper - lower < TWO_PI)
     # Free ranges may hold infinities; give them finite stand-ins so no NaN is ever computed.
-    return _clamp_ranges(angle, np.where(free, -np.pi, lower), np.where(free, np.pi, upper), free)
+    return clamp_ranges(angle, np.where(free, -np.pi, lower), np.where(free, np.pi, upper), free)
 
 
-def _clamp_ranges(
+def clamp_ranges(
     angle: np.ndarray, lo: np.ndarray, hi: np.ndarray, free: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`circular_clamp` for array ranges whose free mask and finite ends are precomputed."""
@@ -124,7 +124,7 @@ def _as_rotvec(rotvec: object) -> np.ndarray:
     return v
 
 
-class _BallLimit:
+class BallLimit:
     """Shared rotation-vector front end; subclasses implement ``_project(R, tol)``."""
 
     def _project(self, R: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
@@ -154,18 +154,18 @@ class _BallLimit:
             InvalidInputError: Wrong shape or non-finite entries.
         """
         v = _as_rotvec(rotvec)
-        R, ok = self._project(_rotvec_to_matrix(v), FEASIBLE_TOL)
+        R, ok = self._project(rotvec_to_matrix_unchecked(v), FEASIBLE_TOL)
         if ok.all():
             return v.copy()
         # Only the projected rows need the logarithm (the common single feasible pose skips it).
         out = v.copy() if v.shape == R.shape[:-1] else np.array(np.broadcast_to(v, R.shape[:-1]))
         bad = ~ok
-        out[bad] = _matrix_to_rotvec(R[bad])
+        out[bad] = matrix_to_rotvec_unchecked(R[bad])
         return out
 
     def contains(self, rotvec: np.ndarray, tol: float = FEASIBLE_TOL) -> np.ndarray:
         """(...,) True where rotation vectors (..., 3) [rad] are inside the limit within ``tol`` [rad]."""
-        return self._project(_rotvec_to_matrix(_as_rotvec(rotvec)), float(tol))[1]
+        return self._project(rotvec_to_matrix_unchecked(_as_rotvec(rotvec)), float(tol))[1]
 
     def contains_matrix(self, R: np.ndarray, tol: float = FEASIBLE_TOL) -> np.ndarray:
         """(...,) True where rotation matrices (..., 3, 3) are inside the limit within ``tol`` [rad]."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .ball_limit import _BallLimit, circular_clamp, ellipse_project
+from .ball_limit import BallLimit, circular_clamp, ellipse_project
 from .errors import LimitError
 from .rotations import rotvec_to_matrix
 
@@ -49,7 +49,7 @@ def swing_twist_in_basis(Rb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
 
 
 @dataclass(frozen=True)
-class ConeTwistLimit(_BallLimit):
+class ConeTwistLimit(BallLimit):
     """Elliptical swing cone plus twist range of a ball joint.
 
     A rotation is split as ``R = swing @ twist`` (twist about ``twist_axis`` first; the

@@ -16,13 +16,13 @@ __all__ = [
 FloatArray = NDArray[np.float64]
 
 EULER_ORDERS: tuple[str, ...] = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
-_AXIS_INDICES = {o: tuple("XYZ".index(c) for c in o) for o in EULER_ORDERS}
+AXIS_INDICES = {o: tuple("XYZ".index(c) for c in o) for o in EULER_ORDERS}
 # Below this cos(middle angle) the first and last angles are coupled (gimbal lock); the extraction
 # below stays exact for any split, so the threshold only picks the tidy one (last angle 0).
 _GIMBAL_EPS = 1e-14
 
 
-def _checked(x: ArrayLike, name: str, tail: tuple[int, ...]) -> FloatArray:
+def checked_array(x: ArrayLike, name: str, tail: tuple[int, ...]) -> FloatArray:
     """Convert ``x`` to float64 and check its trailing shape and finiteness."""
     try:
         a = np.asarray(x, dtype=np.float64)
@@ -75,12 +75,12 @@ def euler_to_matrix(angles: ArrayLike, order: str = "XYZ") -> FloatArray:
         InvalidInputError: If the shape or order is wrong or an entry is not finite.
     """
     _order_axes(order)
-    return _euler_to_matrix(_checked(angles, "angles", (3,)), order)
+    return euler_to_matrix_unchecked(checked_array(angles, "angles", (3,)), order)
 
 
-def _euler_to_matrix(a: FloatArray, order: str) -> FloatArray:
+def euler_to_matrix_unchecked(a: FloatArray, order: str) -> FloatArray:
     """Unvalidated :func:`euler_to_matrix` for hot paths whose input is already checked."""
-    i, j, k = _AXIS_INDICES[order]
+    i, j, k = AXIS_INDICES[order]
     return _axis_matrix(k, a[..., k]) @ _axis_matrix(j, a[..., j]) @ _axis_matrix(i, a[..., i])
 
 
@@ -98,7 +98,7 @@ def euler_to_quat(angles: ArrayLike, order: str = "XYZ") -> FloatArray:
         InvalidInputError: If the shape or order is wrong or an entry is not finite.
     """
     i, j, k, p = _order_axes(order)
-    half = 0.5 * _checked(angles, "angles", (3,))
+    half = 0.5 * checked_array(angles, "angles", (3,))
     c, s = np.cos(half), np.sin(half)
     ci, cj, ck, si, sj, sk = c[..., i], c[..., j], c[..., k], s[..., i], s[..., j], s[..., k]
     # Expanded q_k * q_j * q_i; the parity sign carries e_j x e_i = -p e_k for every order.
@@ -128,12 +128,12 @@ def matrix_to_euler(R: ArrayLike, order: str = "XYZ") -> FloatArray:
         InvalidInputError: If the shape or order is wrong or an entry is not finite.
     """
     _order_axes(order)
-    return _matrix_to_euler(_checked(R, "R", (3, 3)), order)
+    return matrix_to_euler_unchecked(checked_array(R, "R", (3, 3)), order)
 
 
-def _matrix_to_euler(R: FloatArray, order: str) -> FloatArray:
+def matrix_to_euler_unchecked(R: FloatArray, order: str) -> FloatArray:
     """Unvalidated :func:`matrix_to_euler` for hot paths whose input is already checked."""
-    i, j, k = _AXIS_INDICES[order]
+    i, j, k = AXIS_INDICES[order]
     p = 1.0 if (j - i) % 3 == 1 else -1.0
     Rii, Rji = R[..., i, i], R[..., j, i]
     lock = np.hypot(Rii, Rji) < _GIMBAL_EPS
@@ -170,8 +170,8 @@ def euler_compatible(angles: ArrayLike, reference: ArrayLike, order: str = "XYZ"
         InvalidInputError: If a shape or the order is wrong or an entry is not finite.
     """
     i, j, k, p = _order_axes(order)
-    a = _checked(angles, "angles", (3,))
-    r = _checked(reference, "reference", (3,))
+    a = checked_array(angles, "angles", (3,))
+    r = checked_array(reference, "reference", (3,))
     a, r = np.broadcast_arrays(a, r)
     alt = a.copy()
     alt[..., i] += np.pi
@@ -223,7 +223,7 @@ def quat_make_continuous(q: ArrayLike, axis: int = 0) -> FloatArray:
         InvalidInputError: If the shape is wrong, ``axis`` is out of range or an entry is
             not finite.
     """
-    q = _checked(q, "q", (4,))
+    q = checked_array(q, "q", (4,))
     nb = q.ndim - 1
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)) or not -nb <= axis < nb:
         raise InvalidInputError(f"axis must be an integer in [{-nb}, {nb - 1}] for q of shape {q.shape}")
@@ -250,8 +250,8 @@ def make_transform(R: ArrayLike, p: ArrayLike) -> FloatArray:
     Raises:
         InvalidInputError: If a shape is wrong or an entry is not finite.
     """
-    R = _checked(R, "R", (3, 3))
-    p = _checked(p, "p", (3,))
+    R = checked_array(R, "R", (3, 3))
+    p = checked_array(p, "p", (3,))
     try:
         batch = np.broadcast_shapes(R.shape[:-2], p.shape[:-1])
     except ValueError as exc:
@@ -275,7 +275,7 @@ def transform_inverse(T: ArrayLike) -> FloatArray:
     Raises:
         InvalidInputError: If the shape is wrong or an entry is not finite.
     """
-    T = _checked(T, "T", (4, 4))
+    T = checked_array(T, "T", (4, 4))
     Rt = np.swapaxes(T[..., :3, :3], -1, -2)
     out = np.zeros(T.shape)
     out[..., :3, :3] = Rt

@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .ball_limit import _AXES, _GIMBAL_COS, TWO_PI, _BallLimit, _clamp_ranges, circular_clamp
+from .ball_limit import EULER_AXES, GIMBAL_COS, TWO_PI, BallLimit, circular_clamp, clamp_ranges
 from .errors import LimitError
-from .euler import _AXIS_INDICES, _euler_to_matrix, _matrix_to_euler
+from .euler import AXIS_INDICES, euler_to_matrix_unchecked, matrix_to_euler_unchecked
 from .rotations import EULER_ORDERS
 
 
 @dataclass(frozen=True)
-class EulerLimit(_BallLimit):
+class EulerLimit(BallLimit):
     """Per-axis Euler-angle ranges of a ball joint, with Blender's pose-bone IK semantics.
 
     The joint rotation ``R`` is read as Blender Euler angles in ``order`` ('XYZ' means
@@ -56,7 +56,7 @@ class EulerLimit(_BallLimit):
         for n in range(3):
             if np.isnan(lo[n]) or np.isnan(hi[n]) or lo[n] > hi[n]:
                 raise LimitError(
-                    f"EulerLimit axis {_AXES[n]}: lower {lo[n]} rad must not exceed upper {hi[n]} rad"
+                    f"EulerLimit axis {EULER_AXES[n]}: lower {lo[n]} rad must not exceed upper {hi[n]} rad"
                 )
         object.__setattr__(self, "lower", tuple(float(v) for v in lo))
         object.__setattr__(self, "upper", tuple(float(v) for v in hi))
@@ -99,11 +99,11 @@ class EulerLimit(_BallLimit):
         return cls(tuple(lower), tuple(upper), tuple(bool(v) for v in lock), order)
 
     def _project(self, R: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
-        i, j, k = _AXIS_INDICES[self.order]
+        i, j, k = AXIS_INDICES[self.order]
         parity = 1.0 if (j - i) % 3 == 1 else -1.0
         lo, hi = self._lo, self._hi
-        e0 = _matrix_to_euler(R, self.order)
-        c0, d0 = _clamp_ranges(e0, *self._clamp)
+        e0 = matrix_to_euler_unchecked(R, self.order)
+        c0, d0 = clamp_ranges(e0, *self._clamp)
         ok = d0.max(axis=-1) <= tol
         # Inside by the first decomposition: the checks below could only add to ``ok``.
         if ok.all():
@@ -113,9 +113,9 @@ class EulerLimit(_BallLimit):
         e1[..., i] += np.pi
         e1[..., j] = np.pi - e0[..., j]
         e1[..., k] += np.pi
-        c1, d1 = _clamp_ranges(e1, *self._clamp)
+        c1, d1 = clamp_ranges(e1, *self._clamp)
         ok |= d1.max(axis=-1) <= tol
-        gimbal = np.abs(np.cos(e0[..., j])) < _GIMBAL_COS
+        gimbal = np.abs(np.cos(e0[..., j])) < GIMBAL_COS
         if gimbal.any():  # the coupled check below can only change rows at gimbal lock
             # Gimbal lock: R = Rk(a_k - p s a_i) Rj(a_j), so only that combination must fit.
             s = np.where(np.sin(e0[..., j]) < 0.0, -1.0, 1.0)
@@ -135,7 +135,7 @@ class EulerLimit(_BallLimit):
         full = R if R.shape == ok.shape + (3, 3) else np.broadcast_to(R, ok.shape + (3, 3))
         Rb = full[bad]
         # Both clamped decompositions in one conversion.
-        R01 = _euler_to_matrix(np.concatenate([c0[bad], c1[bad]]), self.order)
+        R01 = euler_to_matrix_unchecked(np.concatenate([c0[bad], c1[bad]]), self.order)
         R0, R1 = R01[: len(Rb)], R01[len(Rb) :]
         # The larger trace of R^T R_i is the smaller rotation angle between them.
         closer1 = np.einsum("nij,nij->n", Rb, R1) > np.einsum("nij,nij->n", Rb, R0)

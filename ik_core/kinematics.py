@@ -8,7 +8,7 @@ from functools import lru_cache
 import numpy as np
 
 from .errors import InvalidInputError
-from .rotation_kernels import _rotvec_to_matrix
+from .rotation_kernels import rotvec_to_matrix_unchecked
 from .skeleton import JointKind, Skeleton
 
 
@@ -46,7 +46,7 @@ def joint_values(skeleton: Skeleton, q: np.ndarray, joint: int) -> np.ndarray:
 
 
 @lru_cache(maxsize=256)
-def _axis_terms(x: float, y: float, z: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def axis_terms(x: float, y: float, z: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Identity, K and K @ K of a fixed axis, built once per axis rather than once per call."""
     K = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
     terms = (np.eye(3), K, K @ K)
@@ -57,7 +57,7 @@ def _axis_terms(x: float, y: float, z: float) -> tuple[np.ndarray, np.ndarray, n
 
 def _axis_rotation(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
     """(..., 3, 3) rotations about one fixed unit ``axis`` by ``angle`` (...,) [rad]."""
-    eye, K, KK = _axis_terms(*axis.tolist())
+    eye, K, KK = axis_terms(*axis.tolist())
     s = np.sin(angle)[..., None, None]
     c = np.cos(angle)[..., None, None]
     return eye + s * K + (1.0 - c) * KK
@@ -102,7 +102,7 @@ def joint_motion(skeleton: Skeleton, q: np.ndarray, joint: int) -> np.ndarray:
     elif j.kind is JointKind.PRISMATIC:
         M[..., :3, 3] = v[..., :1] * j.axis
     elif j.kind is JointKind.BALL:
-        M[..., :3, :3] = _rotvec_to_matrix(v)
+        M[..., :3, :3] = rotvec_to_matrix_unchecked(v)
     return M
 
 
@@ -140,7 +140,7 @@ def _local_transform(skeleton: Skeleton, q: np.ndarray, joint: int) -> np.ndarra
     if j.kind is JointKind.PRISMATIC:
         return j.origin @ joint_motion(skeleton, q, joint)
     v = joint_values(skeleton, q, joint)
-    R = _rotvec_to_matrix(v) if j.kind is JointKind.BALL else _axis_rotation(j.axis, v[..., 0])
+    R = rotvec_to_matrix_unchecked(v) if j.kind is JointKind.BALL else _axis_rotation(j.axis, v[..., 0])
     local = np.empty((*q.shape[:-1], 4, 4))
     local[..., :3, :3] = j.origin[:3, :3] @ R
     local[..., :3, 3] = j.origin[:3, 3]

@@ -9,21 +9,23 @@ from numpy.typing import NDArray
 FloatArray = NDArray[np.float64]
 
 
-def _unit(v: FloatArray) -> tuple[FloatArray, FloatArray]:
+def unit_and_norm(v: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Split ``v`` into direction and norm along the last axis; zero vectors give zero directions."""
     # hypot neither overflows for huge entries nor underflows to 0 for tiny ones (sum of squares does).
     n = np.hypot.reduce(v, axis=-1)
     return v / np.where(n > 0.0, n, 1.0)[..., None], n
 
 
-def _components(a: FloatArray) -> tuple[FloatArray, ...]:
+def quat_components(a: FloatArray) -> tuple[FloatArray, ...]:
+    """The last axis of ``a`` (..., k) as k arrays (...)."""
     # Plain indexing: moveaxis costs more than the arithmetic for single rotations.
     return tuple(a[..., n] for n in range(a.shape[-1]))
 
 
-def _qmul(a: FloatArray, b: FloatArray) -> FloatArray:
-    aw, ax, ay, az = _components(a)
-    bw, bx, by, bz = _components(b)
+def quat_multiply_unchecked(a: FloatArray, b: FloatArray) -> FloatArray:
+    """Hamilton product ``a * b`` of (..., 4) quaternions (w, x, y, z), unvalidated."""
+    aw, ax, ay, az = quat_components(a)
+    bw, bx, by, bz = quat_components(b)
     out = np.empty(np.broadcast_shapes(a.shape, b.shape))
     out[..., 0] = aw * bw - ax * bx - ay * by - az * bz
     out[..., 1] = aw * bx + ax * bw + ay * bz - az * by
@@ -32,18 +34,20 @@ def _qmul(a: FloatArray, b: FloatArray) -> FloatArray:
     return out
 
 
-def _qconj(q: FloatArray) -> FloatArray:
+def quat_conjugate_unchecked(q: FloatArray) -> FloatArray:
+    """Conjugates of (..., 4) quaternions (w, x, y, z), unvalidated."""
     return q * np.array([1.0, -1.0, -1.0, -1.0])
 
 
-def _qnormalize(q: FloatArray) -> FloatArray:
-    u, n = _unit(q)
+def quat_normalize_unchecked(q: FloatArray) -> FloatArray:
+    """(..., 4) quaternions scaled to unit length (the identity where zero), unvalidated."""
+    u, n = unit_and_norm(q)
     return np.where((n > 0.0)[..., None], u, np.array([1.0, 0.0, 0.0, 0.0]))
 
 
-def _q2m(q: FloatArray) -> FloatArray:
+def quat_to_matrix_unchecked(q: FloatArray) -> FloatArray:
     """Matrix of a unit quaternion (or of (w, 0, 0, 0), which gives the identity for any w)."""
-    w, x, y, z = _components(q)
+    w, x, y, z = quat_components(q)
     xx, yy, zz, xy, xz, yz, wx, wy, wz = x * x, y * y, z * z, x * y, x * z, y * z, w * x, w * y, w * z
     R = np.empty(np.shape(w) + (3, 3))
     R[..., 0, 0], R[..., 0, 1], R[..., 0, 2] = 1.0 - 2.0 * (yy + zz), 2.0 * (xy - wz), 2.0 * (xz + wy)
@@ -52,7 +56,7 @@ def _q2m(q: FloatArray) -> FloatArray:
     return R
 
 
-def _m2q(R: FloatArray) -> FloatArray:
+def matrix_to_quat_unchecked(R: FloatArray) -> FloatArray:
     """Shepperd's method, branch-free: build all four candidates, keep the best conditioned one."""
     m00, m01, m02 = R[..., 0, 0], R[..., 0, 1], R[..., 0, 2]
     m10, m11, m12 = R[..., 1, 0], R[..., 1, 1], R[..., 1, 2]
@@ -71,11 +75,11 @@ def _m2q(R: FloatArray) -> FloatArray:
     choice = np.argmax(diag, axis=-1).ravel()
     # take_along_axis's pick, by flat fancy indexing (a fraction of its per-call overhead).
     q = cand.reshape(-1, 4, 4)[np.arange(choice.size), choice].reshape(tr.shape + (4,))
-    q = _unit(q)[0]
+    q = unit_and_norm(q)[0]
     return np.where(q[..., :1] < 0.0, -q, q)
 
 
-def _aa2q(u: FloatArray, angle: FloatArray) -> FloatArray:
+def axis_angle_to_quat_unchecked(u: FloatArray, angle: FloatArray) -> FloatArray:
     """Quaternion of a rotation by ``angle`` about unit (or zero) ``u``."""
     half = 0.5 * np.asarray(angle)
     xyz = np.sin(half)[..., None] * u
@@ -85,25 +89,25 @@ def _aa2q(u: FloatArray, angle: FloatArray) -> FloatArray:
     return q
 
 
-def _q2aa(q: FloatArray) -> tuple[FloatArray, FloatArray]:
+def quat_to_axis_angle_unchecked(q: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Axis (unit, or zero for no rotation) and angle in [0, pi] of a quaternion of any length."""
     xyz = np.where(q[..., :1] < 0.0, -q[..., 1:], q[..., 1:])
-    u, n = _unit(xyz)
+    u, n = unit_and_norm(xyz)
     # atan2 of the half-angle sine and cosine is exact at both ends, unlike arccos or arcsin.
     return u, 2.0 * np.arctan2(n, np.abs(q[..., 0]))
 
 
-def _rotvec_to_matrix(v: FloatArray) -> FloatArray:
+def rotvec_to_matrix_unchecked(v: FloatArray) -> FloatArray:
     """Unvalidated :func:`rotvec_to_matrix` for hot paths whose input is already checked."""
-    return _q2m(_aa2q(*_unit(v)))
+    return quat_to_matrix_unchecked(axis_angle_to_quat_unchecked(*unit_and_norm(v)))
 
 
-def _matrix_to_rotvec(R: FloatArray) -> FloatArray:
+def matrix_to_rotvec_unchecked(R: FloatArray) -> FloatArray:
     """Unvalidated :func:`matrix_to_rotvec` for hot paths whose input is already checked."""
-    u, angle = _q2aa(_m2q(R))
+    u, angle = quat_to_axis_angle_unchecked(matrix_to_quat_unchecked(R))
     return u * angle[..., None]
 
 
-def _rotation_angle(R_a: FloatArray, R_b: FloatArray) -> FloatArray:
+def rotation_angle_unchecked(R_a: FloatArray, R_b: FloatArray) -> FloatArray:
     """Unvalidated :func:`rotation_error` for hot paths whose input is already checked."""
-    return _q2aa(_m2q(np.swapaxes(R_a, -1, -2) @ R_b))[1]
+    return quat_to_axis_angle_unchecked(matrix_to_quat_unchecked(np.swapaxes(R_a, -1, -2) @ R_b))[1]

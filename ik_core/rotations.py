@@ -18,20 +18,20 @@ from .euler import (
     rpy_to_matrix,
     transform_inverse,
 )
-from .euler import _checked as _array
+from .euler import checked_array as _array
 from .rotation_kernels import (
-    _aa2q,
-    _components,
-    _m2q,
-    _matrix_to_rotvec,
-    _q2aa,
-    _q2m,
-    _qconj,
-    _qmul,
-    _qnormalize,
-    _rotation_angle,
-    _rotvec_to_matrix,
-    _unit,
+    axis_angle_to_quat_unchecked,
+    matrix_to_quat_unchecked,
+    matrix_to_rotvec_unchecked,
+    quat_components,
+    quat_conjugate_unchecked,
+    quat_multiply_unchecked,
+    quat_normalize_unchecked,
+    quat_to_axis_angle_unchecked,
+    quat_to_matrix_unchecked,
+    rotation_angle_unchecked,
+    rotvec_to_matrix_unchecked,
+    unit_and_norm,
 )
 
 __all__ = [
@@ -67,7 +67,7 @@ def quat_multiply(a: ArrayLike, b: ArrayLike) -> FloatArray:
     Raises:
         InvalidInputError: If a shape is wrong or an entry is not finite.
     """
-    return _qmul(_array(a, "a", (4,)), _array(b, "b", (4,)))
+    return quat_multiply_unchecked(_array(a, "a", (4,)), _array(b, "b", (4,)))
 
 
 def quat_conjugate(q: ArrayLike) -> FloatArray:
@@ -82,7 +82,7 @@ def quat_conjugate(q: ArrayLike) -> FloatArray:
     Raises:
         InvalidInputError: If the shape is wrong or an entry is not finite.
     """
-    return _qconj(_array(q, "q", (4,)))
+    return quat_conjugate_unchecked(_array(q, "q", (4,)))
 
 
 def quat_normalize(q: ArrayLike) -> FloatArray:
@@ -97,7 +97,7 @@ def quat_normalize(q: ArrayLike) -> FloatArray:
     Raises:
         InvalidInputError: If the shape is wrong or an entry is not finite.
     """
-    return _qnormalize(_array(q, "q", (4,)))
+    return quat_normalize_unchecked(_array(q, "q", (4,)))
 
 
 def quat_rotate(q: ArrayLike, v: ArrayLike) -> FloatArray:
@@ -113,7 +113,7 @@ def quat_rotate(q: ArrayLike, v: ArrayLike) -> FloatArray:
     Raises:
         InvalidInputError: If a shape is wrong or an entry is not finite.
     """
-    q = _qnormalize(_array(q, "q", (4,)))
+    q = quat_normalize_unchecked(_array(q, "q", (4,)))
     v = _array(v, "v", (3,))
     t = 2.0 * np.cross(q[..., 1:], v)
     return v + q[..., :1] * t + np.cross(q[..., 1:], t)
@@ -131,7 +131,7 @@ def quat_to_matrix(q: ArrayLike) -> FloatArray:
     Raises:
         InvalidInputError: If the shape is wrong or an entry is not finite.
     """
-    return _q2m(_qnormalize(_array(q, "q", (4,))))
+    return quat_to_matrix_unchecked(quat_normalize_unchecked(_array(q, "q", (4,))))
 
 
 def matrix_to_quat(R: ArrayLike) -> FloatArray:
@@ -146,7 +146,7 @@ def matrix_to_quat(R: ArrayLike) -> FloatArray:
     Raises:
         InvalidInputError: If the shape is wrong or an entry is not finite.
     """
-    return _m2q(_array(R, "R", (3, 3)))
+    return matrix_to_quat_unchecked(_array(R, "R", (3, 3)))
 
 
 def axis_angle_to_matrix(axis: ArrayLike, angle: ArrayLike) -> FloatArray:
@@ -162,8 +162,8 @@ def axis_angle_to_matrix(axis: ArrayLike, angle: ArrayLike) -> FloatArray:
     Raises:
         InvalidInputError: If a shape is wrong or an entry is not finite.
     """
-    u = _unit(_array(axis, "axis", (3,)))[0]
-    return _q2m(_aa2q(u, _array(angle, "angle", ())))
+    u = unit_and_norm(_array(axis, "axis", (3,)))[0]
+    return quat_to_matrix_unchecked(axis_angle_to_quat_unchecked(u, _array(angle, "angle", ())))
 
 
 def matrix_to_axis_angle(R: ArrayLike) -> tuple[FloatArray, FloatArray]:
@@ -179,7 +179,7 @@ def matrix_to_axis_angle(R: ArrayLike) -> tuple[FloatArray, FloatArray]:
     Raises:
         InvalidInputError: If the shape is wrong or an entry is not finite.
     """
-    u, angle = _q2aa(_m2q(_array(R, "R", (3, 3))))
+    u, angle = quat_to_axis_angle_unchecked(matrix_to_quat_unchecked(_array(R, "R", (3, 3))))
     zero = ~np.any(u != 0.0, axis=-1)
     return np.where(zero[..., None], np.array(_DEFAULT_AXIS), u), angle
 
@@ -196,8 +196,8 @@ def rotvec_to_quat(v: ArrayLike) -> FloatArray:
     Raises:
         InvalidInputError: If the shape is wrong or an entry is not finite.
     """
-    u, n = _unit(_array(v, "v", (3,)))
-    return _aa2q(u, n)
+    u, n = unit_and_norm(_array(v, "v", (3,)))
+    return axis_angle_to_quat_unchecked(u, n)
 
 
 def rotvec_to_matrix(v: ArrayLike) -> FloatArray:
@@ -212,7 +212,7 @@ def rotvec_to_matrix(v: ArrayLike) -> FloatArray:
     Raises:
         InvalidInputError: If the shape is wrong or an entry is not finite.
     """
-    return _rotvec_to_matrix(_array(v, "v", (3,)))
+    return rotvec_to_matrix_unchecked(_array(v, "v", (3,)))
 
 
 def quat_to_rotvec(q: ArrayLike) -> FloatArray:
@@ -227,7 +227,7 @@ def quat_to_rotvec(q: ArrayLike) -> FloatArray:
     Raises:
         InvalidInputError: If the shape is wrong or an entry is not finite.
     """
-    u, angle = _q2aa(_array(q, "q", (4,)))
+    u, angle = quat_to_axis_angle_unchecked(_array(q, "q", (4,)))
     return u * angle[..., None]
 
 
@@ -243,7 +243,7 @@ def matrix_to_rotvec(R: ArrayLike) -> FloatArray:
     Raises:
         InvalidInputError: If the shape is wrong or an entry is not finite.
     """
-    return _matrix_to_rotvec(_array(R, "R", (3, 3)))
+    return matrix_to_rotvec_unchecked(_array(R, "R", (3, 3)))
 
 
 def quat_to_euler(q: ArrayLike, order: str = "XYZ") -> FloatArray:
@@ -259,7 +259,7 @@ def quat_to_euler(q: ArrayLike, order: str = "XYZ") -> FloatArray:
     Raises:
         InvalidInputError: If the shape or order is wrong or an entry is not finite.
     """
-    return matrix_to_euler(_q2m(_qnormalize(_array(q, "q", (4,)))), order)
+    return matrix_to_euler(quat_to_matrix_unchecked(quat_normalize_unchecked(_array(q, "q", (4,)))), order)
 
 
 def rotation_error(R_a: ArrayLike, R_b: ArrayLike) -> FloatArray:
@@ -278,7 +278,7 @@ def rotation_error(R_a: ArrayLike, R_b: ArrayLike) -> FloatArray:
     a = _array(R_a, "R_a", (3, 3))
     b = _array(R_b, "R_b", (3, 3))
     # arccos((tr - 1) / 2) would be flat at 0 and lose half the digits below 1e-8 rad.
-    return _rotation_angle(a, b)
+    return rotation_angle_unchecked(a, b)
 
 
 def skew(v: ArrayLike) -> FloatArray:
@@ -297,13 +297,13 @@ def skew(v: ArrayLike) -> FloatArray:
 
 
 def _skew(v: FloatArray) -> FloatArray:
-    x, y, z = _components(v)
+    x, y, z = quat_components(v)
     o = np.zeros_like(x)
     return np.stack([o, -z, y, z, o, -x, -y, x, o], axis=-1).reshape(v.shape[:-1] + (3, 3))
 
 
 def _so3_jacobian(v: ArrayLike, sign: float) -> FloatArray:
-    u, th = _unit(_array(v, "v", (3,)))
+    u, th = unit_and_norm(_array(v, "v", (3,)))
     K = _skew(u)
     safe = np.where(th > 0.0, th, 1.0)
     # Written with the unit axis, so huge |v| cannot overflow K @ K.
@@ -346,13 +346,13 @@ def so3_right_jacobian(v: ArrayLike) -> FloatArray:
 
 def _twist_parts(q: ArrayLike, twist_axis: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Unit q, unit twist axis, and the unit twist quaternion (identity where degenerate)."""
-    q = _qnormalize(_array(q, "q", (4,)))
-    a, n = _unit(_array(twist_axis, "twist_axis", (3,)))
+    q = quat_normalize_unchecked(_array(q, "q", (4,)))
+    a, n = unit_and_norm(_array(twist_axis, "twist_axis", (3,)))
     if np.any(n == 0.0):
         raise InvalidInputError("twist_axis must be non-zero")
     proj = np.sum(q[..., 1:] * a, axis=-1)
     t = np.concatenate([np.broadcast_to(q[..., :1], proj.shape + (1,)), proj[..., None] * a], axis=-1)
-    t, tn = _unit(t)
+    t, tn = unit_and_norm(t)
     # A 180 degree swing leaves (w, proj) as rounding noise; any twist is then valid, pick none.
     t = np.where((tn < _TWIST_EPS)[..., None], np.array([1.0, 0.0, 0.0, 0.0]), t)
     return q, a, np.where(t[..., :1] < 0.0, -t, t)
@@ -377,7 +377,7 @@ def swing_twist(q: ArrayLike, twist_axis: ArrayLike) -> tuple[FloatArray, FloatA
         InvalidInputError: If a shape is wrong, an entry is not finite, or an axis is zero.
     """
     q, _, twist = _twist_parts(q, twist_axis)
-    return _qmul(q, _qconj(twist)), twist
+    return quat_multiply_unchecked(q, quat_conjugate_unchecked(twist)), twist
 
 
 def twist_angle(q: ArrayLike, axis: ArrayLike) -> FloatArray:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .ball_limit import FEASIBLE_TOL, _BallLimit, circular_clamp, ellipse_project
+from .ball_limit import FEASIBLE_TOL, BallLimit, circular_clamp, ellipse_project
 from .cone_limits import ConeTwistLimit
 from .errors import LimitError
 
@@ -16,7 +16,7 @@ _AXES = "XYZ"
 
 
 @dataclass(frozen=True)
-class SwingTwistLimit(_BallLimit):
+class SwingTwistLimit(BallLimit):
     """Per-axis ranges of a bone read as Blender's IK solver reads them.
 
     A rotation is split as ``R = swing @ twist`` with the twist about the bone's Y axis. The

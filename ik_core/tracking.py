@@ -46,12 +46,13 @@ def joint_steps(skeleton, qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
     balls = skeleton.ball_q_starts
     if not balls:
         return np.max(diff, axis=-1, initial=0.0)
-    from .rotations import _rotation_angle, _rotvec_to_matrix
+    from .rotations import rotation_angle_unchecked, rotvec_to_matrix_unchecked
     ball_cols = np.concatenate([np.arange(s, s + 3) for s in balls])
     other = np.setdiff1d(np.arange(skeleton.dof), ball_cols)
     steps = [np.max(diff[..., other], axis=-1, initial=0.0)]
     for s in balls:
-        steps.append(_rotation_angle(_rotvec_to_matrix(qa[..., s : s + 3]), _rotvec_to_matrix(qb[..., s : s + 3])))
+        steps.append(rotation_angle_unchecked(rotvec_to_matrix_unchecked(qa[..., s : s + 3]),
+                                              rotvec_to_matrix_unchecked(qb[..., s : s + 3])))
     return np.max(np.stack(steps, axis=-1), axis=-1)
 
 

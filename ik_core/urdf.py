@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from .errors import URDFError
 from .skeleton import Mimic, Skeleton
-from .urdf_model import SUPPORTED_JOINT_TYPES, UrdfJoint, UrdfModel, _type_message
+from .urdf_model import SUPPORTED_JOINT_TYPES, UrdfJoint, UrdfModel, unsupported_type_message
 
 __all__ = ["SUPPORTED_JOINT_TYPES", "UrdfJoint", "UrdfModel", "chain_joint_names", "load_urdf", "parse_urdf"]
 
@@ -56,7 +56,7 @@ def _parse_joint(elem: ET.Element, number: int) -> UrdfJoint:
         raise URDFError(f"<joint> number {number} (counting from 1) has no name attribute")
     where, jtype = f"joint {name!r}", elem.get("type")
     if jtype not in SUPPORTED_JOINT_TYPES:
-        raise URDFError(_type_message(name, jtype))
+        raise URDFError(unsupported_type_message(name, jtype))
     parent, child = _link_ref(elem, "parent", where), _link_ref(elem, "child", where)
     origin, axis_elem, limit = elem.find("origin"), elem.find("axis"), elem.find("limit")
     xyz = _vector(origin, "xyz", (0.0, 0.0, 0.0), where)

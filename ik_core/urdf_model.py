@@ -232,7 +232,7 @@ def _check_tree(model: UrdfModel) -> None:
     parent_joint: dict[str, UrdfJoint] = {}
     for j in model.joints:
         if j.type not in SUPPORTED_JOINT_TYPES:
-            raise URDFError(_type_message(j.name, j.type))
+            raise URDFError(unsupported_type_message(j.name, j.type))
         for role, link in (("parent", j.parent), ("child", j.child)):
             if link not in model.links:
                 raise URDFError(f"joint {j.name!r}: {role} link {link!r} is not a <link> of the robot")
@@ -268,7 +268,8 @@ def _check_tree(model: UrdfModel) -> None:
             source = by_name[target]
 
 
-def _type_message(name: str, jtype: str | None) -> str:
+def unsupported_type_message(name: str, jtype: str | None) -> str:
+    """Why joint ``name`` of URDF type ``jtype`` cannot be read, naming the supported types."""
     supported = ", ".join(SUPPORTED_JOINT_TYPES)
     if jtype is None:
         return f"joint {name!r}: missing type attribute; supported types: {supported}"

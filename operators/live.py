@@ -22,9 +22,9 @@ from bpy.app.handlers import persistent
 
 from ..ik_core import ArticulateError
 from ..ik_core import rotations as rot
-from ..ik_core.kinematics import _axis_terms
+from ..ik_core.kinematics import axis_terms
 from ..ik_core.poles import chain_root, turn_poles
-from ..ik_core.rotations import _matrix_to_rotvec
+from ..ik_core.rotations import matrix_to_rotvec_unchecked
 from ..ik_core.solvers.two_bone_batch import TwoBoneGroup
 from ..ik_core.solvers.two_bone_kernel import cross
 from . import bridge
@@ -130,7 +130,7 @@ def _build(arm: bpy.types.Object, chains: list, sig: tuple, settings: np.ndarray
             axes.append(joints[hinge].axis)
         rig.q0_rows = np.array([index[b.name] for b in rig.ball_bones + rig.hinge_bones])
         rig.hinge_axis = np.stack(axes)
-        terms = [_axis_terms(*np.asarray(a, dtype=float).tolist()) for a in axes]
+        terms = [axis_terms(*np.asarray(a, dtype=float).tolist()) for a in axes]
         rig.hinge_terms = tuple(np.stack([np.broadcast_to(t[n], (3, 3)) for t in terms]) for n in range(3))
     return rig
 
@@ -160,7 +160,7 @@ def _affine_inverse(T: np.ndarray) -> np.ndarray:
 
 def _pose_q0(rig: _Rig, basis: np.ndarray) -> np.ndarray:
     """(G, 4) warm starts of the grouped chains from their bones' current pose (``initial_q``, batched)."""
-    rotvec = _matrix_to_rotvec(bridge.rotation_part(basis[rig.q0_rows]))
+    rotvec = matrix_to_rotvec_unchecked(bridge.rotation_part(basis[rig.q0_rows]))
     G = len(rig.grouped)
     v, h = rotvec[:G], rotvec[G:]
     t = np.sqrt(np.einsum("ni,ni->n", h, h))

@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import InvalidInputError, require_finite
 from ..kinematics import forward_kinematics
 from ..limits import project_configuration
-from ..rotations import _rotation_angle
+from ..rotations import rotation_angle_unchecked
 from ..skeleton import Skeleton
 from .reach import ReachBound
 
@@ -314,7 +314,7 @@ class Solver(abc.ABC):
             cross = np.linalg.norm(np.cross(a, b), axis=-1)
             rot_err = np.arctan2(cross, np.sum(a * b, axis=-1))
         else:
-            rot_err = _rotation_angle(poses[..., :3, :3], tg.rotations)
+            rot_err = rotation_angle_unchecked(poses[..., :3, :3], tg.rotations)
         return pos_err, rot_err.max(axis=-1)
 
     def _unreached_reason(

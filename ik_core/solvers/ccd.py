@@ -31,14 +31,14 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
 
 
-_LEVI_CIVITA = np.zeros((3, 3, 3))
-_LEVI_CIVITA[0, 1, 2] = _LEVI_CIVITA[1, 2, 0] = _LEVI_CIVITA[2, 0, 1] = 1.0
-_LEVI_CIVITA[0, 2, 1] = _LEVI_CIVITA[2, 1, 0] = _LEVI_CIVITA[1, 0, 2] = -1.0
+LEVI_CIVITA = np.zeros((3, 3, 3))
+LEVI_CIVITA[0, 1, 2] = LEVI_CIVITA[1, 2, 0] = LEVI_CIVITA[2, 0, 1] = 1.0
+LEVI_CIVITA[0, 2, 1] = LEVI_CIVITA[2, 1, 0] = LEVI_CIVITA[1, 0, 2] = -1.0
 
 
 def _rotation_about(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
     """(n, 3, 3) rotations about unit world axes (n, 3) by angles (n,) [rad] (Rodrigues)."""
-    K = -np.einsum("ijk,nk->nij", _LEVI_CIVITA, axis)  # cross-product matrices
+    K = -np.einsum("ijk,nk->nij", LEVI_CIVITA, axis)  # cross-product matrices
     s = np.sin(angle)[..., None, None]
     c = np.cos(angle)[..., None, None]
     return c * np.eye(3) + s * K + (1.0 - c) * (axis[..., :, None] * axis[..., None, :])
@@ -71,7 +71,7 @@ def _rotvec(q: np.ndarray) -> np.ndarray:
 def _qmatrix(q: np.ndarray) -> np.ndarray:
     """(n, 3, 3) rotation matrices of (n, 4) unit quaternions."""
     w, v = q[:, :1, None], q[:, 1:]
-    K = -np.einsum("ijk,nk->nij", _LEVI_CIVITA, v)
+    K = -np.einsum("ijk,nk->nij", LEVI_CIVITA, v)
     return (2.0 * w * w - 1.0) * np.eye(3) + 2.0 * w * K + 2.0 * (v[:, :, None] * v[:, None, :])
 
 

@@ -23,18 +23,18 @@ _RZ1[0, 1], _RZ1[1, 0] = -1.0, 1.0
 _RZ2 = np.diag([1.0, 1.0, 0.0, 0.0])
 _TZ1 = np.zeros((4, 4))
 _TZ1[2, 3] = 1.0
-_QUARTER = np.array([0.0, 0.5 * np.pi])
+QUARTER = np.array([0.0, 0.5 * np.pi])
 # Row-major flattened R times this gives (R21 - R12, R02 - R20, R10 - R01, trace).
-_LOG_PARTS = np.zeros((9, 4))
+LOG_PARTS = np.zeros((9, 4))
 for _col, (_plus, _minus) in enumerate(((7, 5), (2, 6), (3, 1))):
-    _LOG_PARTS[_plus, _col], _LOG_PARTS[_minus, _col] = 1.0, -1.0
-_LOG_PARTS[[0, 4, 8], 3] = 1.0
+    LOG_PARTS[_plus, _col], LOG_PARTS[_minus, _col] = 1.0, -1.0
+LOG_PARTS[[0, 4, 8], 3] = 1.0
 _EYE3 = np.eye(3)
 # (a x b)_k = sum_ij eps_kij a_i b_j, arranged to multiply the flattened outer product a_i b_j.
-_LEVI_CIVITA = np.zeros((9, 3))
+LEVI_CIVITA = np.zeros((9, 3))
 for _i, _j, _k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
-    _LEVI_CIVITA[3 * _i + _j, _k] = 1.0
-    _LEVI_CIVITA[3 * _j + _i, _k] = -1.0
+    LEVI_CIVITA[3 * _i + _j, _k] = 1.0
+    LEVI_CIVITA[3 * _j + _i, _k] = -1.0
 
 
 def _z_to_axis(axis: np.ndarray) -> np.ndarray:
@@ -123,7 +123,7 @@ class _Chain:
         if P <= _SMALL_BATCH and self.n <= 64:
             if self.all_rotating:
                 # sin and cos in one call (cos q = sin(q + pi/2)), the local transforms in one product.
-                L = (np.sin(v[..., None] + _QUARTER) @ self.B12 + self.B0flat).reshape(self.n, P, 4, 4)
+                L = (np.sin(v[..., None] + QUARTER) @ self.B12 + self.B0flat).reshape(self.n, P, 4, 4)
             else:
                 s = np.where(self.rotating, np.sin(v).T, v.T).T
                 L = self.B0 + s[..., None, None] * self.B1 + np.cos(v)[..., None, None] * self.B2
@@ -156,7 +156,7 @@ class _Chain:
         d = pose[:, :, 3] - T[..., 3]
         if P <= _SMALL_JACOBIAN:
             # z x d as one product with the Levi-Civita tensor: fewer numpy calls than six products.
-            lin = (z[..., :, None] * d[..., None, :]).reshape(n, P, 9) @ _LEVI_CIVITA
+            lin = (z[..., :, None] * d[..., None, :]).reshape(n, P, 9) @ LEVI_CIVITA
             if not self.all_rotating:
                 slide = ~np.array(self.rotating)
                 lin[slide] = z[slide]
@@ -232,7 +232,7 @@ def rotation_log(R: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     symmetric part, where the skew part vanishes.
     """
     R = R.reshape(-1, 3, 3)
-    parts = R.reshape(-1, 9) @ _LOG_PARTS
+    parts = R.reshape(-1, 9) @ LOG_PARTS
     v = parts[:, :3]  # 2 sin(theta) axis
     c2 = parts[:, 3] - 1.0  # 2 cos(theta)
     sn = np.hypot.reduce(v, -1)

@@ -14,13 +14,13 @@ if TYPE_CHECKING:
     from .dls import DLSSolver
 
 # Damping multipliers after a step that lowered the error, and after one that did not.
-_DAMPING_DOWN = 0.2
-_DAMPING_UP = 8.0
+DAMPING_DOWN = 0.2
+DAMPING_UP = 8.0
 # An attempt must bring its error below this fraction of what it was stall_iterations ago.
-_STALL_RATIO = 0.7
+STALL_RATIO = 0.7
 # Initial damping of a library seed relative to the solver's: a seed is picked for a pose near
 # the target, so it starts with (nearly) Gauss-Newton steps; a warm start may be anywhere.
-_SEED_DAMPING = 0.01
+SEED_DAMPING = 0.01
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ class Particles:
         # Light damping suits seeds picked for a pose near the target (a race); restart seeds
         # of a warm-started solve (tracking) keep the solver's damping, so they do not leap
         # across to another branch.
-        self._seed_damping = _SEED_DAMPING if race > 0 else 1.0
+        self._seed_damping = SEED_DAMPING if race > 0 else 1.0
         if race > 0 and self.policy.restarts > 0:
             spawn, seeds = self._race(q0, min(int(race), self.policy.restarts))
             if len(spawn):
@@ -264,9 +264,9 @@ class Particles:
             q[ri], ew[ri], Jw[ri] = self.q[ri], self.ew[ri], self.Jw[ri]
             E[ri], pe[ri], re[ri] = self.E[ri], self.pe[ri], self.re[ri]
         self.q, self.ew, self.Jw, self.E, self.pe, self.re = q, ew, Jw, E, pe, re
-        lam = self.lam * _DAMPING_DOWN
+        lam = self.lam * DAMPING_DOWN
         if n_reject:
-            lam[ri] = self.lam[ri] * _DAMPING_UP
+            lam[ri] = self.lam[ri] * DAMPING_UP
         self.lam = np.maximum(lam, self.min_damping)
         self._settle(k)
 
@@ -278,7 +278,7 @@ class Particles:
         if k >= self.next_check:
             # Every stall_iterations iterations an attempt must have cut its error by 30 %.
             due = self.check_at <= k
-            stalled = due & (self.E > _STALL_RATIO * self.ref_E) & ~conv
+            stalled = due & (self.E > STALL_RATIO * self.ref_E) & ~conv
             self.ref_E = np.where(due, self.E, self.ref_E)
             self.check_at = np.where(due, k + self.policy.stall_iterations, self.check_at)
             self.next_check = int(self.check_at.min())

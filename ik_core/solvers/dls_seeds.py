@@ -8,7 +8,7 @@ import numpy as np
 from .dls_kinematics import EffectorModel
 
 # Nearest library entries ranked per target; further restarts draw uniformly.
-_RANKED = 64
+RANKED_SEEDS = 64
 
 
 class SeedLibrary:
@@ -69,7 +69,7 @@ class SeedLibrary:
             group: (N,) row of ``features`` each request is for.
         """
         out = np.full(len(rank), -1)
-        ok = rank < min(_RANKED, len(self.q))
+        ok = rank < min(RANKED_SEEDS, len(self.q))
         if not ok.any():
             return out
         top = min(int(rank[ok].max()) + 1, len(self.q))

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .base import IKResult, Targets
-from .dls_restarts import _DAMPING_DOWN, _DAMPING_UP, _SEED_DAMPING, _STALL_RATIO
-from .dls_seeds import _RANKED
+from .dls_restarts import DAMPING_DOWN, DAMPING_UP, SEED_DAMPING, STALL_RATIO
+from .dls_seeds import RANKED_SEEDS
 from .dls_serial_step import SerialModel
 
 if TYPE_CHECKING:
@@ -227,7 +227,7 @@ class SerialKernel(SerialModel):
                 keep = slice(0, restarts + 1)
                 q, JT, ew, E, pe, re = q[keep], JT[keep], ew[keep], E[keep], pe[keep], re[keep]
         P = len(E)
-        lam = [damping * min(e, 1.0) * (1.0 if i == 0 else _SEED_DAMPING) + min_damping for i, e in enumerate(E)]
+        lam = [damping * min(e, 1.0) * (1.0 if i == 0 else SEED_DAMPING) + min_damping for i, e in enumerate(E)]
         ref_E, check_at = list(E), [stall] * P
         first = [restarts == 0] + [False] * (P - 1)  # a lone warm start's first stall spawns a batch
         for i in range(1, P):
@@ -254,8 +254,8 @@ class SerialKernel(SerialModel):
                     q_new[ri], JTn[ri], ewn[ri] = q[ri], JT[ri], ew[ri]
                 for i in reject:
                     En[i], pen[i], ren[i] = E[i], pe[i], re[i]
-                    lam[i] *= _DAMPING_UP / _DAMPING_DOWN
-            lam = [max(x * _DAMPING_DOWN, min_damping) for x in lam]
+                    lam[i] *= DAMPING_UP / DAMPING_DOWN
+            lam = [max(x * DAMPING_DOWN, min_damping) for x in lam]
             q, JT, ew, E, pe, re = q_new, JTn, ewn, En, pen, ren
             for i in range(P):  # the earliest loaded (the warm start first) wins ties
                 if pe[i] <= tol and re[i] <= rot_tol:
@@ -268,7 +268,7 @@ class SerialKernel(SerialModel):
                 stalled = []
                 for i in range(P):
                     if check_at[i] <= k:
-                        if E[i] > _STALL_RATIO * ref_E[i]:
+                        if E[i] > STALL_RATIO * ref_E[i]:
                             stalled.append(i)
                         ref_E[i], check_at[i] = E[i], k + stall
                 if stalled:
@@ -298,7 +298,7 @@ class SerialKernel(SerialModel):
                 _, JTs, ews, Es, pes, res = self.evaluate(seeds, G, tR)
                 q, JT, ew = np.concatenate([q, seeds]), np.concatenate([JT, JTs]), np.concatenate([ew, ews])
                 E, pe, re, ref_E = E + Es, pe + pes, re + res, ref_E + Es
-                lam = lam + [damping * _SEED_DAMPING * min(e, 1.0) + min_damping for e in Es]
+                lam = lam + [damping * SEED_DAMPING * min(e, 1.0) + min_damping for e in Es]
                 check_at, first = check_at + [k + stall] * spawn, first + [False] * spawn
                 P += spawn
             if P:
@@ -322,7 +322,7 @@ def _is_rotation(R: list[list[float]]) -> bool:
 
 
 def _rank(d: np.ndarray) -> np.ndarray:
-    """Indices of the _RANKED smallest entries of d (K,), nearest first."""
-    top = min(_RANKED, len(d))
+    """Indices of the RANKED_SEEDS smallest entries of d (K,), nearest first."""
+    top = min(RANKED_SEEDS, len(d))
     part = np.argpartition(d, top - 1)[:top] if top < len(d) else np.arange(len(d))
     return part[np.argsort(d[part], kind="stable")]

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .dls_kinematics import _LEVI_CIVITA, _LOG_PARTS, _QUARTER, rotation_log
+from .dls_kinematics import LEVI_CIVITA, LOG_PARTS, QUARTER, rotation_log
 from .dls_small import limit_passes, small_direction
 
 if TYPE_CHECKING:
@@ -57,9 +57,9 @@ class SerialModel:
         self._G_of_R = np.zeros((16 * 7, 9))  # the rotation part of G, linear in the target rotation
         if self.full:
             self._G0[15, 6] = -1.0
-            # (tR R^T)_il = tR_ik R_lk and _LOG_PARTS maps its flattened entries (3 i + l) to the
-            # parts: G[(l, k), c] = sum_i _LOG_PARTS[(i, l), c] tR_ik.
-            log_lci = _LOG_PARTS.reshape(3, 3, 4).transpose(1, 2, 0)  # (l, c, i)
+            # (tR R^T)_il = tR_ik R_lk and LOG_PARTS maps its flattened entries (3 i + l) to the
+            # parts: G[(l, k), c] = sum_i LOG_PARTS[(i, l), c] tR_ik.
+            log_lci = LOG_PARTS.reshape(3, 3, 4).transpose(1, 2, 0)  # (l, c, i)
             for m in range(9):
                 G = np.zeros((16, 7))
                 G[self._rot_entries, 3:] = (log_lci @ np.eye(9)[m].reshape(3, 3)).transpose(0, 2, 1).reshape(9, 4)
@@ -92,7 +92,7 @@ class SerialModel:
             weighted errors, and as lists 0.5 |ew|^2, position errors [m] and rotation errors [rad].
         """
         P, n = q.shape
-        sc = np.sin(q[:, :, None] + _QUARTER)  # (sin q, cos q) in one call
+        sc = np.sin(q[:, :, None] + QUARTER)  # (sin q, cos q) in one call
         if self.slide is not None:
             sc[:, self.slide, 0] = q[:, self.slide]
             sc[:, self.slide, 1] = 1.0
@@ -102,7 +102,7 @@ class SerialModel:
         pose = L[:, -1] @ self.end
         z = L[:, :, :3, 2]
         d = pose[:, None, :3, 3] - L[:, :, :3, 3]
-        lin = (z[..., :, None] * d[..., None, :]).reshape(P, n, 9) @ _LEVI_CIVITA
+        lin = (z[..., :, None] * d[..., None, :]).reshape(P, n, 9) @ LEVI_CIVITA
         if self.slide is not None:
             lin[:, self.slide] = z[:, self.slide]
             z = z.copy()

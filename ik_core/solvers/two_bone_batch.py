@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..ball_limit import FEASIBLE_TOL, TWO_PI, _clamp_ranges
+from ..ball_limit import FEASIBLE_TOL, TWO_PI, clamp_ranges
 from ..cone_limits import swing_twist_in_basis
 from ..errors import InvalidInputError, require_finite
-from ..euler import _matrix_to_euler
+from ..euler import matrix_to_euler_unchecked
 from ..euler_limits import EulerLimit
-from ..rotations import _rotvec_to_matrix
+from ..rotations import rotvec_to_matrix_unchecked
 from ..swing_limits import SwingTwistLimit
 from .base import IKResult, Targets
 from .two_bone import TwoBoneSolver
@@ -39,7 +39,7 @@ def _swing_twist_inside(limits: list[SwingTwistLimit]) -> Callable[[np.ndarray],
 
     def check(R: np.ndarray) -> np.ndarray:
         su, sw, tw = swing_twist_in_basis(B @ R @ Bt)  # each row in its own limit's basis
-        tw_d = _clamp_ranges(tw, tw_lo, tw_hi, tw_free)[1]
+        tw_d = clamp_ranges(tw, tw_lo, tw_hi, tw_free)[1]
         a = np.where(su >= 0, hi[:, 0], -lo[:, 0])
         b = np.where(sw >= 0, hi[:, 2], -lo[:, 2])
         # The caller holds np.errstate(all="ignore"): a huge ratio overflowing to inf is "outside".
@@ -59,7 +59,7 @@ def _euler_inside(limits: list[EulerLimit]) -> Callable[[np.ndarray], np.ndarray
     def check(R: np.ndarray) -> np.ndarray:
         out = np.zeros(len(limits), dtype=bool)
         for (order, rows), clamp in zip(orders, clamps):
-            d0 = _clamp_ranges(_matrix_to_euler(R[rows], order), *clamp)[1]
+            d0 = clamp_ranges(matrix_to_euler_unchecked(R[rows], order), *clamp)[1]
             out[rows] = d0.max(axis=-1) <= FEASIBLE_TOL
         return out
 
@@ -125,7 +125,7 @@ class TwoBoneGroup:
         Returns:
             The projected rotation vectors (C, 3) and their rotation matrices (C, 3, 3).
         """
-        R = _rotvec_to_matrix(v)
+        R = rotvec_to_matrix_unchecked(v)
         todo = list(self._always)
         for rows, check in self._early:
             todo += rows[~check(R[rows])].tolist()
@@ -134,7 +134,7 @@ class TwoBoneGroup:
         out = v.copy()
         for c in todo:
             out[c] = self._limits[c].project(v[c])
-        R[todo] = _rotvec_to_matrix(out[todo])
+        R[todo] = rotvec_to_matrix_unchecked(out[todo])
         return out, R
 
     def _inside(self, R: np.ndarray, rows: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..rotations import _matrix_to_rotvec, _rotvec_to_matrix
+from ..rotations import matrix_to_rotvec_unchecked, rotvec_to_matrix_unchecked
 
 # Relative size under which a direction is treated as undefined and a fallback is used.
 DEGENERATE = 1e-9
@@ -117,7 +117,7 @@ def effector_world(P: Limb, q: np.ndarray, bq: int, hq: int, R_ball: np.ndarray 
     and joint motions as :func:`~ik_core.kinematics.forward_kinematics`). ``R_ball``
     (..., 3, 3), when given, is the ball's rotation matrix for ``q``, already computed.
     """
-    R = P.R_pre @ (_rotvec_to_matrix(q[..., bq : bq + 3]) if R_ball is None else R_ball)
+    R = P.R_pre @ (rotvec_to_matrix_unchecked(q[..., bq : bq + 3]) if R_ball is None else R_ball)
     return P.pivot + (R @ effector_local(P, q[..., hq])[..., None])[..., 0]
 
 
@@ -209,7 +209,7 @@ def solve_limbs(
     def current_world(local: np.ndarray) -> np.ndarray:
         nonlocal R0
         if R0 is None:
-            R_v0 = _rotvec_to_matrix(v0) if ball_rotation is None else ball_rotation(v0)
+            R_v0 = rotvec_to_matrix_unchecked(v0) if ball_rotation is None else ball_rotation(v0)
             R0 = P.R_pre @ R_v0  # current world rotation of the ball frame
         return np.einsum("nij,nj->ni", R0, local)
 
@@ -238,7 +238,7 @@ def solve_limbs(
     F_loc = np.stack([e1, e2, cross(e1, e2)], axis=-1)
     F_w = np.stack([f1, f2, cross(f1, f2)], axis=-1)
     R_world = F_w @ np.swapaxes(F_loc, -1, -2)
-    v = _matrix_to_rotvec(np.swapaxes(P.R_pre, -1, -2) @ R_world)
+    v = matrix_to_rotvec_unchecked(np.swapaxes(P.R_pre, -1, -2) @ R_world)
     # An effector sitting on the pivot has no direction to aim: leave the ball alone.
     c_ok = c_len > DEGENERATE * P.scale
     if not c_ok.all():
@@ -278,7 +278,7 @@ def swivel_into_limit(
     Returns:
         (n, 3) rotation vectors [rad].
     """
-    R = _rotvec_to_matrix(v)
+    R = rotvec_to_matrix_unchecked(v)
     rows = np.flatnonzero(~inside(R, np.arange(len(v))))
     if not len(rows):
         return v
@@ -299,7 +299,7 @@ def swivel_into_limit(
     step = 2.0 * np.pi / SWIVEL_SAMPLES
     k = np.arange(1, SWIVEL_SAMPLES // 2 + 1)
     psi = np.stack([k * step, -k * step], axis=-1).reshape(-1)  # by size, each way in turn
-    turned = _rotvec_to_matrix(a[:, None, :] * psi[None, :, None]) @ R_rows[:, None]
+    turned = rotvec_to_matrix_unchecked(a[:, None, :] * psi[None, :, None]) @ R_rows[:, None]
     ok = inside(turned.reshape(-1, 3, 3), np.repeat(rows, len(psi))).reshape(m, len(psi))
     hit = np.flatnonzero(ok.any(axis=1))
     if not len(hit):
@@ -309,9 +309,9 @@ def swivel_into_limit(
     bad = good - np.sign(good) * step
     for _ in range(SWIVEL_BISECTIONS):
         mid = 0.5 * (good + bad)
-        ok_mid = inside(_rotvec_to_matrix(a[hit] * mid[:, None]) @ R_rows[hit], rows[hit])
+        ok_mid = inside(rotvec_to_matrix_unchecked(a[hit] * mid[:, None]) @ R_rows[hit], rows[hit])
         good = np.where(ok_mid, mid, good)
         bad = np.where(ok_mid, bad, mid)
     out = v.copy()
-    out[rows[hit]] = _matrix_to_rotvec(_rotvec_to_matrix(a[hit] * good[:, None]) @ R_rows[hit])
+    out[rows[hit]] = matrix_to_rotvec_unchecked(rotvec_to_matrix_unchecked(a[hit] * good[:, None]) @ R_rows[hit])
     return out
