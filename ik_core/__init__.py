@@ -13,6 +13,7 @@ from .errors import (
 from .kinematics import effector_poses, forward_kinematics, jacobian
 from .limits import ConeTwistLimit, EulerLimit, limit_violation, project_configuration
 from .skeleton import Effector, Joint, JointKind, Mimic, Skeleton
+from .skeleton_chain import sub_chain
 from .solvers import SOLVER_NAMES, IKResult, Solver, make_solver, solve_sequence
 from .tracking import solve_track, track_chain
 from .urdf import load_urdf, parse_urdf
@@ -46,5 +47,6 @@ __all__ = [
     "project_configuration",
     "solve_sequence",
     "solve_track",
+    "sub_chain",
     "track_chain",
 ]

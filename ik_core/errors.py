@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 
 class ArticulateError(Exception):
@@ -62,3 +62,42 @@ def require_finite(name: str, value: object) -> None:
         raise InvalidInputError(
             f"{name} contains {bad} NaN or infinite value(s); all entries must be finite numbers"
         )
+
+
+class MappingError(ArticulateError, LookupError):
+    """Bones could not be mapped to humanoid roles.
+
+    Attributes:
+        missing: Roles that were not found.
+        candidates: For each missing or ambiguous role, the bone names that were considered.
+        duplicates: Roles claimed by several unrelated bones, with those bones.
+    """
+
+    def __init__(
+        self,
+        missing: Iterable[str] = (),
+        candidates: Mapping[str, Iterable[str]] | None = None,
+        duplicates: Mapping[str, Iterable[str]] | None = None,
+    ) -> None:
+        self.missing = tuple(missing)
+        self.candidates = {k: tuple(v) for k, v in (candidates or {}).items()}
+        self.duplicates = {k: tuple(v) for k, v in (duplicates or {}).items()}
+        parts = []
+        if self.missing:
+            parts.append("could not find roles " + ", ".join(self.missing))
+        if self.duplicates:
+            parts.append(
+                "duplicate roles "
+                + "; ".join(f"{r}: {', '.join(map(repr, b))}" for r, b in self.duplicates.items())
+            )
+        shown = []
+        for role, names in self.candidates.items():
+            listed = ", ".join(repr(n) for n in names[:12]) or "no bone with a matching name"
+            shown.append(f"{role}: {listed}{' ...' if len(names) > 12 else ''}")
+        message = "; ".join(parts) or "humanoid mapping failed"
+        if shown:
+            message += ". Candidates considered: " + "; ".join(shown)
+        super().__init__(message)
+
+    def __str__(self) -> str:  # LookupError would otherwise repr() the message
+        return str(self.args[0])

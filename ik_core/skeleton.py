@@ -334,15 +334,6 @@ class Skeleton:
         q = np.asarray(q, dtype=float)
         return np.all((q >= self.lower - tol) & (q <= self.upper + tol), axis=-1)
 
-    def chain(self, tips: str | Sequence[str], root: str | None = None) -> Skeleton:
-        """The sub-tree from ``root`` to one or more tip effectors (or joints).
-
-        See :func:`~ik_core.skeleton_chain.sub_chain`, which this calls.
-        """
-        from .skeleton_chain import sub_chain  # local: skeleton_chain imports this module
-
-        return sub_chain(self, tips, root)
-
     def __repr__(self) -> str:
         return (
             f"Skeleton({self.name!r}, joints={len(self.joints)}, dof={self.dof}, "

@@ -16,6 +16,7 @@ import numpy as np
 
 from .track_grid import track_grid
 from .track_held import held_candidates
+from .track_steps import joint_steps, jump_score, take_steps
 
 # Frames before a jump where the search starts (the self-motion must have room to move ahead
 # of the trouble) and frames after it where the search ends and frame-by-frame tracking resumes.
@@ -23,22 +24,6 @@ _LEAD = 600
 _AFTER = 400
 # Stretches searched per take at most.
 _ROUNDS = 6
-
-
-def take_steps(skeleton, q: np.ndarray, start: np.ndarray | None) -> np.ndarray:
-    """(N,) step into each frame of a take q (N, dof) [rad or m]: from ``start``, or 0 for the first without one."""
-    from .tracking import joint_steps
-
-    if start is None:
-        return np.concatenate([[0.0], joint_steps(skeleton, q[:-1], q[1:])])
-    seq = np.concatenate([np.asarray(start, dtype=float)[None], q])
-    return joint_steps(skeleton, seq[:-1], seq[1:])
-
-
-def jump_score(skeleton, q: np.ndarray, start: np.ndarray | None, max_jump: float) -> tuple[int, float]:
-    """Steps of a take (N, dof) above ``max_jump``: their count and their total excess [rad or m]."""
-    steps = take_steps(skeleton, q, start)
-    return int(np.count_nonzero(steps > max_jump)), float(np.sum(np.maximum(steps - max_jump, 0.0)))
 
 
 def search_repair(
@@ -71,8 +56,6 @@ def search_repair(
     Returns:
         Whether the take was replaced.
     """
-    from .tracking import joint_steps
-
     skeleton = solver.skeleton
     n = len(fields["q"])
     pair = partial(joint_steps, skeleton)  # step between two configurations, as the take measures it

@@ -13,6 +13,7 @@ from .kinematics import effector_poses
 from .poles import chain_root, turn_poles
 from .solvers.base import IKResult, Solver
 from .solvers.dls import DLSSolver
+from .track_steps import joint_steps
 
 
 def to_base_frame(base: np.ndarray, world: np.ndarray) -> np.ndarray:
@@ -32,28 +33,6 @@ def to_base_frame(base: np.ndarray, world: np.ndarray) -> np.ndarray:
 _ACCELERATION = 0.25
 # Task rows per effector of each solver mode (an aim leaves the spin about the axis free).
 _MODE_ROWS = {"position": 3, "aim": 5, "full": 6}
-
-
-def joint_steps(skeleton, qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
-    """(...,) largest per-joint change between configurations ``qa`` and ``qb`` (..., dof).
-
-    1-DoF joints change by ``|qb - qa|`` [rad or m]; a ball joint by the angle of the relative
-    rotation [rad], not by its rotation-vector components, which flip sign near half a turn
-    while the rotation itself moves continuously.
-    """
-    qa, qb = np.broadcast_arrays(np.asarray(qa, dtype=float), np.asarray(qb, dtype=float))
-    diff = np.abs(qb - qa)
-    balls = skeleton.ball_q_starts
-    if not balls:
-        return np.max(diff, axis=-1, initial=0.0)
-    from .rotations import rotation_angle_unchecked, rotvec_to_matrix_unchecked
-    ball_cols = np.concatenate([np.arange(s, s + 3) for s in balls])
-    other = np.setdiff1d(np.arange(skeleton.dof), ball_cols)
-    steps = [np.max(diff[..., other], axis=-1, initial=0.0)]
-    for s in balls:
-        steps.append(rotation_angle_unchecked(rotvec_to_matrix_unchecked(qa[..., s : s + 3]),
-                                              rotvec_to_matrix_unchecked(qb[..., s : s + 3])))
-    return np.max(np.stack(steps, axis=-1), axis=-1)
 
 
 def _frame_options(options: dict, index: int | slice | np.ndarray) -> dict:
@@ -289,7 +268,8 @@ def _repair_jumps(
         # otherwise the passes below start from the frame-by-frame answer, and the search
         # comes back to what they leave.
         from .track_branches import track_branches
-        from .track_repair import jump_score, search_repair
+        from .track_repair import search_repair
+        from .track_steps import jump_score
 
         search = track_branches if skeleton.dof == rows else None
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..errors import MappingError
 from .naming import CLASS_WORDS, BoneName
-from .roles import MappingError
 from .tree import BoneTree
 
 __all__ = ["detect_in_family"]

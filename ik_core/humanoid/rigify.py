@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from .roles import MappingError
+from ..errors import MappingError
 from .tree import BoneTree
 
 __all__ = ["is_rigify_generated", "rigify_control_roles"]

@@ -12,6 +12,7 @@ from ..kinematics import forward_kinematics, rest_transforms
 from ..skeleton import JointKind, Skeleton
 from .base import IKResult, Solver, Targets
 from .reach import ReachBound
+from .two_bone_batch import TwoBoneGroup
 from .two_bone_kernel import Limb, effector_world, solve_limbs, swivel_into_limit
 from .two_bone_kernel import distance as limb_distance
 
@@ -198,8 +199,6 @@ class TwoBoneSolver(Solver):
                 and np.isfinite(t).all() and np.isfinite(q).all() and (p is None or np.isfinite(p).all())
             ):
                 if self._group is None:
-                    from .two_bone_batch import TwoBoneGroup  # it builds on this module
-
                     self._group = TwoBoneGroup([self])
                 res = self._group.solve(t[None], q[None], None if p is None else [p])
                 reason = np.empty((), dtype=object)

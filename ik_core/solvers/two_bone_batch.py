@@ -12,6 +12,7 @@ own :class:`~ik_core.solvers.two_bone.TwoBoneSolver` gives.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,8 +24,10 @@ from ..euler_limits import EulerLimit
 from ..rotations import rotvec_to_matrix_unchecked
 from ..swing_limits import SwingTwistLimit
 from .base import IKResult, Targets
-from .two_bone import TwoBoneSolver
 from .two_bone_kernel import effector_world, solve_limbs, stack_limbs, swivel_into_limit
+
+if TYPE_CHECKING:  # the solver module builds its lean single-limb path on this one
+    from .two_bone import TwoBoneSolver
 
 
 def _swing_twist_inside(limits: list[SwingTwistLimit]) -> Callable[[np.ndarray], np.ndarray]:
@@ -85,7 +88,7 @@ class TwoBoneGroup:
         if not solvers:
             raise InvalidInputError("a two-bone group needs at least one TwoBoneSolver, got none")
         for s in solvers:
-            if not isinstance(s, TwoBoneSolver) or s.mode != "position":
+            if getattr(s, "name", None) != "two_bone" or getattr(s, "mode", None) != "position":
                 raise InvalidInputError(
                     f"a two-bone group takes TwoBoneSolvers in 'position' mode, got {type(s).__name__} "
                     f"in mode {getattr(s, 'mode', None)!r}"
