@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_robots import bench_batch, bench_track_take  # noqa: E402
 
-from ik_core import robots  # noqa: E402
-from ik_core.kinematics import effector_poses  # noqa: E402
-from ik_core.urdf import load_urdf  # noqa: E402
+from ik_core.formats.urdf import load_urdf  # noqa: E402
+from ik_core.model.kinematics import effector_poses  # noqa: E402
+from ik_core.robots import presets as robots
 
 PRESETS = {"ur10e": "ur10e", "gen3": "kinova_gen3_7dof"}
 RTB_URDFS = {

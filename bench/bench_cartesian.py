@@ -24,12 +24,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ik_core import effector_poses, robots  # noqa: E402
-from ik_core.analytic_ur import ur_params_from_preset  # noqa: E402
-from ik_core.analytic_ur_path import ur_ik_path  # noqa: E402
-from ik_core.rotations import rotation_error  # noqa: E402
-from ik_core.solvers.dls import DLSSolver  # noqa: E402
-from ik_core.tracking import solve_track  # noqa: E402
+from ik_core import effector_poses
+from ik_core.model.rotations import rotation_error  # noqa: E402
+from ik_core.robots import presets as robots
+from ik_core.robots.analytic_ur import ur_params_from_preset  # noqa: E402
+from ik_core.robots.analytic_ur_path import ur_ik_path  # noqa: E402
+from ik_core.solvers.dls.solver import DLSSolver  # noqa: E402
+from ik_core.take.tracking import solve_track  # noqa: E402
 
 
 def smooth_path(skeleton, frames: int, seed: int = 0) -> np.ndarray:

@@ -29,11 +29,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ik_core import Effector, Joint, JointKind, Skeleton  # noqa: E402
-from ik_core.kinematics import effector_poses  # noqa: E402
 from ik_core.limits import ConeTwistLimit, limit_violation, project_configuration  # noqa: E402
-from ik_core.rotations import matrix_to_rotvec, quat_to_rotvec  # noqa: E402
-from ik_core.solvers.fabrik import FabrikSolver  # noqa: E402
-from ik_core.swing_limits import SwingTwistLimit  # noqa: E402
+from ik_core.limits.swing_twist import SwingTwistLimit  # noqa: E402
+from ik_core.model.kinematics import effector_poses  # noqa: E402
+from ik_core.model.rotations import matrix_to_rotvec, quat_to_rotvec  # noqa: E402
+from ik_core.solvers.fabrik.solver import FabrikSolver  # noqa: E402
 
 BONES, BONE = 10, 0.1
 TOLERANCE = 1e-4
@@ -101,7 +101,7 @@ def solvers() -> list[tuple[str, type, dict]]:
     except ImportError:
         pass
     try:
-        from ik_core.solvers.dls import DLSSolver
+        from ik_core.solvers.dls.solver import DLSSolver
 
         out.append(("dls", DLSSolver, {"mode": "position"}))
     except ImportError:

@@ -4,7 +4,7 @@
 Run from the repo root: ``.venvs/bench/bin/python bench/bench_fullbody.py [--json] [--plot PATH]``
 (any venv with numpy works; with matplotlib the plot is a line chart, without it a heat map).
 
-For each take the ground-truth skeleton and motion come from ``ik_core.bvh`` (y-up BVH converted
+For each take the ground-truth skeleton and motion come from ``ik_core.formats.bvh`` (y-up BVH converted
 to z-up, metres). Three trackers are made from it: a headset 10 cm in front of and 8 cm above
 the head joint, and a controller in each palm, each with a fixed rotation away from the bone
 frame. The body is calibrated on frame 0 (the subject stands) and the whole take is solved.
@@ -38,7 +38,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ik_core.bvh import read_bvh  # noqa: E402
+from ik_core.formats.bvh import read_bvh  # noqa: E402
 from ik_core.humanoid import calibrate, detect_roles, solve_body  # noqa: E402
 from ik_core.humanoid.geometry import exp_so3, mv, normalize, rot_z  # noqa: E402
 from ik_core.humanoid.trunk import head_heading, heading_of  # noqa: E402

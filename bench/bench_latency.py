@@ -26,14 +26,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ik_core.kinematics import effector_poses  # noqa: E402
 from ik_core.limits import ConeTwistLimit, EulerLimit, project_configuration  # noqa: E402
-from ik_core.robots import load_preset  # noqa: E402
-from ik_core.skeleton import Effector, Joint, JointKind, Skeleton  # noqa: E402
-from ik_core.solvers.dls import DLSSolver  # noqa: E402
-from ik_core.solvers.fabrik import FabrikSolver  # noqa: E402
-from ik_core.solvers.two_bone import TwoBoneSolver  # noqa: E402
-from ik_core.solvers.two_bone_batch import TwoBoneGroup  # noqa: E402
+from ik_core.model.kinematics import effector_poses  # noqa: E402
+from ik_core.model.skeleton import Effector, Joint, JointKind, Skeleton  # noqa: E402
+from ik_core.robots.presets import load_preset  # noqa: E402
+from ik_core.solvers.dls.solver import DLSSolver  # noqa: E402
+from ik_core.solvers.fabrik.solver import FabrikSolver  # noqa: E402
+from ik_core.solvers.two_bone.group import TwoBoneGroup  # noqa: E402
+from ik_core.solvers.two_bone.solver import TwoBoneSolver  # noqa: E402
 
 SEED = 7
 

@@ -108,8 +108,8 @@ class Bench:
             return importlib.import_module(f"{addon.__name__}.{name}")
 
         self.core = mod("ik_core")
-        self.rotations = mod("ik_core.rotations")
-        self.model_mod = mod("ik_core.robot_model")
+        self.rotations = mod("ik_core.model.rotations")
+        self.model_mod = mod("ik_core.robots.model")
         self.robot = mod("operators.bridge.robot")
 
     def build(self, case: Case, tmp: Path) -> bpy.types.Object:

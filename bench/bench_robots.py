@@ -44,11 +44,11 @@ import numpy as np  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ik_core.kinematics import effector_poses  # noqa: E402
-from ik_core.rotations import rotation_error  # noqa: E402
-from ik_core.solvers.dls import DLSSolver  # noqa: E402
-from ik_core.tracking import solve_track  # noqa: E402
-from ik_core.urdf import load_urdf, parse_urdf  # noqa: E402
+from ik_core.formats.urdf import load_urdf, parse_urdf  # noqa: E402
+from ik_core.model.kinematics import effector_poses  # noqa: E402
+from ik_core.model.rotations import rotation_error  # noqa: E402
+from ik_core.solvers.dls.solver import DLSSolver  # noqa: E402
+from ik_core.take.tracking import solve_track  # noqa: E402
 
 ROBOTS_DIR = ROOT.parent / "shared" / "robots"
 ROBOTS = {

@@ -45,9 +45,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ik_core import Effector, EulerLimit, Joint, JointKind, Skeleton, make_solver, solve_track  # noqa: E402
-from ik_core.kinematics import effector_poses, rest_transforms  # noqa: E402
 from ik_core.limits import project_configuration  # noqa: E402
-from ik_core.tracking import joint_steps  # noqa: E402
+from ik_core.model.kinematics import effector_poses, rest_transforms  # noqa: E402
+from ik_core.take.tracking import joint_steps  # noqa: E402
 
 BALL_LIMIT = EulerLimit((-1.5, -0.7, -1.5), (1.5, 0.7, 1.5))
 BONE = 0.3
@@ -145,7 +145,7 @@ def _take(solver_name: str, chain: str, n: int, seed: int, beyond: float, miss: 
     """The solver, tracking options, skeleton, effector, targets, moved copy and mask, and facts of one take."""
     rng = np.random.default_rng(seed)
     if chain in ROBOTS:
-        from ik_core.robots import load_preset
+        from ik_core.robots.presets import load_preset
 
         skeleton = load_preset(chain)
         effector = "tool"

@@ -22,10 +22,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ik_core.analytic_ur import ur_ik, ur_params_from_preset  # noqa: E402
-from ik_core.kinematics import effector_poses  # noqa: E402
-from ik_core.robots import load_preset  # noqa: E402
-from ik_core.rotations import rotation_error  # noqa: E402
+from ik_core.model.kinematics import effector_poses  # noqa: E402
+from ik_core.model.rotations import rotation_error  # noqa: E402
+from ik_core.robots.analytic_ur import ur_ik, ur_params_from_preset  # noqa: E402
+from ik_core.robots.presets import load_preset  # noqa: E402
 
 CHUNK = 10_000  # FK checks run in chunks: 8 branches x 10 frames x 16 doubles stay small
 
@@ -69,7 +69,7 @@ def bench_analytic(robot: str, n: int, repeats: int) -> dict:
 
 def bench_dls(robot: str, n: int, subset: int) -> dict | None:
     try:
-        from ik_core.solvers.dls import DLSSolver
+        from ik_core.solvers.dls.solver import DLSSolver
     except ImportError:
         return None
     skeleton = load_preset(robot)

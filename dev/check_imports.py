@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""List import circles and private cross-module imports in the add-on's packages; exit 1 if there are any.
+"""List import circles, private cross-module imports and upward imports between ik_core's layers; exit 1 on any.
 
 Run from anywhere: ``python dev/check_imports.py [--graph]``. Reads the source only (``ast``),
 so it needs neither Blender nor numpy.
@@ -9,7 +9,11 @@ so it needs neither Blender nor numpy.
   importing itself). Every import counts, also one inside a function (a lazy import hides a
   circle, it does not remove it), except under ``if TYPE_CHECKING:``. Importing a name from a
   package means importing the package's ``__init__``, which imports its own modules: so a
-  module that imports from its own package's ``__init__`` closes a circle.
+  module that imports from its own package's ``__init__`` closes a circle; and importing a
+  module runs the ``__init__`` of each package above it (other than the importer's own).
+- An upward import goes from one of ``ik_core``'s folders to a folder of the same or a higher
+  layer (:data:`LAYERS`: model below limits below solvers below take; formats, humanoid and
+  trajectory on the model; robots on top).
 - A private import takes a ``_name`` from another module: ``from .x import _name``, or
   ``x._name`` on a module ``x`` the importer imported. Dunder names (``__version__``) are not
   private.
@@ -24,10 +28,24 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("ik_core", "operators", "ui", "presets")
+# ik_core's folders by layer: a module imports from its own folder or from lower layers only
+# (ik_core/__init__.py, which re-exports the public API, may import any).
+LAYERS = {
+    "errors": 0,
+    "blas_threads": 1,
+    "model": 1,
+    "limits": 2,
+    "formats": 2,
+    "humanoid": 2,
+    "trajectory": 2,
+    "solvers": 3,
+    "take": 4,
+    "robots": 5,
+}
 
 
 def module_name(path: Path) -> str:
-    """``ik_core/solvers/dls.py`` -> ``ik_core.solvers.dls``; a package's ``__init__`` -> the package."""
+    """``ik_core/solvers/dls.py`` -> ``ik_core.solvers.dls.solver``; a package's ``__init__`` -> the package."""
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
@@ -115,6 +133,16 @@ def analyse(modules: dict[str, Path]) -> tuple[dict[str, set[str]], list[str]]:
                     and not node.attr.startswith("__")):
                 private.append(f"{path.relative_to(ROOT)}:{node.lineno}: uses {node.value.id}.{node.attr} "
                                f"of {module_aliases[node.value.id]}")
+    # Importing a.b.c runs the __init__ of every package above it first: a package that is not
+    # one of the importer's own (already being imported) is a dependency too.
+    for name in list(graph):
+        own = {".".join(name.split(".")[:k]) for k in range(1, len(name.split(".")) + 1)}
+        for target in list(graph[name]):
+            parts = target.split(".")
+            for k in range(1, len(parts)):
+                package = ".".join(parts[:k])
+                if package in modules and package not in own:
+                    graph[name].add(package)
     return graph, private
 
 
@@ -171,6 +199,23 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def upward(graph: dict[str, set[str]]) -> list[str]:
+    """Imports from an ik_core folder into a higher (or unranked) layer: each as a line of text."""
+    out = []
+    for name, targets in sorted(graph.items()):
+        parts = name.split(".")
+        if parts[0] != "ik_core" or len(parts) < 2:
+            continue
+        for target in sorted(targets):
+            tparts = target.split(".")
+            if tparts[0] != "ik_core" or len(tparts) < 2 or tparts[1] == parts[1]:
+                continue
+            mine, theirs = LAYERS.get(parts[1]), LAYERS.get(tparts[1])
+            if mine is None or theirs is None or theirs >= mine:
+                out.append(f"{name} ({parts[1]}, layer {mine}) imports {target} ({tparts[1]}, layer {theirs})")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--graph", action="store_true", help="also print every module's imports")
@@ -185,8 +230,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"import circle: {' <-> '.join(component)}")
     for line in private:
         print(f"private import: {line}")
-    print(f"check_imports: {len(modules)} modules, {len(found)} import circle(s), {len(private)} private import(s)")
-    return 1 if found or private else 0
+    layered = upward(graph)
+    for line in layered:
+        print(f"upward import: {line}")
+    print(f"check_imports: {len(modules)} modules, {len(found)} import circle(s), {len(private)} private import(s), "
+          f"{len(layered)} upward import(s) between ik_core's layers")
+    return 1 if found or private or layered else 0
 
 
 if __name__ == "__main__":

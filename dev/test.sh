@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-3.0-or-later
-# Every check the project has: ruff, the core tests on a Python without Blender (numpy 2.x),
-# then the Blender tests on bpy 5.0.1, 4.5.15 and 4.2.23 (the core tests run again on 5.0.1,
+# Every check the project has: ruff, import circles and private imports (dev/check_imports.py),
+# the core tests on a Python without Blender (numpy 2.x), then the Blender tests on bpy 5.0.1, 4.5.15 and 4.2.23 (the core tests run again on 5.0.1,
 # whose bpy pins numpy 1.26). Fails if any suite fails.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -21,6 +21,7 @@ run() {  # run NAME COMMAND...
 }
 
 run "ruff" "$venvs/core/bin/ruff" check .
+run "imports (no circles, no private names)" "$venvs/core/bin/python" dev/check_imports.py
 cd tests
 run "core (no bpy, numpy 2)" "$venvs/core/bin/python" -m pytest core -q
 for version in 5.0.1 4.5.15 4.2.23; do
@@ -33,6 +34,6 @@ echo; echo "=== summary"
 failed=0
 for i in "${!names[@]}"; do
   status=ok; [[ "${results[$i]}" != 0 ]] && { status="FAILED (exit ${results[$i]})"; failed=$((failed + 1)); }
-  printf '  %-26s %s\n' "${names[$i]}" "$status"
+  printf '  %-40s %s\n' "${names[$i]}" "$status"
 done
 exit $(( failed > 0 ))

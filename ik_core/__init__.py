@@ -1,22 +1,30 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Articulate's inverse-kinematics core: pure numpy, no Blender imports."""
+"""Articulate's inverse-kinematics core: pure numpy, no Blender imports.
+
+One concept per folder, each importing only the folders below it:
+
+- :mod:`.model`: rotations, the skeleton and its sub-chains, forward kinematics, poles.
+- :mod:`.limits`: joint limits and the projection of configurations onto them.
+- :mod:`.solvers`: one solver interface; FABRIK, CCD, DLS and two-bone families; reach; Auto.
+- :mod:`.take`: whole takes, frame by frame, with repairs and global searches.
+- :mod:`.formats`: URDF and BVH files read into the model.
+- :mod:`.robots`: robot presets, the stored robot model, closed-form UR IK.
+- :mod:`.humanoid`: full-body solving from three trackers, humanoid role maps.
+- :mod:`.trajectory`: joint trajectories: files, checks, resampling.
+- :mod:`.errors`, :mod:`.blas_threads`: the error types; numpy's BLAS kept on one thread.
+
+The names below are the public API, importable from ``ik_core`` itself.
+"""
 
 from .blas_threads import blas_threads, limit_blas_threads
-from .errors import (
-    ArticulateError,
-    InvalidInputError,
-    LimitError,
-    SkeletonError,
-    UnknownNameError,
-    URDFError,
-)
-from .kinematics import effector_poses, forward_kinematics, jacobian
+from .errors import ArticulateError, InvalidInputError, LimitError, SkeletonError, UnknownNameError, URDFError
+from .formats.urdf import load_urdf, parse_urdf
 from .limits import ConeTwistLimit, EulerLimit, limit_violation, project_configuration
-from .skeleton import Effector, Joint, JointKind, Mimic, Skeleton
-from .skeleton_chain import sub_chain
+from .model.chains import sub_chain
+from .model.kinematics import effector_poses, forward_kinematics, jacobian
+from .model.skeleton import Effector, Joint, JointKind, Mimic, Skeleton
 from .solvers import SOLVER_NAMES, IKResult, Solver, make_solver, solve_sequence
-from .tracking import solve_track, track_chain
-from .urdf import load_urdf, parse_urdf
+from .take.tracking import solve_track, track_chain
 
 __all__ = [
     "SOLVER_NAMES",

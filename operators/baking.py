@@ -12,9 +12,9 @@ import bpy
 import numpy as np
 
 from ..ik_core import ArticulateError, IKResult, effector_poses, forward_kinematics, solve_track
-from ..ik_core import rotations as rot
+from ..ik_core.model import rotations as rot
 from ..ik_core.solvers import make_solver, resolve_solver, solver_class
-from ..ik_core.tracking import to_base_frame, track_chain
+from ..ik_core.take.tracking import to_base_frame, track_chain
 from . import bridge, playback
 
 
@@ -626,7 +626,7 @@ def initial_q(p: PreparedChain, rotvecs: np.ndarray) -> np.ndarray:
 
 def chain_rotations(p: PreparedChain, q: np.ndarray) -> tuple[list, np.ndarray]:
     """Bones that move and their (N, B, 3, 3) local rotations for configurations ``q`` (N, dof)."""
-    from ..ik_core.kinematics import joint_motion
+    from ..ik_core.model.kinematics import joint_motion
 
     bones, mats = [], []
     for i, joint in enumerate(p.skeleton.joints):

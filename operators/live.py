@@ -7,7 +7,7 @@ the already evaluated matrices (no ``frame_set``, which would snap an animated t
 its keys) and keeps each armature's prepared chains and solvers until their settings change.
 
 One update costs a few bulk reads (``foreach_get`` of every pose bone's matrices), one
-batched solve of all two-bone chains (:class:`~ik_core.solvers.two_bone_batch.TwoBoneGroup`),
+batched solve of all two-bone chains (:class:`~ik_core.solvers.two_bone.group.TwoBoneGroup`),
 the other chains one ``solve`` each, and writes only the chains whose inputs changed.
 """
 
@@ -21,12 +21,12 @@ import numpy as np
 from bpy.app.handlers import persistent
 
 from ..ik_core import ArticulateError
-from ..ik_core import rotations as rot
-from ..ik_core.kinematics import axis_terms
-from ..ik_core.poles import chain_root, turn_poles
-from ..ik_core.rotations import matrix_to_rotvec_unchecked
-from ..ik_core.solvers.two_bone_batch import TwoBoneGroup
-from ..ik_core.solvers.two_bone_kernel import cross
+from ..ik_core.model import rotations as rot
+from ..ik_core.model.kinematics import axis_terms
+from ..ik_core.model.poles import chain_root, turn_poles
+from ..ik_core.model.rotations import matrix_to_rotvec_unchecked
+from ..ik_core.solvers.two_bone.group import TwoBoneGroup
+from ..ik_core.solvers.two_bone.kernel import cross
 from . import bridge
 from .baking import BakeFailed, PreparedChain, chain_rotations, initial_q, prepare_chains, solver_for
 from .bridge.sampling import pose_matrices

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
-from ..ik_core.rotations import matrix_to_rotvec
+from ..ik_core.model.rotations import matrix_to_rotvec
 from . import bridge
 from .bridge.body_controls import driving_constraints
 

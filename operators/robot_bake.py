@@ -11,15 +11,15 @@ import bpy
 import numpy as np
 
 from ..ik_core import ArticulateError, effector_poses, solve_track
-from ..ik_core.robot_model import RobotModel, wrap_into_limits
-from ..ik_core.rotations import matrix_to_rotvec
+from ..ik_core.model.rotations import matrix_to_rotvec
+from ..ik_core.robots.model import RobotModel, wrap_into_limits
 from ..ik_core.solvers import make_solver
 from . import bridge, playback
 from .baking import BakeFailed, chain_solver, check_target, mark_missed_frames, progress_callback
 from .bridge.robot import current_joint_values, robot_model, set_joint_values, write_joint_values
 
 # Robot paths must not jump more than this between frames [rad or m]; short segments keep a
-# take on one IK branch (see ik_core.tracking.solve_track).
+# take on one IK branch (see ik_core.take.tracking.solve_track).
 MAX_JUMP = 0.1
 SEGMENT = 32
 

@@ -9,11 +9,13 @@ from pathlib import Path
 import bpy
 import numpy as np
 
-from ..ik_core import ArticulateError, robots
-from ..ik_core.branches import distinct_solutions
-from ..ik_core.robot_model import RobotModel
+from ..ik_core import ArticulateError
+from ..ik_core.formats.urdf_visuals import parse_visuals
+from ..ik_core.robots import presets as robots
+from ..ik_core.robots.model import RobotModel
 from ..ik_core.solvers import make_solver
-from ..ik_core.tracking import to_base_frame
+from ..ik_core.solvers.branches import distinct_solutions
+from ..ik_core.take.tracking import to_base_frame
 from ..ik_core.trajectory import (
     JointTrajectory,
     check_trajectory,
@@ -24,7 +26,6 @@ from ..ik_core.trajectory import (
     write_joint_csv,
     write_joint_json,
 )
-from ..ik_core.urdf_visuals import parse_visuals
 from . import bridge, compat
 from .bridge.robot import (
     add_robot_chain,

@@ -62,7 +62,7 @@ def exp_so3(v: np.ndarray) -> np.ndarray:
 
 def log_so3(R: np.ndarray) -> np.ndarray:
     """(..., 3) rotation vectors [rad] of rotations (..., 3, 3)."""
-    from ..rotations import matrix_to_rotvec
+    from ..model.rotations import matrix_to_rotvec
 
     return matrix_to_rotvec(R)
 

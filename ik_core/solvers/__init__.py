@@ -7,17 +7,17 @@ import importlib
 from collections.abc import Sequence
 
 from ..errors import UnknownNameError
-from ..skeleton import Skeleton
+from ..model.skeleton import Skeleton
 from .base import IKResult, Solver, Targets, as_targets, solve_sequence
 from .choice import AUTO, SOLVER_CHOICES, SOLVER_LABELS, auto_solver, resolve_solver
 
 # name -> (module, class); modules are imported on first use so a missing optional solver
 # never breaks the others.
 _REGISTRY = {
-    "fabrik": ("fabrik", "FabrikSolver"),
+    "fabrik": ("fabrik.solver", "FabrikSolver"),
     "ccd": ("ccd", "CCDSolver"),
-    "dls": ("dls", "DLSSolver"),
-    "two_bone": ("two_bone", "TwoBoneSolver"),
+    "dls": ("dls.solver", "DLSSolver"),
+    "two_bone": ("two_bone.solver", "TwoBoneSolver"),
 }
 SOLVER_NAMES: tuple[str, ...] = tuple(_REGISTRY)
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidInputError, require_finite
-from ..kinematics import forward_kinematics
 from ..limits import project_configuration
-from ..rotations import rotation_angle_unchecked
-from ..skeleton import Skeleton
+from ..model.kinematics import forward_kinematics
+from ..model.rotations import rotation_angle_unchecked
+from ..model.skeleton import Skeleton
 from .reach import ReachBound
 
 MODES = ("position", "aim", "full")
@@ -140,7 +140,7 @@ def _batch_copy(values: object, batch: tuple[int, ...]) -> np.ndarray:
 
 def rotation_angle(Ra: np.ndarray, Rb: np.ndarray) -> np.ndarray:
     """(...,) geodesic angle [rad] between rotation batches, accurate below 1e-8 rad."""
-    from ..rotations import rotation_error
+    from ..model.rotations import rotation_error
 
     return rotation_error(Ra, Rb)
 

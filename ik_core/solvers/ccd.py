@@ -8,10 +8,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import InvalidInputError
-from ..kinematics import effector_poses, forward_kinematics
 from ..limits import project_configuration
-from ..rotations import matrix_to_rotvec, rotation_error
-from ..skeleton import Joint, JointKind, Skeleton
+from ..model.kinematics import effector_poses, forward_kinematics
+from ..model.rotations import matrix_to_rotvec, rotation_error
+from ..model.skeleton import Joint, JointKind, Skeleton
 from .base import Solver, Targets
 from .reach import stretch_toward
 

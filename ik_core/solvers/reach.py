@@ -9,10 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidInputError
-from ..kinematics import joint_motion, rest_transforms
-from ..rotations import matrix_to_rotvec, rotvec_to_matrix
-from ..skeleton import JointKind, Skeleton
-from .fabrik_ops import EPS, shortest_rotation
+from ..model.kinematics import joint_motion, rest_transforms
+from ..model.rotations import matrix_to_rotvec, rotvec_to_matrix
+from ..model.skeleton import JointKind, Skeleton
+from .fabrik.primitives import EPS, shortest_rotation
 
 
 @dataclass(frozen=True)

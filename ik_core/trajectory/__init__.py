@@ -4,14 +4,7 @@
 from __future__ import annotations
 
 from .check import TrajectoryReport, check_trajectory, finite_differences
-from .io import (
-    read_joint_csv,
-    read_joint_json,
-    read_pose_csv,
-    write_joint_csv,
-    write_joint_json,
-    write_pose_csv,
-)
+from .io import read_joint_csv, read_joint_json, read_pose_csv, write_joint_csv, write_joint_json, write_pose_csv
 from .model import JointTrajectory, PoseTrajectory, TrajectoryError
 from .resample import resample, uniform_times
 

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidInputError, UnknownNameError
-from ..kinematics import jacobian
-from ..skeleton import Skeleton
+from ..model.kinematics import jacobian
+from ..model.skeleton import Skeleton
 from .model import JointTrajectory, TrajectoryError
 
 _LIMIT_TOL = 1e-9

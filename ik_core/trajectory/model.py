@@ -164,7 +164,7 @@ class PoseTrajectory:
 
     def matrices(self) -> np.ndarray:
         """(N, 4, 4) homogeneous transforms of the poses."""
-        from ..rotations import quat_to_matrix
+        from ..model.rotations import quat_to_matrix
 
         T = np.zeros((len(self), 4, 4))
         T[:, :3, :3] = quat_to_matrix(self.quaternions)

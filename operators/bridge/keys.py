@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import bpy
 import numpy as np
 
-from ...ik_core import rotations as rot
+from ...ik_core.model import rotations as rot
 from .. import compat
 from .errors import BridgeError
 from .rig import matrix_to_array

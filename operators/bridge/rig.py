@@ -10,7 +10,7 @@ import numpy as np
 
 from ...ik_core import Effector, Joint, JointKind, Skeleton
 from ...ik_core.limits import EulerLimit
-from ...ik_core.swing_limits import SwingTwistLimit
+from ...ik_core.limits.swing_twist import SwingTwistLimit
 from .errors import BridgeError
 
 AXES = ("x", "y", "z")

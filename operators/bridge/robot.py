@@ -12,8 +12,8 @@ import bpy
 import numpy as np
 
 from ...ik_core import ArticulateError, JointKind, Skeleton, effector_poses, forward_kinematics
-from ...ik_core.robot_model import RobotModel
-from ...ik_core.urdf_visuals import Visual, resolve_mesh
+from ...ik_core.formats.urdf_visuals import Visual, resolve_mesh
+from ...ik_core.robots.model import RobotModel
 from .build import sphere_mesh_data
 from .errors import BridgeError
 

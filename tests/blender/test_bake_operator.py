@@ -81,7 +81,7 @@ def test_bake_respects_the_bones_ik_limits(demo, core):
     elbow.lock_ik_y = True
     elbow.use_ik_limit_x, elbow.ik_min_x, elbow.ik_max_x = True, math.radians(-5), math.radians(120)
     assert _bake() == {"FINISHED"}
-    rot = core.rotations
+    rot = core.model.rotations
     for f in range(1, 31, 3):
         bpy.context.scene.frame_set(f)
         q = np.array(elbow.matrix_basis.to_quaternion())

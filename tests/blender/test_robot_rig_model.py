@@ -20,7 +20,7 @@ def _import(tmp_path: Path, text: str, name: str, tools: str = "") -> bpy.types.
 
 
 def _write_pose_csv(core, path: Path, poses: np.ndarray, fps: float) -> None:
-    quats = core.rotations.matrix_to_quat(poses[:, :3, :3])
+    quats = core.model.rotations.matrix_to_quat(poses[:, :3, :3])
     rows = ["time,x,y,z,qw,qx,qy,qz"]
     for k, (T, q) in enumerate(zip(poses, quats)):
         rows.append(",".join(repr(float(v)) for v in (k / fps, *T[:3, 3], *q)))
@@ -58,7 +58,7 @@ def test_rail_arm_bakes_every_joint_kind_exactly(empty_scene, core, addon_module
     joint past pi: a bake that locks the rail, limits the wide joint to +-pi or wraps keys cannot
     follow it. Every exported value is the joint value, inside the URDF limits.
     """
-    model_mod = addon_module("ik_core.robot_model")
+    model_mod = addon_module("ik_core.robots.model")
     arm = _import(tmp_path, rail_arm_urdf(), "rail")
     model = model_mod.RobotModel.from_json(arm["articulate_robot_model"])
     assert [c.tool_link for c in arm.articulate.chains] == ["tool0"]
@@ -103,7 +103,7 @@ def test_rail_arm_bakes_every_joint_kind_exactly(empty_scene, core, addon_module
 
 def test_model_survives_save_and_reload(empty_scene, core, addon_module, tmp_path):
     """The stored model is in the .blend: after a reload the rig solves on the identical model."""
-    model_mod = addon_module("ik_core.robot_model")
+    model_mod = addon_module("ik_core.robots.model")
     arm = _import(tmp_path, rail_arm_urdf(), "rail")
     before = arm["articulate_robot_model"]
     path = tmp_path / "saved.blend"
@@ -126,7 +126,7 @@ def test_dual_arm_tree_solves_both_chains_together(empty_scene, core, addon_modu
 
     The torso joint is shared: the two chains are solved together, so it has one value.
     """
-    model_mod = addon_module("ik_core.robot_model")
+    model_mod = addon_module("ik_core.robots.model")
     arm = _import(tmp_path, dual_arm_urdf(), "dual")
     model = model_mod.RobotModel.from_json(arm["articulate_robot_model"])
     assert sorted(c.tool_link for c in arm.articulate.chains) == ["l_tool", "r_tool"]

@@ -28,7 +28,7 @@ def test_rig_fk_matches_the_preset(empty_scene, core, addon_module, preset):
     assert bpy.ops.articulate.robot_add(preset=preset) == {"FINISHED"}
     arm = bpy.context.object
     robot = addon_module("operators.bridge.robot")
-    skeleton = core.robots.load_preset(preset)
+    skeleton = core.robots.presets.load_preset(preset)
     rng = np.random.default_rng(3)
     lo, hi = np.maximum(skeleton.lower, -np.pi), np.minimum(skeleton.upper, np.pi)
     for _ in range(5):
@@ -54,7 +54,7 @@ def test_rig_limits_are_blender_limits(ur5, core):
 def test_solving_to_the_target_reaches_the_pose(ur5, core):
     """Moving the target and solving the frame puts the tool frame on the target (position and rotation)."""
     target = ur5.articulate.chains[0].target
-    skeleton = core.robots.load_preset("ur5")
+    skeleton = core.robots.presets.load_preset("ur5")
     q = np.array([0.3, -1.2, 1.4, -0.9, 1.1, 0.4])
     goal = core.effector_poses(skeleton, q, "tool")
     from mathutils import Matrix
@@ -134,7 +134,7 @@ def test_bad_trajectory_file_changes_nothing(ur5, tmp_path):
 def test_branches_listed_and_used_for_the_bake(ur5, core, addon_module):
     """Several distinct branches are listed; using one poses and keys it, and a bake from there keeps it."""
     target = ur5.articulate.chains[0].target
-    skeleton = core.robots.load_preset("ur5")
+    skeleton = core.robots.presets.load_preset("ur5")
     q = np.array([0.3, -1.2, 1.4, -0.9, 1.1, 0.4])
     from mathutils import Matrix
 

@@ -1,0 +1,8 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""File formats read into the model: URDF (robots, with their link geometry) and BVH (motion capture).
+
+- :mod:`.urdf_model`: the URDF document as data, checked (joint types, tree, mimics).
+- :mod:`.urdf`: URDF text or files to a :class:`~ik_core.model.skeleton.Skeleton`.
+- :mod:`.urdf_visuals`: link geometry and where its meshes are.
+- :mod:`.bvh`: BVH motion capture to skeletons and joint rotations.
+"""

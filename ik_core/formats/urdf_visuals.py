@@ -1,0 +1,133 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Visual geometry of URDF links (boxes, cylinders, spheres, meshes) and mesh path resolution."""
+
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import URDFError
+from ..model.euler import make_transform, rpy_to_matrix
+
+KINDS = ("box", "cylinder", "sphere", "mesh")
+
+
+@dataclass(frozen=True)
+class Visual:
+    """One ``<visual>`` of a link.
+
+    Attributes:
+        link: Name of the link it belongs to.
+        kind: "box", "cylinder", "sphere" or "mesh".
+        origin: (4, 4) pose of the geometry in the link frame.
+        size: Box (x, y, z) [m]; cylinder (radius, length) [m] along local Z; sphere (radius,).
+        filename: Mesh file name as written in the URDF (``package://...`` or a path).
+        scale: (3,) mesh scale.
+    """
+
+    link: str
+    kind: str
+    origin: np.ndarray
+    size: tuple[float, ...] = ()
+    filename: str = ""
+    scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
+
+
+def _floats(text: str | None, n: int, where: str, default: tuple[float, ...] | None = None) -> tuple[float, ...]:
+    if text is None:
+        if default is None:
+            raise URDFError(f"{where}: missing value")
+        return default
+    try:
+        values = tuple(float(v) for v in text.split())
+    except ValueError:
+        raise URDFError(f"{where}: {text!r} is not {n} number(s)") from None
+    if len(values) != n or not all(np.isfinite(values)):
+        raise URDFError(f"{where}: {text!r} needs {n} finite number(s)")
+    return values
+
+
+def parse_visuals(source: str | os.PathLike) -> list[Visual]:
+    """Every link visual of a URDF file (or XML string).
+
+    Args:
+        source: A URDF file path, or the XML text itself.
+
+    Returns:
+        The visuals in file order.
+
+    Raises:
+        URDFError: Unreadable XML or a malformed visual, naming the link and element.
+    """
+    text = str(source)
+    try:
+        root = ET.fromstring(text) if text.lstrip().startswith("<") else ET.parse(text).getroot()
+    except (ET.ParseError, OSError) as err:
+        raise URDFError(f"cannot read URDF visuals from {text[:80]!r}: {err}") from None
+    visuals = []
+    for link in root.findall("link"):
+        name = link.get("name", "?")
+        for k, vis in enumerate(link.findall("visual")):
+            where = f"link {name!r} visual {k}"
+            origin_el = vis.find("origin")
+            attrs = origin_el.attrib if origin_el is not None else {}
+            xyz = _floats(attrs.get("xyz"), 3, f"{where} <origin xyz>", (0.0, 0.0, 0.0))
+            rpy = _floats(attrs.get("rpy"), 3, f"{where} <origin rpy>", (0.0, 0.0, 0.0))
+            origin = make_transform(rpy_to_matrix(np.array(rpy)), np.array(xyz))
+            geom = vis.find("geometry")
+            shape = next(iter(geom), None) if geom is not None else None
+            if shape is None or shape.tag not in KINDS:
+                tag = None if shape is None else shape.tag
+                raise URDFError(f"{where}: <geometry> needs one of {', '.join(KINDS)}, got {tag!r}")
+            if shape.tag == "box":
+                visuals.append(Visual(name, "box", origin, _floats(shape.get("size"), 3, f"{where} <box size>")))
+            elif shape.tag == "cylinder":
+                r = _floats(shape.get("radius"), 1, f"{where} <cylinder radius>")
+                length = _floats(shape.get("length"), 1, f"{where} <cylinder length>")
+                visuals.append(Visual(name, "cylinder", origin, r + length))
+            elif shape.tag == "sphere":
+                visuals.append(Visual(name, "sphere", origin, _floats(shape.get("radius"), 1, f"{where} <sphere>")))
+            else:
+                filename = shape.get("filename")
+                if not filename:
+                    raise URDFError(f"{where}: <mesh> needs a filename")
+                scale = _floats(shape.get("scale"), 3, f"{where} <mesh scale>", (1.0, 1.0, 1.0))
+                visuals.append(Visual(name, "mesh", origin, (), filename, scale))  # type: ignore[arg-type]
+    return visuals
+
+
+def resolve_mesh(
+    filename: str, urdf_dir: str | os.PathLike | None, package_dirs: list[str] | tuple = ()
+) -> Path | None:
+    """The file a URDF mesh reference points to, or None when it cannot be found.
+
+    ``package://pkg/rest`` is looked up as ``<dir>/pkg/rest`` and ``<dir>/rest`` under each of
+    ``package_dirs`` (and the URDF's own folder and its parents); ``file://`` and plain paths
+    are taken relative to the URDF's folder.
+
+    Args:
+        filename: The mesh reference as written in the URDF.
+        urdf_dir: Folder of the URDF file, or None for a URDF given as text.
+        package_dirs: Folders to resolve ``package://`` references against.
+
+    Returns:
+        The existing file, or None.
+    """
+    candidates: list[Path] = []
+    base = Path(urdf_dir) if urdf_dir else None
+    if filename.startswith("package://"):
+        rest = filename[len("package://") :]
+        pkg, _, sub = rest.partition("/")
+        roots = [Path(d) for d in package_dirs]
+        if base is not None:
+            roots += [base, *base.parents][:4]
+        for root in roots:
+            candidates += [root / pkg / sub, root / sub]
+    else:
+        path = Path(filename[len("file://") :] if filename.startswith("file://") else filename)
+        candidates.append(path if path.is_absolute() or base is None else base / path)
+    return next((c for c in candidates if c.is_file()), None)

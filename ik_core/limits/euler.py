@@ -1,0 +1,144 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Per-axis Euler-angle limits of ball joints, with Blender's pose-bone IK semantics."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import LimitError
+from ..model.euler import AXIS_INDICES, euler_to_matrix_unchecked, matrix_to_euler_unchecked
+from ..model.rotations import EULER_ORDERS
+from .ball import EULER_AXES, GIMBAL_COS, TWO_PI, BallLimit, circular_clamp, clamp_ranges
+
+
+@dataclass(frozen=True)
+class EulerLimit(BallLimit):
+    """Per-axis Euler-angle ranges of a ball joint, with Blender's pose-bone IK semantics.
+
+    The joint rotation ``R`` is read as Blender Euler angles in ``order`` ('XYZ' means
+    ``R = Rz @ Ry @ Rx``), stored as (x, y, z) whatever the order. A locked axis has the
+    range [0, 0]; an axis whose range spans 2 pi or more is free. Both Euler decompositions
+    of a rotation are considered, and at gimbal lock only the coupled combination of the
+    first and last angles is checked. Projection clamps each angle (of both decompositions)
+    into its range and keeps the result closer to ``R``: close to, not exactly, the nearest
+    feasible rotation.
+
+    Attributes:
+        lower: (3,) lower angles [rad] about X, Y, Z.
+        upper: (3,) upper angles [rad] about X, Y, Z.
+        locked: (3,) True for axes that may not rotate at all.
+        order: Euler order, one of 'XYZ', 'XZY', 'YXZ', 'YZX', 'ZXY', 'ZYX'.
+
+    Raises:
+        LimitError: A lower angle above its upper one, a NaN, a bad shape or an unknown order.
+    """
+
+    lower: Sequence[float] = (-np.pi, -np.pi, -np.pi)
+    upper: Sequence[float] = (np.pi, np.pi, np.pi)
+    locked: Sequence[bool] = (False, False, False)
+    order: str = "XYZ"
+    _lo: np.ndarray = field(init=False, repr=False, compare=False)
+    _hi: np.ndarray = field(init=False, repr=False, compare=False)
+    _clamp: tuple[np.ndarray, np.ndarray, np.ndarray] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.order not in EULER_ORDERS:
+            raise LimitError(f"unknown Euler order {self.order!r}; valid orders: {', '.join(EULER_ORDERS)}")
+        lo = np.asarray(self.lower, dtype=float)
+        hi = np.asarray(self.upper, dtype=float)
+        lk = np.asarray(self.locked, dtype=bool)
+        for name, arr in (("lower", lo), ("upper", hi), ("locked", lk)):
+            if arr.shape != (3,):
+                raise LimitError(f"EulerLimit {name} must hold 3 values (X, Y, Z), got shape {arr.shape}")
+        for n in range(3):
+            if np.isnan(lo[n]) or np.isnan(hi[n]) or lo[n] > hi[n]:
+                raise LimitError(
+                    f"EulerLimit axis {EULER_AXES[n]}: lower {lo[n]} rad must not exceed upper {hi[n]} rad"
+                )
+        object.__setattr__(self, "lower", tuple(float(v) for v in lo))
+        object.__setattr__(self, "upper", tuple(float(v) for v in hi))
+        object.__setattr__(self, "locked", tuple(bool(v) for v in lk))
+        lo_eff, hi_eff = np.where(lk, 0.0, lo), np.where(lk, 0.0, hi)
+        free = ~(hi_eff - lo_eff < TWO_PI)
+        lo_eff, hi_eff = np.where(free, -np.inf, lo_eff), np.where(free, np.inf, hi_eff)
+        # Finite stand-ins for free axes, as circular_clamp makes them, precomputed for the hot path.
+        clamp = (np.where(free, -np.pi, lo_eff), np.where(free, np.pi, hi_eff), free)
+        for arr in (lo_eff, hi_eff, *clamp):
+            arr.setflags(write=False)
+        object.__setattr__(self, "_lo", lo_eff)
+        object.__setattr__(self, "_hi", hi_eff)
+        object.__setattr__(self, "_clamp", clamp)
+
+    @classmethod
+    def from_blender(
+        cls,
+        use_limit: Sequence[bool] = (False, False, False),
+        minimum: Sequence[float] = (-np.pi, -np.pi, -np.pi),
+        maximum: Sequence[float] = (np.pi, np.pi, np.pi),
+        lock: Sequence[bool] = (False, False, False),
+        order: str = "XYZ",
+    ) -> EulerLimit:
+        """Build from a pose bone's ``use_ik_limit_*``, ``ik_min_*``, ``ik_max_*``, ``lock_ik_*``.
+
+        Args:
+            use_limit: (3,) whether X, Y, Z are limited; an unlimited axis gets (-pi, pi).
+            minimum: (3,) ``ik_min_x/y/z`` [rad].
+            maximum: (3,) ``ik_max_x/y/z`` [rad].
+            lock: (3,) ``lock_ik_x/y/z``.
+            order: Euler order used to read the joint rotation.
+
+        Returns:
+            The limit.
+        """
+        use = np.asarray(use_limit, dtype=bool)
+        lower = np.where(use, np.asarray(minimum, dtype=float), -np.pi)
+        upper = np.where(use, np.asarray(maximum, dtype=float), np.pi)
+        return cls(tuple(lower), tuple(upper), tuple(bool(v) for v in lock), order)
+
+    def _project(self, R: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
+        i, j, k = AXIS_INDICES[self.order]
+        parity = 1.0 if (j - i) % 3 == 1 else -1.0
+        lo, hi = self._lo, self._hi
+        e0 = matrix_to_euler_unchecked(R, self.order)
+        c0, d0 = clamp_ranges(e0, *self._clamp)
+        ok = d0.max(axis=-1) <= tol
+        # Inside by the first decomposition: the checks below could only add to ``ok``.
+        if ok.all():
+            return R, ok
+        # The other Tait-Bryan decomposition of the same rotation.
+        e1 = e0.copy()
+        e1[..., i] += np.pi
+        e1[..., j] = np.pi - e0[..., j]
+        e1[..., k] += np.pi
+        c1, d1 = clamp_ranges(e1, *self._clamp)
+        ok |= d1.max(axis=-1) <= tol
+        gimbal = np.abs(np.cos(e0[..., j])) < GIMBAL_COS
+        if gimbal.any():  # the coupled check below can only change rows at gimbal lock
+            # Gimbal lock: R = Rk(a_k - p s a_i) Rj(a_j), so only that combination must fit.
+            s = np.where(np.sin(e0[..., j]) < 0.0, -1.0, 1.0)
+            m = -parity * s
+            combo = e0[..., k] + m * e0[..., i]
+            free_i, free_k = np.isinf(lo[i]), np.isinf(lo[k])
+            if free_i or free_k:
+                combo_ok = np.ones(combo.shape, dtype=bool)
+            else:
+                c_lo = lo[k] + np.minimum(m * lo[i], m * hi[i])
+                c_hi = hi[k] + np.maximum(m * lo[i], m * hi[i])
+                combo_ok = circular_clamp(combo, c_lo, c_hi)[1] <= tol
+            ok |= gimbal & (d0[..., j] <= tol) & combo_ok
+        if ok.all():
+            return R, ok
+        bad = ~ok
+        full = R if R.shape == ok.shape + (3, 3) else np.broadcast_to(R, ok.shape + (3, 3))
+        Rb = full[bad]
+        # Both clamped decompositions in one conversion.
+        R01 = euler_to_matrix_unchecked(np.concatenate([c0[bad], c1[bad]]), self.order)
+        R0, R1 = R01[: len(Rb)], R01[len(Rb) :]
+        # The larger trace of R^T R_i is the smaller rotation angle between them.
+        closer1 = np.einsum("nij,nij->n", Rb, R1) > np.einsum("nij,nij->n", Rb, R0)
+        out = np.array(full)
+        out[bad] = np.where(closer1[:, None, None], R1, R0)
+        return out, ok

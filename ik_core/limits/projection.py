@@ -1,0 +1,47 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Joint limits: box ranges on the skeleton, Euler and cone-twist limits for ball joints."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..model.skeleton import JointKind, Skeleton
+from .ball import FEASIBLE_TOL, TWO_PI, circular_clamp, ellipse_project
+from .cone_twist import ConeTwistLimit
+from .euler import EulerLimit
+
+__all__ = [
+    "FEASIBLE_TOL",
+    "TWO_PI",
+    "ConeTwistLimit",
+    "EulerLimit",
+    "circular_clamp",
+    "ellipse_project",
+    "limit_violation",
+    "project_configuration",
+]
+
+
+def project_configuration(skeleton: Skeleton, q: np.ndarray) -> np.ndarray:
+    """Nearest feasible configuration: box ranges clamped, ball-joint limits projected.
+
+    Args:
+        skeleton: The skeleton whose limits apply.
+        q: (..., dof) configurations [rad or m].
+
+    Returns:
+        (..., dof) configurations inside every limit.
+    """
+    q = np.clip(np.asarray(q, dtype=float), skeleton.lower, skeleton.upper)
+    for i, joint in enumerate(skeleton.joints):
+        if joint.kind is JointKind.BALL and joint.limit is not None and joint.dof:
+            s = skeleton.q_index[i]
+            q[..., s : s + 3] = joint.limit.project(q[..., s : s + 3])
+    return q
+
+
+def limit_violation(skeleton: Skeleton, q: np.ndarray) -> np.ndarray:
+    """(...,) largest amount [rad or m] by which any variable of ``q`` leaves its limits."""
+    q = np.asarray(q, dtype=float)
+    projected = project_configuration(skeleton, q)
+    return np.max(np.abs(q - projected), axis=-1, initial=0.0)

@@ -1,0 +1,102 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Blender's IK limit semantics for a bone: twist about its Y axis, swing about X and Z per side."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import LimitError
+from .ball import FEASIBLE_TOL, BallLimit, circular_clamp, ellipse_project
+from .cone_twist import ConeTwistLimit
+
+_AXES = "XYZ"
+
+
+@dataclass(frozen=True)
+class SwingTwistLimit(BallLimit):
+    """Per-axis ranges of a bone read as Blender's IK solver reads them.
+
+    A rotation is split as ``R = swing @ twist`` with the twist about the bone's Y axis. The
+    twist angle must lie in the Y range. The swing rotation vector (s_x, s_z) must lie, in each
+    quadrant, inside the ellipse whose semi-axes are that side's X and Z bounds (``upper`` on
+    the positive side, ``-lower`` on the negative one), so one-sided ranges such as an elbow's
+    [0, 150] degrees are exact. Unlike Euler ranges, a Y range stays a twist range whatever X
+    and Z do: with X and Z free, Euler angles (180, 19, 180) degrees are a 161 degree twist.
+
+    Attributes:
+        lower: (3,) lower bounds [rad] about X, Y, Z (each in [-pi, 0]).
+        upper: (3,) upper bounds [rad] about X, Y, Z (each in [0, pi]).
+        locked: (3,) axes that may not rotate at all.
+
+    Raises:
+        LimitError: A bound outside its range, lower > upper, or a bad shape.
+    """
+
+    lower: Sequence[float] = (-np.pi, -np.pi, -np.pi)
+    upper: Sequence[float] = (np.pi, np.pi, np.pi)
+    locked: Sequence[bool] = (False, False, False)
+    _lo: np.ndarray = field(init=False, repr=False, compare=False)
+    _hi: np.ndarray = field(init=False, repr=False, compare=False)
+    _split: ConeTwistLimit = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        lo = np.asarray(self.lower, dtype=float)
+        hi = np.asarray(self.upper, dtype=float)
+        lk = np.asarray(self.locked, dtype=bool)
+        for name, arr in (("lower", lo), ("upper", hi), ("locked", lk)):
+            if arr.shape != (3,):
+                raise LimitError(f"SwingTwistLimit {name} must hold 3 values (X, Y, Z), got shape {arr.shape}")
+        for n in range(3):
+            if not (-np.pi - 1e-9 <= lo[n] <= 1e-9 and -1e-9 <= hi[n] <= np.pi + 1e-9):
+                raise LimitError(
+                    f"SwingTwistLimit axis {_AXES[n]}: range [{lo[n]}, {hi[n]}] rad must satisfy "
+                    "-pi <= lower <= 0 <= upper <= pi (Blender's IK limits bracket the rest pose)"
+                )
+        object.__setattr__(self, "lower", tuple(float(v) for v in lo))
+        object.__setattr__(self, "upper", tuple(float(v) for v in hi))
+        object.__setattr__(self, "locked", tuple(bool(v) for v in lk))
+        lo_eff = np.where(lk, 0.0, np.clip(lo, -np.pi, 0.0))
+        hi_eff = np.where(lk, 0.0, np.clip(hi, 0.0, np.pi))
+        for arr in (lo_eff, hi_eff):
+            arr.setflags(write=False)
+        object.__setattr__(self, "_lo", lo_eff)
+        object.__setattr__(self, "_hi", hi_eff)
+        # The cone-twist limit's exact split and composition about Y, with no bounds of its own.
+        object.__setattr__(self, "_split", ConeTwistLimit(np.pi, np.pi, -np.pi, np.pi))
+
+    def _project(self, R: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
+        su, sw, tw = self._split.swing_twist_angles(R)
+        lo, hi = self._lo, self._hi
+        tw_c, tw_d = circular_clamp(tw, lo[1], hi[1])
+        # Early out: a rotation inside its quadrant's ellipse and twist range is returned as is
+        # (the common case of a feasible warm start), without the per-quadrant projections.
+        a = np.where(su >= 0, hi[0], -lo[0])
+        b = np.where(sw >= 0, hi[2], -lo[2])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inside = np.where(a > 0, (su / np.where(a > 0, a, 1.0)) ** 2, np.where(su == 0, 0.0, np.inf)) + np.where(
+                b > 0, (sw / np.where(b > 0, b, 1.0)) ** 2, np.where(sw == 0, 0.0, np.inf)
+            ) <= 1.0
+        if np.all(inside & (tw_d <= tol)):
+            return R, np.ones(np.shape(tw), dtype=bool)
+        pu, pw = np.array(su, dtype=float), np.array(sw, dtype=float)
+        # One ellipse per quadrant of (s_x, s_z): each side of each axis has its own bound.
+        for pos_u in (True, False):
+            for pos_w in (True, False):
+                sel = ((su >= 0) == pos_u) & ((sw >= 0) == pos_w)
+                if sel.any():
+                    a = hi[0] if pos_u else -lo[0]
+                    b = hi[2] if pos_w else -lo[2]
+                    pu[sel], pw[sel] = ellipse_project(su[sel], sw[sel], a, b)
+        ok = (tw_d <= tol) & (np.hypot(su - pu, sw - pw) <= tol)
+        if ok.all():
+            return R, ok
+        bad = ~ok
+        out = np.array(np.broadcast_to(R, ok.shape + (3, 3)))
+        out[bad] = self._split.compose(pu[bad], pw[bad], tw_c[bad])
+        return out, ok
+
+
+__all__ = ["FEASIBLE_TOL", "SwingTwistLimit"]

@@ -1,0 +1,356 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A robot's kinematic model as a rig stores it: the whole URDF tree, home pose and limits, in JSON.
+
+A robot rig is built from a :class:`RobotModel` and keeps it (serialized with
+:meth:`RobotModel.to_json`) so that every bake, check, branch search and export solves on the
+model itself, never on one re-derived from bone settings: prismatic joints, ranges wider than
+2 pi, continuous joints and trees all survive a save and reload exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from ..errors import SkeletonError, URDFError
+from ..formats.urdf import parse_urdf
+from ..formats.urdf_model import UrdfJoint, UrdfModel
+from ..model.kinematics import effector_poses
+from ..model.skeleton import Mimic, Skeleton
+from .presets import preset_info
+
+SCHEMA = "articulate-robot-model/1"
+_TOOL_NAMES = ("tool", "tcp", "flange", "end_effector", "ee_link", "eef")  # lower-case parts of tool link names
+
+
+def _finite_or_none(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+def _number(value: float | None, default: float) -> float:
+    return default if value is None else float(value)
+
+
+@dataclass(frozen=True, eq=False)
+class RobotModel:
+    """A robot as its URDF describes it, plus what a rig needs: home pose, limits, provenance.
+
+    Attributes:
+        urdf: The kinematic tree as written (links, joints, origins, axes, limits, mimics).
+        home: Home value of every moving (non-mimic) joint [rad or m]; missing joints use the
+            middle of their range (0 when unbounded), clipped into the limits.
+        acceleration: Acceleration limit per moving joint [rad/s^2 or m/s^2], where known.
+        source: Where the model came from: ``{"urdf": path}`` or ``{"preset": name,
+            "citation": ...}``; shown in reports.
+    """
+
+    urdf: UrdfModel
+    home: Mapping[str, float] = field(default_factory=dict)
+    acceleration: Mapping[str, float] = field(default_factory=dict)
+    source: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        moving = set(self.joint_order)
+        for what, values in (("home", self.home), ("acceleration", self.acceleration)):
+            unknown = sorted(set(values) - moving)
+            if unknown:
+                raise SkeletonError(
+                    f"robot {self.name!r}: {what} names {', '.join(map(repr, unknown))}, which are not "
+                    f"moving joints; moving joints: {', '.join(map(repr, self.joint_order))}"
+                )
+
+    # --- construction ----------------------------------------------------------------------
+    @classmethod
+    def from_urdf(cls, source: str | os.PathLike) -> RobotModel:
+        """The model of a URDF file (or XML string), every link and joint of its tree.
+
+        Raises:
+            URDFError: A malformed file; closed loops (a link with two parent joints) and
+                floating or planar joints are refused with a message naming the joint.
+        """
+        urdf = parse_urdf(source)
+        where = {} if isinstance(source, str) and source.lstrip().startswith("<") else {"urdf": os.fspath(source)}
+        return cls(urdf, source=where)
+
+    @classmethod
+    def from_preset(cls, name: str, folder: str | os.PathLike | None = None) -> RobotModel:
+        """The model of a bundled robot preset (see :mod:`ik_core.robots.presets`).
+
+        The preset's tool frame becomes a link of its own (joined to the last link by a fixed
+        joint) unless it is the last link itself.
+
+        Raises:
+            UnknownNameError: No preset has that name.
+            SkeletonError: The preset file is malformed.
+        """
+        info = preset_info(name, folder)
+        base = str(info.get("base_link") or "base_link")
+        links, joints, parent = [base], [], base
+        for entry in info["joints"]:
+            child = str(entry.get("link") or f"{entry['name']}_link")
+            kind = entry["type"]
+            limited = kind in ("revolute", "prismatic")
+            joints.append(UrdfJoint(
+                entry["name"], kind, parent, child, tuple(entry.get("xyz", (0.0, 0.0, 0.0))),
+                tuple(entry.get("rpy", (0.0, 0.0, 0.0))), tuple(entry.get("axis") or (1.0, 0.0, 0.0)),
+                float(entry["lower"]) if limited else -math.inf, float(entry["upper"]) if limited else math.inf,
+                _number(entry.get("velocity"), math.inf),
+            ))
+            links.append(child)
+            parent = child
+        tool = info["tool"]
+        xyz, rpy = tuple(tool.get("xyz", (0.0, 0.0, 0.0))), tuple(tool.get("rpy", (0.0, 0.0, 0.0)))
+        if tool["name"] != parent or any(xyz) or any(rpy):
+            tool_link = tool["name"] if tool["name"] not in links else f"{tool['name']}_tool"
+            joint_names = {j.name for j in joints}
+            joint_name = next(n for n in (f"{tool_link}_joint", f"{tool_link}_fixed_joint") if n not in joint_names)
+            joints.append(UrdfJoint(joint_name, "fixed", parent, tool_link, xyz, rpy))
+            links.append(tool_link)
+        moving = [n for n in info["joint_names"]]
+        accel = {n: a for n, a in zip(moving, info.get("acceleration") or ()) if a is not None}
+        home = dict(zip(moving, info["home_q"]))
+        urdf = UrdfModel(str(info["name"]), tuple(links), tuple(joints))
+        return cls(urdf, home, accel, {"preset": str(info["name"]), "citation": str(info.get("source", ""))})
+
+    # --- structure -------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        """The robot's name."""
+        return self.urdf.name
+
+    @cached_property
+    def joint_order(self) -> tuple[str, ...]:
+        """Moving, non-mimic joints in URDF document order: the order of exported trajectories."""
+        return tuple(j.name for j in self.urdf.joints if j.type != "fixed" and j.mimic is None)
+
+    @cached_property
+    def skeleton(self) -> Skeleton:
+        """The whole tree from the root link: one joint per URDF joint, one effector per link.
+
+        Effectors are named after their links (identity offsets), so any link can be a tool;
+        ``preferred_q`` is the home pose.
+        """
+        tips = [j.child for j in self.urdf.joints]
+        whole = self.urdf.to_skeleton(None, tips)
+        return Skeleton(whole.joints, whole.effectors, name=self.name,
+                        preferred_q=self._home_for(whole.moving_joint_names, whole))
+
+    def _home_for(self, names: Sequence[str], skeleton: Skeleton) -> np.ndarray:
+        mid = skeleton.mid_q()
+        q = np.array([self.home.get(n, mid[i]) for i, n in enumerate(names)], dtype=float)
+        return np.clip(q, skeleton.lower, skeleton.upper)
+
+    def links_below(self, base_link: str | None = None) -> list[str]:
+        """Links that can be a tool of a chain from ``base_link``: those below it with a moving joint between.
+
+        Raises:
+            UnknownNameError: ``base_link`` is not a link of the robot (the message lists them).
+        """
+        base = base_link or self.urdf.root_link
+        self.urdf.leaf_links(base)  # validates the name
+        by_child = {j.child: j for j in self.urdf.joints}
+        below = []
+        for link in self.urdf.links:
+            moving, at = False, link
+            while at != base and at in by_child:
+                moving |= by_child[at].type != "fixed"
+                at = by_child[at].parent
+            if at == base and link != base and moving:
+                below.append(link)
+        return below
+
+    def default_tools(self) -> list[str]:
+        """Tool links a new rig gets one chain each for: one per arm or leg of the moving tree.
+
+        Leaf links with a tool-like name (tool, tcp, flange, end_effector, ee_link, eef) are
+        tools. Every other branch end (a moving joint with no moving joint below it: an arm's
+        last wrist joint, a leg's ankle) gets one too, unless a named tool already ends that
+        branch or a branch above it (a gripper's fingers under a named tool frame). Of the leaf
+        links rigidly attached below a branch end, the tool is the deepest, else the last written.
+        """
+        by_child = {j.child: j for j in self.urdf.joints}
+        order = {link: k for k, link in enumerate(self.urdf.links)}
+
+        def moving_above(link: str) -> list[str]:
+            """Moving joints from ``link`` up to the root, nearest first."""
+            out = []
+            while link in by_child:
+                if by_child[link].type != "fixed":
+                    out.append(by_child[link].name)
+                link = by_child[link].parent
+            return out
+
+        def fixed_depth(link: str) -> int:
+            depth = 0
+            while link in by_child and by_child[link].type == "fixed":
+                link, depth = by_child[link].parent, depth + 1
+            return depth
+
+        leaves = [link for link in self.urdf.leaf_links() if moving_above(link)]
+        named = [link for link in leaves if any(key in link.lower() for key in _TOOL_NAMES)]
+        covered = {moving_above(link)[0] for link in named}
+        has_moving_child = {m for link in leaves for m in moving_above(link)[1:]}
+        best: dict[str, tuple[tuple[int, int], str]] = {}
+        for leaf in leaves:
+            above = moving_above(leaf)
+            end = above[0]
+            if leaf in named or end in has_moving_child or covered & set(above):
+                continue
+            score = (fixed_depth(leaf), order[leaf])
+            if end not in best or score > best[end][0]:
+                best[end] = (score, leaf)
+        tools = named + [leaf for _score, leaf in best.values()]
+        return sorted(tools, key=order.__getitem__)
+
+    def chain_skeleton(self, tools: str | Sequence[str], base_link: str | None = None) -> Skeleton:
+        """The sub-tree from ``base_link`` to one or more tool links, as a skeleton to solve on.
+
+        The base link's frame is the skeleton's world; each tool link is an effector of its
+        own name; ``preferred_q`` is the home pose of the joints kept.
+
+        Raises:
+            SkeletonError: A tool link that is not below the base through a moving joint; the
+                message lists the valid tool links.
+            UnknownNameError: An unknown base link.
+        """
+        names = [tools] if isinstance(tools, str) else list(tools)
+        valid = self.links_below(base_link)
+        base = base_link or self.urdf.root_link
+        for tool in names:
+            if tool not in valid:
+                shown = ", ".join(map(repr, valid)) or "none"
+                raise SkeletonError(
+                    f"tool link {tool!r} is not below base link {base!r} through a moving joint; "
+                    f"valid tool links: {shown}"
+                )
+        sk = self.urdf.to_skeleton(base, names)
+        return Skeleton(sk.joints, sk.effectors, name=f"{self.name}:{'+'.join(names)}",
+                        preferred_q=self._home_for(sk.moving_joint_names, sk))
+
+    def link_rest_frame(self, link: str) -> np.ndarray:
+        """(4, 4) the link's frame in the robot's root frame at q = 0 [m]."""
+        if link == self.urdf.root_link:
+            return np.eye(4)
+        sk = self.skeleton
+        return effector_poses(sk, np.zeros(sk.dof), link)
+
+    # --- serialization ---------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-compatible data; :meth:`from_dict` rebuilds an identical model.
+
+        Unbounded limits are written as ``null`` (JSON has no infinity); floats round-trip
+        exactly (``json`` writes ``repr``).
+        """
+        def joint(j: UrdfJoint) -> dict[str, Any]:
+            entry: dict[str, Any] = {
+                "name": j.name, "type": j.type, "parent": j.parent, "child": j.child,
+                "xyz": list(j.xyz), "rpy": list(j.rpy), "axis": list(j.axis),
+                "lower": _finite_or_none(j.lower), "upper": _finite_or_none(j.upper),
+                "velocity": _finite_or_none(j.velocity), "effort": _finite_or_none(j.effort),
+            }
+            if j.mimic is not None:
+                entry["mimic"] = {"joint": j.mimic.joint, "multiplier": j.mimic.multiplier,
+                                  "offset": j.mimic.offset}
+            return entry
+
+        return {
+            "schema": SCHEMA,
+            "name": self.name,
+            "links": list(self.urdf.links),
+            "joints": [joint(j) for j in self.urdf.joints],
+            "home": {k: float(v) for k, v in self.home.items()},
+            "acceleration": {k: float(v) for k, v in self.acceleration.items()},
+            "source": dict(self.source),
+        }
+
+    def to_json(self) -> str:
+        """The model as a JSON string (see :meth:`to_dict`)."""
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RobotModel:
+        """The model :meth:`to_dict` wrote.
+
+        Raises:
+            URDFError: Data of another schema, or a malformed entry (the message names it).
+        """
+        if not isinstance(data, Mapping) or data.get("schema") != SCHEMA:
+            found = data.get("schema") if isinstance(data, Mapping) else type(data).__name__
+            raise URDFError(f"stored robot model has schema {found!r}, expected {SCHEMA!r}")
+        try:
+            joints = []
+            for j in data["joints"]:
+                mimic = j.get("mimic")
+                joints.append(UrdfJoint(
+                    j["name"], j["type"], j["parent"], j["child"], tuple(j["xyz"]), tuple(j["rpy"]),
+                    tuple(j["axis"]), _number(j["lower"], -math.inf), _number(j["upper"], math.inf),
+                    _number(j["velocity"], math.inf), _number(j["effort"], math.inf),
+                    Mimic(mimic["joint"], mimic["multiplier"], mimic["offset"]) if mimic else None,
+                ))
+            urdf = UrdfModel(data["name"], tuple(data["links"]), tuple(joints))
+        except (KeyError, TypeError, ValueError) as err:
+            if isinstance(err, URDFError):
+                raise
+            raise URDFError(f"stored robot model is malformed: {type(err).__name__} {err}") from None
+        return cls(urdf, dict(data.get("home", {})), dict(data.get("acceleration", {})), dict(data.get("source", {})))
+
+    @classmethod
+    def from_json(cls, text: str) -> RobotModel:
+        """The model :meth:`to_json` wrote.
+
+        Raises:
+            URDFError: Text that is not JSON, or not a stored robot model.
+        """
+        try:
+            data = json.loads(text)
+        except (TypeError, json.JSONDecodeError) as err:
+            raise URDFError(f"stored robot model is not valid JSON: {err}") from None
+        return cls.from_dict(data)
+
+    # --- joint values ----------------------------------------------------------------------
+    def limits(self) -> tuple[np.ndarray, np.ndarray]:
+        """(J,) lower and (J,) upper limits of :attr:`joint_order` [rad or m]; +-inf where unbounded."""
+        by_name = {j.name: j for j in self.urdf.joints}
+        lower = np.array([by_name[n].lower for n in self.joint_order], dtype=float)
+        upper = np.array([by_name[n].upper for n in self.joint_order], dtype=float)
+        return lower, upper
+
+    def kinds(self) -> tuple[str, ...]:
+        """URDF type of each joint of :attr:`joint_order` (revolute, continuous or prismatic)."""
+        by_name = {j.name: j for j in self.urdf.joints}
+        return tuple(by_name[n].type for n in self.joint_order)
+
+
+def wrap_into_limits(q: np.ndarray, lower: np.ndarray, upper: np.ndarray, revolute: np.ndarray) -> np.ndarray:
+    """Joint values moved by whole turns into ``[lower, upper]`` where that is possible.
+
+    A solver may return a revolute joint's angle 2 pi away from the equivalent legal value; a
+    key must be the joint value itself. Values already inside stay; values no whole turn brings
+    inside are left for the caller's limit check.
+
+    Args:
+        q: (..., J) joint values [rad or m].
+        lower: (J,) lower limits; -inf where unbounded.
+        upper: (J,) upper limits; inf where unbounded.
+        revolute: (J,) True for revolute joints (the only ones a turn applies to).
+
+    Returns:
+        (..., J) the values, as float64.
+    """
+    q = np.array(q, dtype=float)
+    turn = 2.0 * np.pi
+    finite = revolute & np.isfinite(lower) & np.isfinite(upper)
+    below = finite & (q < lower)
+    above = finite & (q > upper)
+    up = np.ceil((lower - q) / turn) * turn
+    down = np.floor((upper - q) / turn) * turn
+    q = np.where(below & (q + up <= upper), q + up, q)
+    q = np.where(above & (q + down >= lower), q + down, q)
+    return q

@@ -1,0 +1,327 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Global redundancy resolution of a take: the self-motion sampled on grids, the smoothest path by dynamic programming.
+
+A 7-joint arm tracking 6-D poses has a one-parameter family of solutions per frame (its
+self-motion). Tracking frame by frame picks one member per frame from the last, so the
+choice drifts and may later sit on a joint limit or on the wrong side of a singularity when
+the path forces a jump. Knowing the whole take, the family can be searched instead: one
+variable (or two, each on its own grid) is held at each value of a fine grid, every grid
+value is tracked over the take as a non-redundant problem, and dynamic programming finds
+the path through (frame, grid value) states with the fewest and smallest jumps, which may
+also follow the frame-by-frame answer wherever that one is smooth. With two held variables
+each also has a second grid, seeded wherever the other variable's grid folds, so a path can
+change grids exactly there.
+
+:func:`~ik_core.take.repair.search_repair` applies this to the stretches of a frame-by-frame
+answer around its jumps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .held import HeldSolver, null_vectors
+from .paths import MISS_PENALTY, candidate_paths, max_step, step_cost
+from .smoothing import solver_targets
+
+# Grid spacing of the held joint [rad or m]: neighbouring grid values must lie well inside the
+# largest accepted step, so the path may move along the self-motion without a jump.
+_CELL = 0.04
+# Grid values a path may move per frame (either way); near a fold the self-motion moves fast
+# along the grid (measured on the iiwa: 4 left 16 -> 4 jumps where 2 left 16).
+_REACH = 4
+# Gauss-Newton iterations per frame while tracking, and when a grid value is (re)seeded.
+_TRACK_ITERATIONS = 3
+_SEED_ITERATIONS = 12
+# Frames tracked together in one batch, each from the last solved frame moved on at its velocity:
+# short segments keep grid values on their own solution near folds (iiwa: 4 beat 2, 8 and 16) at
+# some cost per frame, so one held variable (a take without such folds) tracks 16 at a time.
+_SEGMENT = 4
+_SEGMENT_ONE_GRID = 16
+
+
+def _nearest_true(mask: np.ndarray) -> np.ndarray:
+    """(F, K) index of the nearest True entry along each row of ``mask`` (rows with none: 0)."""
+    F, K = mask.shape
+    idx = np.broadcast_to(np.arange(K), (F, K))
+    left = np.maximum.accumulate(np.where(mask, idx, -1), axis=1)
+    right = np.minimum.accumulate(np.where(mask, idx, K)[:, ::-1], axis=1)[:, ::-1]
+    use_left = (left >= 0) & ((right >= K) | (idx - left <= right - idx))
+    return np.where(use_left, left, np.where(right < K, right, 0))
+
+
+class _Grids:
+    """The states of one or more grids side by side: grid g holds variable ``held[g]``."""
+
+    def __init__(self, lower: np.ndarray, upper: np.ndarray, held) -> None:
+        self.held = [int(h) for h in held]
+        self.values, self.first, self.cell = [], [], []
+        offset = 0
+        for h in self.held:
+            lo, hi = float(lower[h]), float(upper[h])
+            if not (np.isfinite(lo) and np.isfinite(hi)):
+                lo, hi = -np.pi, np.pi
+            k = max(int(np.ceil((hi - lo) / _CELL)) + 1, 2)
+            self.values.append(np.linspace(lo, hi, k))
+            self.first.append(offset)
+            self.cell.append((hi - lo) / (k - 1))
+            offset += k
+        self.size = offset
+        self.state_held = np.concatenate([np.full(len(v), h) for h, v in zip(self.held, self.values)])
+        self.state_value = np.concatenate(self.values)
+        self.block = np.concatenate([np.full(len(v), g) for g, v in enumerate(self.values)])
+
+    def nearest_true(self, mask: np.ndarray) -> np.ndarray:
+        """(F, S) state index of the nearest True state of the same grid, per frame."""
+        out = np.empty(mask.shape, dtype=int)
+        for g, v in enumerate(self.values):
+            a = self.first[g]
+            out[:, a : a + len(v)] = a + _nearest_true(mask[:, a : a + len(v)])
+        return out
+
+    def nearest_on(self, g: int, value: np.ndarray) -> np.ndarray:
+        """State index on grid g whose value is nearest to ``value`` (...,)."""
+        k = np.rint((value - self.values[g][0]) / self.cell[g]).astype(int)
+        return self.first[g] + np.clip(k, 0, len(self.values[g]) - 1)
+
+
+def track_grid(
+    solver, targets: np.ndarray, start: np.ndarray, max_jump: float, held, steps_of=None,
+    incumbent: np.ndarray | None = None, incumbent_ok: np.ndarray | None = None,
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The smoothest joint paths over a take among the self-motions of a one-redundant chain.
+
+    Every value of each held variable's grid is tracked over the take (segments of frames
+    in one batch, each from the last solved frame moved on at its velocity; a value that
+    loses its target restarts from the nearest value of its grid that has it), then dynamic
+    programming finds the state sequence with the fewest and smallest steps above
+    ``max_jump`` and the least squared joint motion, moving at most ``_REACH`` values per
+    frame along a grid or across to the other grid's nearest values.
+
+    Args:
+        solver: A :class:`~ik_core.solvers.dls.solver.DLSSolver` whose chain has one more variable
+            than task rows.
+        targets: (N, ...) the take's targets as ``solver.solve`` takes them.
+        start: (dof,) configuration before the first frame (the path starts next to it).
+        max_jump: Largest accepted step between frames [rad or m].
+        held: Variables to hold, one grid each (see :func:`held_candidates`).
+        steps_of: ``steps_of(qa, qb)`` -> (...,) joint step measure; default max |qb - qa|.
+        incumbent: (N, dof) an answer to improve on, one more state per frame that the path
+            may follow and leave and join again, or None.
+        incumbent_ok: (N,) which frames of ``incumbent`` reach their targets.
+
+    Returns:
+        Candidate paths, each q (N, dof) and converged (N,): the cheapest, then (with an
+        incumbent, when that one leaves it) the cheapest that ends on the incumbent.
+    """
+    steps_of = max_step if steps_of is None else steps_of
+    tp, tr = solver_targets(solver, targets)
+    n = len(tp)
+    start = np.asarray(start, dtype=float)
+    held = tuple(int(h) for h in held)
+    # Two held variables: each gets a second grid for the other side of its self-motion circle.
+    layers = 2 if len(held) > 1 else 1
+    grids = _Grids(solver._lo, solver._hi, held * layers)
+    first_layer_size = grids.first[len(held)] if layers > 1 else grids.size
+    gs = HeldSolver(solver)
+    S, dof = grids.size, len(start)
+    hv, vv = grids.state_held, grids.state_value
+    Q = np.empty((n, S, dof))
+    ok = np.zeros((n, S), dtype=bool)
+    first = np.repeat(start[None], S, axis=0)
+    first[np.arange(S), hv] = vv
+    trk = None if tr is None else tr[:, None]
+    last = None
+    velocity = np.zeros((S, dof))
+    lo = 0
+    while lo < n:
+        hi = min(lo + (_SEGMENT_ONE_GRID if len(held) == 1 else _SEGMENT), n)
+        m = hi - lo
+        if last is None:
+            guess = np.repeat(first[None], m, axis=0)
+        else:
+            guess = last[None] + np.arange(1, m + 1)[:, None, None] * velocity[None]
+            guess[:, np.arange(S), hv] = vv
+        tps = np.broadcast_to(tp[lo:hi, None], (m, S, *tp.shape[1:])).reshape(m * S, *tp.shape[1:])
+        trs = None if tr is None else np.broadcast_to(trk[lo:hi], (m, S, *tr.shape[1:])).reshape(m * S, *tr.shape[1:])
+        q = guess.reshape(m * S, dof).copy()
+        conv = np.zeros(m * S, dtype=bool)
+        held_rows = np.tile(hv, m)
+        # Only states that had their target at the last frame are tracked on (if none had,
+        # every state starts again from where it got to).
+        live = np.ones(S, dtype=bool) if last is None or not ok[lo - 1].any() else ok[lo - 1].copy()
+        if last is None:
+            live[first_layer_size:] = False  # second layers wait for crossings to seed them
+        rows = np.flatnonzero(np.tile(live, m))
+        iters = _SEED_ITERATIONS if last is None else _TRACK_ITERATIONS
+        q[rows], conv[rows] = gs.run(q[rows], held_rows[rows], tps[rows], None if trs is None else trs[rows], iters)
+        # Near a singularity Gauss-Newton converges slowly: states short of their target get
+        # more iterations before they are given up.
+        slow = rows[~conv[rows]]
+        if len(slow) and iters < _SEED_ITERATIONS:
+            q[slow], conv[slow] = gs.run(q[slow], held_rows[slow], tps[slow], None if trs is None else trs[slow],
+                                         _SEED_ITERATIONS)
+        q, conv = q.reshape(m, S, dof), conv.reshape(m, S)
+        near = grids.nearest_true(conv)
+        gap = np.abs(near - np.arange(S)[None, :])
+        # The reachable part of a grid grows by a few values per frame at most: only values
+        # next to one that has its target are worth a restart, from that one moved to their own.
+        lost = ~conv & conv[np.arange(m)[:, None], near] & (gap <= _REACH + 1)
+        if lost.any():
+            f, k = np.nonzero(lost)
+            seed = q[f, near[f, k]].copy()
+            seed[np.arange(len(k)), hv[k]] = vv[k]
+            tpl = tps.reshape(m, S, *tp.shape[1:])[f, k]
+            trl = None if trs is None else trs.reshape(m, S, *tr.shape[1:])[f, k]
+            q2, conv2 = gs.run(seed, hv[k], tpl, trl, _SEED_ITERATIONS)
+            q[f[conv2], k[conv2]] = q2[conv2]
+            conv[f[conv2], k[conv2]] = True
+        if layers > 1:
+            _seed_crossings(gs, grids, q, conv, tps.reshape(m, S, *tp.shape[1:]),
+                            None if trs is None else trs.reshape(m, S, *tr.shape[1:]), max_jump)
+        Q[lo:hi], ok[lo:hi] = q, conv
+        prev = Q[hi - 2] if m > 1 else (last if last is not None else first)
+        both = ok[hi - 1] & (ok[hi - 2] if m > 1 else True)
+        step = Q[hi - 1] - prev
+        # A state (re)seeded at the last frame moved there from elsewhere: it has no velocity yet.
+        both &= np.max(np.abs(step), axis=-1) <= max_jump
+        velocity = np.where(both[:, None], step, 0.0)
+        last = Q[hi - 1]
+        lo = hi
+    if incumbent is not None:
+        # The answer so far is one more state per frame: the search keeps it where it is
+        # smooth and leaves it only where a grid path does better.
+        Q = np.concatenate([Q, np.asarray(incumbent, dtype=float)[:, None]], axis=1)
+        ok = np.concatenate([ok, np.asarray(incumbent_ok, dtype=bool)[:, None]], axis=1)
+    D, back = _shortest_paths(Q, ok, grids, start, max_jump, steps_of)
+    return candidate_paths(Q, ok, D, back, incumbent is not None)
+
+
+def _seed_crossings(gs, grids, q, conv, tp, tr, max_jump: float) -> None:
+    """Give each variable's second grid the states where another variable's grid folds, in place.
+
+    A held value meets the self-motion at several points (both sides of each closed curve,
+    on each branch); a grid tracks one of them. Near its fold (|n_i| small) a grid's path must
+    cross to another variable's grid, which is only possible if that grid holds the same
+    point. So for every state whose own variable is worse conditioned than variable h there
+    (|n_own| < |n_h|) and that no grid of h holds, a second-layer state of h at the nearest
+    value is seeded from it and solved with the value held. Only the segment's last frame is
+    seeded; the new states are tracked on from there.
+
+    Args:
+        gs: The held-variable Gauss-Newton solver.
+        grids: The grids, second layers after the first (same variables, same order).
+        q: (m, S, dof) the segment's states, updated in place.
+        conv: (m, S) which of them reach their targets, updated in place.
+        tp: (m, S, ...) their position targets.
+        tr: (m, S, ...) their rotation targets, or None without rotations.
+        max_jump: Largest accepted step [rad or m]: states closer than half of it are the same.
+    """
+    f = q.shape[0] - 1
+    live = np.flatnonzero(conv[f])
+    if not len(live):
+        return
+    _, J = gs.solver.model.poses_and_jacobians(q[f, live])
+    null = null_vectors(J.reshape(len(live), -1, J.shape[-1]))
+    n_held = len(grids.held) // 2
+    rows, seeds = [], []
+    for g in range(n_held, len(grids.held)):
+        h, a, vals = grids.held[g], grids.first[g], grids.values[g]
+        own = grids.state_held[live]
+        src = np.flatnonzero((own != h) & (null[np.arange(len(live)), own] < null[:, h]))
+        if not len(src):
+            continue
+        k = grids.nearest_on(g, q[f, live[src], h]) - a
+        # Already held by a grid of h (either layer) at that value: nothing to add.
+        held_by = np.zeros(len(src), dtype=bool)
+        for layer in (g - n_held, g):
+            state = grids.first[layer] + k
+            near = np.max(np.abs(q[f, state] - q[f, live[src]]), axis=-1) < 0.5 * max_jump
+            held_by |= conv[f, state] & near
+        src, k = src[~held_by], k[~held_by]
+        if not len(src):
+            continue
+        # Per value, the state whose own variable is the worst conditioned: the surest crossing.
+        ratio = null[src, own[src]] / null[src, h]
+        order = np.lexsort((ratio, k))
+        src, k = src[order], k[order]
+        first = np.r_[True, k[1:] != k[:-1]]
+        seed = q[f, live[src[first]]]  # fancy indexing: a copy
+        seed[:, h] = vals[k[first]]
+        rows.append(a + k[first])
+        seeds.append(seed)
+    if not seeds:
+        return
+    rows = np.concatenate(rows)
+    seeds = np.concatenate(seeds)
+    q2, ok2 = gs.run(seeds, grids.state_held[rows], tp[f, rows], None if tr is None else tr[f, rows],
+                     _SEED_ITERATIONS)
+    # Only a solution next to its source is the crossing it was seeded for.
+    take = ok2 & (np.max(np.abs(q2 - seeds), axis=-1) < max_jump)
+    q[f, rows[take]] = q2[take]
+    conv[f, rows[take]] = True
+
+
+def _shortest_paths(Q, ok, grids: _Grids, start, max_jump: float, steps_of) -> tuple[np.ndarray, np.ndarray]:
+    """Cheapest paths through the states of every frame, by dynamic programming.
+
+    A grid state is reached from the states up to ``_REACH`` values away on its own grid,
+    from the three states of every other grid nearest its value of that grid's variable, and
+    from the incumbent (the last state, when there is one), which is reached from every state.
+    Each frame is one vectorized step over a (candidates, states) table.
+
+    Returns:
+        (S,) cost of the cheapest path to each state of the last frame, and (N, S) the state
+        of the frame before that each state is best reached from.
+    """
+    n, S = ok.shape
+    G = grids.size
+    states = np.arange(G)
+    block = grids.block
+    # Moves along a state's own grid: the source ``shift`` values below it (-1: none).
+    moves = []
+    for shift in range(-_REACH, _REACH + 1):
+        src = states - shift
+        valid = (src >= 0) & (src < G)
+        valid[valid] &= block[src[valid]] == block[valid]
+        moves.append(np.where(valid, src, -1))
+    moves = np.array(moves)
+    # Crossings: for each state, the other grids (rows) and their variables, first states and cells.
+    layers = len(grids.held)
+    others = np.array([[g for g in range(layers) if g != block[k]] for k in states], dtype=int).T.reshape(layers - 1, G)
+    held = np.asarray(grids.held)[others]
+    first = np.asarray(grids.first)[others]
+    size = np.array([len(v) for v in grids.values])[others]
+    v0 = np.array([v[0] for v in grids.values])[others]
+    cell = np.asarray(grids.cell)[others]
+    last_of = first + size - 1
+    incumbent = S > G
+
+    def cost(steps: np.ndarray) -> np.ndarray:
+        return step_cost(steps, max_jump)
+
+    D = cost(steps_of(start[None], Q[0])) + np.where(ok[0], 0.0, MISS_PENALTY)
+    back = np.empty((n, S), dtype=np.int32)
+    for t in range(1, n):
+        # Into a state from the states of another grid holding about the same value of that
+        # grid's variable as this state's configuration does.
+        value = Q[t, states[None, :], held]
+        centre = first + np.clip(np.rint((value - v0) / cell).astype(int), 0, size - 1)
+        rows = [moves] + [np.clip(centre + d, first, last_of) for d in (-1, 0, 1)]
+        if incumbent:
+            rows.append(np.full((1, G), S - 1))
+        src = np.concatenate(rows)
+        valid = src >= 0
+        src = np.where(valid, src, 0)
+        c = np.where(valid, D[src] + cost(steps_of(Q[t - 1][src], Q[t, :G][None])), np.inf)
+        pick = np.argmin(c, axis=0)
+        best = np.empty(S)
+        best[:G] = c[pick, states]
+        back[t, :G] = src[pick, states]
+        if incumbent:
+            # The incumbent from every state, itself included.
+            ci = D + cost(steps_of(Q[t - 1], Q[t, S - 1][None]))
+            back[t, S - 1] = int(np.argmin(ci))
+            best[S - 1] = ci[back[t, S - 1]]
+        D = best + np.where(ok[t], 0.0, MISS_PENALTY)
+    return D, back

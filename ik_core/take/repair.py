@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Repairing a take around its jumps with a global search of its solutions.
+
+The search is :mod:`.track_grid`'s over a one-redundant chain's self-motion, or
+:mod:`.track_branches`'s over a non-redundant chain's IK branches. Each stretch around a jump
+is searched from well before its first jump, and the rest of the take is kept (where the
+searched path rejoins the old answer) or tracked on from where the path ends; a repair is
+kept only when the take ends up with fewer and smaller jumps.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+
+from .grid import track_grid
+from .held import held_candidates
+from .steps import joint_steps, jump_score, take_steps
+
+# Frames before a jump where the search starts (the self-motion must have room to move ahead
+# of the trouble) and frames after it where the search ends and frame-by-frame tracking resumes.
+_LEAD = 600
+_AFTER = 400
+# Stretches searched per take at most.
+_ROUNDS = 6
+
+
+def search_repair(
+    solver, targets: np.ndarray, fields: dict, start: np.ndarray | None, max_jump: float, track, search=None
+) -> bool:
+    """Remove the jumps of a take by a global search of its solutions around each.
+
+    Round by round, the first frame past the last searched stretch that jumps from a reached
+    frame to a reached frame is found; from ``_LEAD`` frames before it to ``_AFTER`` after,
+    ``search`` finds the smoothest paths: by default :func:`track_grid` over a one-redundant
+    chain's self-motion (holding the variable sets of :func:`held_candidates` in turn, until
+    one leaves no jump). A path that ends back on the old answer keeps the old rest of the
+    take; otherwise ``track`` tracks the rest on from the path's last frame. The new take
+    replaces the old when it misses no more frames and its steps above ``max_jump`` up to the
+    stretch's end are fewer with a smaller total excess (or the same, and so over the whole
+    take): a rest the frame-by-frame tracker left worse is for the next rounds to repair.
+    Should the take end up no better than it came, it is restored.
+
+    Args:
+        solver: A :class:`~ik_core.solvers.dls.solver.DLSSolver`.
+        targets: (N, ...) the take's targets.
+        fields: The take's :class:`IKResult` fields (N leading), updated in place.
+        start: (dof,) configuration before the first frame, or None.
+        max_jump: Largest accepted step between frames [rad or m].
+        track: ``track(targets, q0)`` -> IKResult, the frame-by-frame tracker for the rest.
+        search: ``search(solver, targets, before, max_jump, steps_of=, incumbent=,
+            incumbent_ok=)`` -> candidate paths [(q, converged)], as :func:`track_grid` and
+            :func:`~ik_core.take.branch_search.track_branches` are; None for the self-motion grids.
+
+    Returns:
+        Whether the take was replaced.
+    """
+    skeleton = solver.skeleton
+    n = len(fields["q"])
+    pair = partial(joint_steps, skeleton)  # step between two configurations, as the take measures it
+
+    replaced = False
+    initial = (jump_score(skeleton, fields["q"], start, max_jump), {f: v.copy() for f, v in fields.items()})
+    frm = 0
+    for _ in range(_ROUNDS):
+        q, ok = fields["q"], fields["converged"]
+        steps = take_steps(skeleton, q, start)
+        # Steps between two reached frames: a step into or out of a frame that cannot be
+        # reached is its best effort moving, which no search of the solutions can smooth.
+        reached_pair = ok & np.concatenate([[True], ok[:-1]])
+        bad = np.flatnonzero(((steps > max_jump) & reached_pair)[frm:]) + frm
+        if not len(bad):
+            break
+        i = int(bad[0])
+        a, b = max(i - _LEAD, 0), min(i + _AFTER, n)
+        frm = b  # each stretch is searched once; the next round looks past it
+        before = q[a - 1] if a > 0 else (q[0] if start is None else start)
+        best = None
+        if search is None:
+            searches = [partial(track_grid, held=held) for held in held_candidates(solver, q[a:b:10])]
+        else:
+            searches = [search]
+        for find in searches:
+            paths = find(solver, targets[a:b], before, max_jump, steps_of=pair, incumbent=q[a:b], incumbent_ok=ok[a:b])
+            for qg, _ in paths:
+                # The search's answer, measured (and any frame it missed retried) by the solver.
+                part = solver.solve(targets[a:b], qg, radius=max_jump)
+                head = {f: np.concatenate([v[:a], np.asarray(getattr(part, f))]) for f, v in fields.items()}
+                if b < n:
+                    # The cheapest path goes on frame by frame; the one back on the incumbent keeps its rest.
+                    rejoined = np.array_equal(qg[-1], q[b - 1])
+                    rest = None if rejoined else track(targets[b:], part.q[-1])
+                    tail = {f: (v[b:] if rest is None else np.asarray(getattr(rest, f))) for f, v in fields.items()}
+                    cand = {f: np.concatenate([head[f], tail[f]]) for f in fields}
+                else:
+                    cand = head
+                if np.count_nonzero(cand["converged"]) < np.count_nonzero(ok):
+                    continue
+                score = _scores(skeleton, cand["q"], start, max_jump, b)
+                if best is None or score < best[0]:
+                    best = (score, cand)
+            if best is not None and best[0][0][0] == 0:
+                break
+        if best is None or not _better(best[0], _scores(skeleton, q, start, max_jump, b)):
+            continue
+        for f in fields:
+            fields[f][:] = best[1][f]
+        replaced = True
+    if replaced and not _better(jump_score(skeleton, fields["q"], start, max_jump), initial[0]):
+        # Later stretches could not repair what the earlier rounds' re-tracked rests broke.
+        for f in fields:
+            fields[f][:] = initial[1][f]
+        replaced = False
+    return replaced
+
+
+def _scores(skeleton, q: np.ndarray, start, max_jump: float, end: int) -> tuple[tuple[int, float], tuple[int, float]]:
+    """Jump scores of a take up to frame ``end`` (the stretches searched so far), then of all of it."""
+    return jump_score(skeleton, q[:end], start, max_jump), jump_score(skeleton, q, start, max_jump)
+
+
+def _better(new, old) -> bool:
+    """Whether a jump score (count, excess), or a pair of them compared in order, is an improvement.
+
+    A score improves with fewer jumps and a smaller total excess; a pair improves on its first
+    score, or keeps the first the same and improves on the second.
+    """
+    if isinstance(new[0], tuple):
+        return _better(new[0], old[0]) or (new[0] == old[0] and _better(new[1], old[1]))
+    return new[0] < old[0] and new[1] < old[1]

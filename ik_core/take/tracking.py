@@ -1,0 +1,523 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Solving a chain over a take: world-space samples to the chain's base frame, frame by frame."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+
+import numpy as np
+
+from ..errors import InvalidInputError, require_finite
+from ..model.kinematics import effector_poses
+from ..model.poles import chain_root, turn_poles
+from ..solvers.base import IKResult, Solver
+from ..solvers.dls.solver import DLSSolver
+from .steps import joint_steps
+
+
+def to_base_frame(base: np.ndarray, world: np.ndarray) -> np.ndarray:
+    """Express world transforms in per-frame base frames.
+
+    Args:
+        base: (N, 4, 4) world matrices of the base frame (may carry a uniform scale).
+        world: (N, 4, 4) world transforms.
+
+    Returns:
+        (N, 4, 4) ``inv(base) @ world``.
+    """
+    return np.linalg.solve(base, world)
+
+
+# A change of velocity between consecutive frames above this fraction of max_jump ends a segment.
+_ACCELERATION = 0.25
+# Task rows per effector of each solver mode (an aim leaves the spin about the axis free).
+_MODE_ROWS = {"position": 3, "aim": 5, "full": 6}
+
+
+def _frame_options(options: dict, index: int | slice | np.ndarray) -> dict:
+    return {k: v[index] for k, v in options.items()}
+
+
+def solve_track(
+    solver: Solver,
+    targets: np.ndarray,
+    q0: np.ndarray | None = None,
+    max_jump: float = 0.1,
+    progress=None,
+    segment: int = 32,
+    look_ahead: bool = False,
+    **options: np.ndarray,
+) -> IKResult:
+    """Solve a take in batched segments, each warm-started from the previous one, then repair.
+
+    Frames are solved ``segment`` at a time in one batch, frame k of a segment starting from
+    the last solved frame of the segment before (the first from ``q0``) moved on k frames at
+    that frame's velocity. Batches make a bake fast (numpy's cost is per call, not per frame),
+    and short segments keep each frame close to its start so the answer stays on the same IK
+    branch over a long path. Solvers that take a ``radius`` option (:class:`DLSSolver`) solve
+    frame k inside a box of k times ``max_jump`` around its start first, without restarts,
+    which keeps it on the start's branch. On non-redundant chains a converged frame whose
+    velocity changes by more than a quarter of ``max_jump`` from the frame before (a likely
+    switch between branches that meet at a singularity) ends its segment, and the next
+    segment starts from the frame before it. Frames that did not converge, or whose
+    configuration jumps by more than ``max_jump`` from the previous frame, are solved again in
+    order, warm-started from the previous frame (box ``max_jump``), and the better answer is
+    kept; a missed frame without restarts (the batch spent them), and in a run of misses only
+    a few retries in a row (see ``_retry_frames``). On a redundant chain with a
+    :class:`DLSSolver`, a take left with jumps or misses is solved again from a little before
+    the first of them by a receding horizon
+    (:func:`~ik_core.take.horizon.horizon_pass`: windows optimised for smooth joint motion
+    and a limit barrier before their first frames are kept, so the self-motion moves ahead of
+    near-singularities and limits instead of whipping or jumping there), kept when it has
+    fewer jumps and misses no more frames. With a :class:`DLSSolver`, jumps left then are
+    repaired with look-ahead (:func:`~ik_core.take.smoothing.spread_jumps`): a window around each is re-posed from the
+    joint-space blend of its neighbours by Gauss-Newton on joint smoothness plus a growing
+    task weight, and kept only if it has fewer jumps and misses no more frames. Frames that
+    cannot be reached are reported (``converged`` False with a reason), not raised.
+
+    Frames whose target lies beyond the chain's reach (:meth:`~ik_core.solvers.base.Solver.reach_excess`
+    above the tolerance) cost bounded work: the frame-by-frame passes skip them (segments keep
+    their frame numbers, predictions span the frames skipped), the look-ahead repairs see them
+    at the joint-space blend of the frames around them, and then they get the solver's best
+    effort (a chain stretched toward the target) in one batch, each from that blend. No retry,
+    restart or repair spends work on them.
+
+    Args:
+        solver: Any solver.
+        targets: (N, ...) per-frame targets as accepted by ``solver.solve``.
+        q0: (dof,) start pose; ``None`` uses the solver's preferred pose.
+        max_jump: Largest change of any variable between consecutive frames [rad or m] that is
+            accepted without a warm-started retry (> 0).
+        progress: Optional ``progress(done, total)`` callback.
+        segment: Frames per batch (>= 1).
+        look_ahead: Run the look-ahead repairs (DLS only) on a take the frame-by-frame passes
+            left with jumps: several times slower on such takes, for offline bakes that
+            want every jump gone that can be.
+        **options: Per-frame solver options with a leading N axis (for example ``pole``).
+
+    Returns:
+        An :class:`IKResult` of batch shape (N,).
+
+    Raises:
+        InvalidInputError: ``segment`` < 1 or ``max_jump`` not > 0, or what ``solver.solve``
+            raises for bad targets.
+    """
+    if segment < 1:
+        raise InvalidInputError(f"segment must be >= 1, got {segment}")
+    if not (np.isfinite(max_jump) and max_jump > 0):
+        raise InvalidInputError(f"max_jump must be a finite number > 0 [rad or m], got {max_jump!r}")
+    n = len(targets)
+    beyond = solver.reach_excess(targets) > solver.tolerance if n else np.zeros(0, dtype=bool)
+    if not beyond.any() or beyond.all():
+        return _track(solver, targets, q0, max_jump, progress, segment, look_ahead, options)
+    # No retry or restart brings a target beyond reach nearer: track the other frames, then
+    # give those their best effort together.
+    inside, outside = np.flatnonzero(~beyond), np.flatnonzero(beyond)
+    inner_progress = None if progress is None else (lambda done, _total: progress(int(inside[done - 1]) + 1, n))
+    inner = _track(
+        solver, targets[inside], q0, max_jump, inner_progress, segment, False, _frame_options(options, inside),
+        frames=inside,
+    )
+    fields = {}
+    for f in IKResult.__dataclass_fields__:
+        value = np.asarray(getattr(inner, f))
+        fields[f] = np.zeros((n, *value.shape[1:]), dtype=value.dtype)
+        fields[f][inside] = value
+    # Meanwhile the frames beyond reach hold the joint-space blend of the frames around them,
+    # reaching their own pose there: the take's motion, with no jump into or out of them and
+    # no miss, so that the repairs look at the take's own jumps only.
+    fields["q"] = interpolate_gaps(fields["q"], beyond)
+    fields["converged"][outside] = True
+    fields["reason"][outside] = "converged"
+    held = np.array(targets, dtype=float)
+    poses = effector_poses(solver.skeleton, fields["q"][outside], list(solver.effector_ids))
+    held[outside] = (poses if held.shape[-2:] == (4, 4) else poses[..., :3, 3]).reshape(held[outside].shape)
+    if look_ahead and isinstance(solver, DLSSolver) and "radius" in solver.call_options and n > 2:
+        fields = _repair_jumps(solver, held, fields, q0, max_jump, segment, options)
+    far = solver.solve(targets[outside], fields["q"][outside], **_frame_options(options, outside))
+    for f in fields:
+        fields[f][outside] = np.asarray(getattr(far, f))
+    if progress is not None:
+        progress(n, n)
+    return IKResult(**fields)
+
+
+def interpolate_gaps(values: np.ndarray, gap: np.ndarray) -> np.ndarray:
+    """A copy of per-frame values with the frames ``gap`` interpolated linearly between the frames around them.
+
+    A gap at the start or the end of the take holds the nearest frame outside it.
+
+    Args:
+        values: (N, ...) per-frame values (configurations, positions).
+        gap: (N,) True for the frames to replace; at least one frame must be False.
+
+    Returns:
+        The values, of the same shape, with the gap frames replaced.
+    """
+    out = np.array(values, dtype=float)
+    frames = np.arange(len(out))
+    kept, fill = frames[~gap], frames[gap]
+    after = np.minimum(np.searchsorted(kept, fill), len(kept) - 1)
+    before = np.maximum(after - (kept[after] > fill), 0)
+    a, b = kept[before], kept[after]
+    w = np.where(b > a, (fill - a) / np.maximum(b - a, 1), 0.0).reshape(-1, *([1] * (out.ndim - 1)))
+    out[fill] = (1.0 - w) * out[a] + w * out[b]
+    return out
+
+
+def _track(
+    solver: Solver, targets: np.ndarray, q0: np.ndarray | None, max_jump: float, progress, segment: int,
+    look_ahead: bool, options: dict, frames: np.ndarray | None = None,
+) -> IKResult:
+    """:func:`solve_track`'s passes over a take (arguments validated).
+
+    ``frames`` (N,) are the increasing frame numbers of the targets in the whole take when
+    some frames were taken out (None: 0 .. N-1): segments then span the same frame numbers,
+    and predictions the same times, as they would in the whole take, so the frames kept are
+    solved from the starts they would have had.
+    """
+    n = len(targets)
+    frames = np.arange(n) if frames is None else np.asarray(frames)
+    start = solver.skeleton.preferred_q if q0 is None else np.asarray(q0, dtype=float)
+    # Solvers with a local mode keep each frame inside a box around its start: frame k of a
+    # segment may move k times max_jump, so no frame drifts far onto another IK branch.
+    local = "radius" in solver.call_options and "radius" not in options
+    # On redundant chains the self-motion changes speed on its own: only cut the others.
+    rows = _MODE_ROWS.get(solver.mode, 6) * len(solver.effector_ids)
+    cut_at = _ACCELERATION * max_jump if solver.skeleton.dof <= rows else np.inf
+    parts: list[IKResult] = []
+    velocity = np.zeros_like(start)
+    prev_ok = True
+    start_frame = -1  # frame number of ``start`` (the warm start comes before the first frame)
+    window = 0  # first frame number of the next segment
+    lo = 0
+    while lo < n:
+        # Windows stay aligned on ``segment`` frames across a stretch with no frame in them.
+        window += segment * max((int(frames[lo]) - window) // segment, 0)
+        hi = lo + int(np.searchsorted(frames[lo:], window + segment))
+        steps = frames[lo:hi] - start_frame
+        extra = {"radius": max_jump * steps} if local else {}
+        # Each frame starts from the last frame moved on at its velocity: where two branches
+        # meet at a singularity, the prediction lies on the branch the motion continues on (the
+        # last frame alone is as near to both), and nearer starts need fewer iterations.
+        # Extrapolating is for solvers that then search a box around the guess (DLS's radius);
+        # a closed-form or geometric solver only uses its start to pick between solutions.
+        guess = start + steps[:, None] * velocity if local else start
+        part = solver.solve(targets[lo:hi], guess, **_frame_options(options, slice(lo, hi)), **extra)
+        # A frame whose velocity changes abruptly has likely switched branch where two meet
+        # (two elbow or wrist branches near a singularity lie within max_jump of each other):
+        # keep the frames before it and start the next segment there, from its predecessor.
+        gaps = np.diff(frames[lo:hi], prepend=start_frame)[:, None]
+        dq = np.diff(np.concatenate([start[None], part.q]), axis=0) / gaps
+        accel = np.max(np.abs(np.diff(np.concatenate([velocity[None], dq]), axis=0)), axis=-1)
+        ok = part.converged & np.concatenate([[prev_ok], part.converged[:-1]])
+        cut = np.flatnonzero(ok[1:] & (accel[1:] > cut_at))
+        if len(cut):
+            keep = int(cut[0]) + 1
+            part = IKResult(**{f: getattr(part, f)[:keep] for f in IKResult.__dataclass_fields__})
+            hi = lo + keep
+            window = int(frames[hi - 1]) + 1
+        else:
+            window += segment
+        parts.append(part)
+        prev_q, prev_frame = (part.q[-2], int(frames[hi - 2])) if len(part.q) > 1 else (start, start_frame)
+        last_pair_ok = bool(part.converged[-1]) and (bool(part.converged[-2]) if len(part.q) > 1 else prev_ok)
+        start, prev_ok, start_frame = part.q[-1], bool(part.converged[-1]), int(frames[hi - 1])
+        velocity = _velocity(start, prev_q, last_pair_ok, max_jump, start_frame - prev_frame)
+        lo = hi
+        if progress is not None:
+            progress(hi, n)
+    if not parts:
+        return solver.solve(targets, q0, **options)
+    fields = {f: np.concatenate([getattr(p, f) for p in parts]) for f in IKResult.__dataclass_fields__}
+    _retry_frames(solver, targets, fields, max_jump, local, options, frames=frames)
+    if look_ahead and isinstance(solver, DLSSolver) and local and n > 2:
+        fields = _repair_jumps(solver, targets, fields, q0, max_jump, segment, options)
+    return IKResult(**fields)
+
+
+def _repair_jumps(
+    solver: DLSSolver, targets: np.ndarray, fields: dict, q0: np.ndarray | None, max_jump: float, segment: int,
+    options: dict,
+) -> dict:
+    """:func:`solve_track`'s look-ahead repairs of the jumps the frame-by-frame passes left; returns the fields.
+
+    ``fields`` (IKResult fields over the take) may be updated in place or replaced.
+    """
+    rows = _MODE_ROWS.get(solver.mode, 6) * len(solver.effector_ids)
+    skeleton = solver.skeleton
+
+    def steps_of(qs: np.ndarray) -> np.ndarray:
+        return np.concatenate([[0.0], joint_steps(skeleton, qs[:-1], qs[1:])])
+
+    # Jumps the frame-by-frame passes left (a redundant arm's self-motion whipped past a
+    # near-singularity, or a branch kept past the singularity where the path crossed over):
+    # the take is known in advance, so the motion is spread over a window around each.
+    from ..model.skeleton import JointKind
+    from .smoothing import spread_jumps
+
+    known = None if q0 is None else np.asarray(q0, dtype=float)
+    searched = None
+    # (Grids hold single variables: chains of 1-DoF joints, as robot arms are.)
+    one_dof = all(j.kind is not JointKind.BALL for j in skeleton.joints)
+    if skeleton.dof in (rows, rows + 1) and one_dof and not options:
+        # Search the solutions around each jump (a global choice, where the frame-by-frame
+        # passes only ever see the frame before): with one redundant variable its
+        # self-motion, without one the IK branches. A take it leaves smooth is done;
+        # otherwise the passes below start from the frame-by-frame answer, and the search
+        # comes back to what they leave.
+        from .branch_search import track_branches
+        from .repair import search_repair
+        from .steps import jump_score
+
+        search = track_branches if skeleton.dof == rows else None
+
+        def track_rest(rest: np.ndarray, q_start: np.ndarray) -> IKResult:
+            return solve_track(solver, rest, q_start, max_jump=max_jump, segment=segment)
+
+        searched = {f: v.copy() for f, v in fields.items()}
+        search_repair(solver, targets, searched, known, max_jump, track_rest, search)
+        searched_score = jump_score(skeleton, searched["q"], known, max_jump)
+        if searched_score[0] == 0:
+            return searched
+    spread_jumps(solver, targets, fields, known, max_jump, steps_of, options)
+    # What spreading could not fix on a redundant chain (a self-motion that drifted onto a
+    # limit long before the jump): solve the take again from before it, looking ahead.
+    if skeleton.dof > rows:
+        _look_ahead(solver, targets, fields, known, max_jump, options, steps_of)
+    if searched is not None and jump_score(skeleton, fields["q"], known, max_jump)[0]:
+        search_repair(solver, targets, fields, known, max_jump, track_rest, search)
+        if searched_score < jump_score(skeleton, fields["q"], known, max_jump):
+            fields = searched
+        # A small step the searches left where the path passes a branch point: spread it.
+        if jump_score(skeleton, fields["q"], known, max_jump)[0]:
+            spread_jumps(solver, targets, fields, known, max_jump, steps_of, options)
+    return fields
+
+
+# Frames before a redundant chain's first jump or miss where the look-ahead pass takes over: its
+# self-motion drifts toward the trouble for a while before it arrives.
+_LEAD = 200
+# A missed frame whose errors are within this many tolerances is as good a start for the next
+# frame as a converged one (see _retry_frames).
+_NEAR_MISS = 10.0
+# Retries in a row that may leave their missed frames missed before a run keeps its batch answers.
+_RUN_RETRIES = 4
+
+
+def _retry_frames(
+    solver: Solver, targets: np.ndarray, fields: dict, max_jump: float, local: bool, options: dict,
+    finish_first: bool = False, frames: np.ndarray | None = None,
+) -> None:
+    """Re-solve, in order, the frames that missed or jumped, warm-started from the frame before; keep the better.
+
+    A frame that jumped is solved again by ``solver``. A missed frame already had the batch
+    pass's restarts: it is solved again without restarts (bounded work), first from where it
+    is when ``finish_first`` (a look-ahead answer is smooth and next to its target: a
+    near-singular frame the polish left short), then from the frame before. In a run of
+    misses a frame is retried only while the frame before it is converged or a near miss
+    (errors within ``_NEAR_MISS`` tolerances: a slow solver's budget, not a limit, held it),
+    and after ``_RUN_RETRIES`` retries in a row that leave their frames missed the rest of the
+    run keeps its batch answers: frames that limits hold off their targets cost a few retries,
+    not one each. ``frames`` (N,) are the frame numbers when frames were taken out of the take
+    (see :func:`_track`): predictions and the step allowed then span the frames between.
+    """
+    q, ok = fields["q"], fields["converged"]
+    n = len(q)
+    skeleton = solver.skeleton
+    calm = _without_restarts(solver)
+    near = ok | (
+        (fields["position_error"] <= _NEAR_MISS * solver.tolerance)
+        & (fields["rotation_error"] <= _NEAR_MISS * solver.rotation_tolerance)
+    )
+    steps = np.concatenate([[0.0], joint_steps(skeleton, q[:-1], q[1:])]) if n > 1 else np.zeros(n)
+    replaced = np.zeros(n, dtype=bool)
+    failed = 0  # retries in a row that left their missed frames missed
+    # Frames since the frame before (more than one where frames were taken out of the take).
+    gaps = np.ones(n, dtype=int) if frames is None else np.diff(frames, prepend=frames[0] - 1)
+    for i in range(1, n):
+        # Steps were measured once for the whole take; only a repaired predecessor needs a new one.
+        jump = float(joint_steps(skeleton, q[i - 1], q[i])) if replaced[i - 1] else float(steps[i])
+        allowed = max_jump * int(gaps[i])
+        missed = not ok[i]
+        if not missed:
+            failed = 0
+            if jump <= allowed:
+                continue
+        elif not near[i - 1] or failed >= _RUN_RETRIES:
+            continue  # an unreachable stretch: the batch answer is the best effort
+        extra = {"radius": allowed} if local else {}
+        guess = q[i - 1]
+        if i > 1:
+            velocity = _velocity(q[i - 1], q[i - 2], ok[i - 1] and ok[i - 2], max_jump, int(gaps[i - 1]))
+            guess = guess + int(gaps[i]) * velocity
+        frame_options = _frame_options(options, i)
+        if not missed:
+            retry = solver.solve(targets[i], guess, **frame_options, **extra)
+        else:
+            retry = calm.solve(targets[i], q[i], radius=max_jump, **frame_options) if finish_first else None
+            if retry is None or not retry.converged:
+                again = calm.solve(targets[i], guess, **frame_options, **extra)
+                if retry is None or again.converged or again.position_error < retry.position_error:
+                    retry = again
+        retry_jump = float(joint_steps(skeleton, q[i - 1], retry.q))
+        better = (bool(retry.converged) and (missed or retry_jump < jump)) or (
+            missed and retry.position_error < fields["position_error"][i]
+        )
+        if better:
+            replaced[i] = True
+            for f in fields:
+                value = np.asarray(getattr(retry, f))
+                # [()] unwraps 0-d fields: an object array would otherwise store the array itself.
+                fields[f][i] = value[()] if value.ndim == 0 else value
+            near[i] = bool(retry.converged) or (
+                retry.position_error <= _NEAR_MISS * solver.tolerance
+                and retry.rotation_error <= _NEAR_MISS * solver.rotation_tolerance
+            )
+        if missed:
+            failed = 0 if retry.converged else failed + 1
+
+
+def _without_restarts(solver: Solver) -> Solver:
+    """``solver``, or a copy of it that spends no restarts (a solver with a restart policy)."""
+    policy = getattr(solver, "policy", None)
+    if policy is None or policy.restarts == 0:
+        return solver
+    calm = copy.copy(solver)
+    calm.policy = replace(policy, restarts=0)
+    return calm
+
+
+def _look_ahead(
+    solver: DLSSolver, targets: np.ndarray, fields: dict, start: np.ndarray | None, max_jump: float,
+    options: dict, steps_of,
+) -> bool:
+    """Re-solve a redundant chain's take from before its first jump or miss with the receding horizon.
+
+    The frame-by-frame answer is kept where it is clean (most takes: no extra cost); from
+    ``_LEAD`` frames before its first jump or miss to ``_LEAD`` frames after its last (or the
+    end), the take is solved again by :func:`~ik_core.take.horizon.horizon_pass`, joined to
+    the frame after, its misses retried and its leftover jumps spread; that take replaces the
+    answer when it has fewer steps above ``max_jump``, a smaller total excess over it and no
+    more misses.
+    Returns whether it did.
+    """
+    from .horizon import horizon_pass
+
+    q, ok = fields["q"], fields["converged"]
+    n = len(q)
+    full = steps_of(q if start is None else np.concatenate([start[None], q]))
+    steps = full if start is None else full[1:]
+    bad = np.flatnonzero((steps > max_jump) | ~ok)
+    if not len(bad):
+        return False
+    a = max(int(bad[0]) - _LEAD, 0)
+    # The re-solved stretch ends _LEAD frames after the last trouble, joined to the frame there.
+    b = min(int(bad[-1]) + _LEAD, n)
+    before = q[a - 1] if a > 0 else start
+    if before is None:
+        before = q[0]
+    if b - a < 3:
+        return False
+    span_options = {k: v[a:b] for k, v in options.items()}
+    cand = horizon_pass(solver, targets[a:b], before, max_jump, span_options, after=q[b] if b < n else None)
+    span = {f: np.array(getattr(cand, f)) for f in fields}
+    _retry_frames(solver, targets[a:b], span, max_jump, True, span_options, finish_first=True)
+    # Judged after spreading its own leftover jumps, as the frame-by-frame answer was.
+    from .smoothing import spread_jumps
+
+    cand_fields = {f: v.copy() for f, v in fields.items()}
+    for f in fields:
+        cand_fields[f][a:b] = span[f]
+    spread_jumps(solver, targets, cand_fields, start, max_jump, steps_of, options)
+    new_steps = steps_of(cand_fields["q"] if start is None else np.concatenate([start[None], cand_fields["q"]]))
+    new_steps = new_steps if start is None else new_steps[1:]
+    # Fewer jumps must not be bought with bigger ones: the total excess over max_jump shrinks too.
+    fewer = np.count_nonzero(new_steps > max_jump) < np.count_nonzero(steps > max_jump) and np.sum(
+        np.maximum(new_steps - max_jump, 0.0)
+    ) < np.sum(np.maximum(steps - max_jump, 0.0))
+    if np.count_nonzero(cand_fields["converged"]) >= np.count_nonzero(ok) and fewer:
+        for f in fields:
+            fields[f][:] = cand_fields[f]
+        return True
+    return False
+
+
+def _velocity(q: np.ndarray, prev: np.ndarray, valid: bool, max_jump: float, frames: int = 1) -> np.ndarray:
+    """(dof,) per-frame velocity ``(q - prev) / frames`` for predicting the next frame, capped at max_jump.
+
+    ``frames`` is the number of frames from ``prev`` to ``q``. Zero when either frame missed
+    its target: a best-effort answer says nothing of the motion.
+    """
+    if not valid:
+        return np.zeros_like(q)
+    return np.clip((q - prev) / frames, -max_jump, max_jump)
+
+
+def track_chain(
+    solver: Solver,
+    base: np.ndarray,
+    target: np.ndarray,
+    q0: np.ndarray | None = None,
+    pole: np.ndarray | None = None,
+    use_rotation: bool = False,
+    scale: float = 1.0,
+    progress=None,
+    max_jump: float = 0.1,
+    segment: int = 32,
+    pole_angle: float = 0.0,
+    look_ahead: bool = False,
+) -> IKResult:
+    """Solve one chain on every frame of a take, each frame warm-started from the previous one.
+
+    Args:
+        solver: A solver built for the chain's skeleton (expressed in its base frame), with
+            its tolerance already in base-frame units (world tolerance / ``scale``).
+        base: (N, 4, 4) world matrix of the chain's base frame per frame.
+        target: (N, 4, 4) world matrix of the target per frame.
+        q0: (dof,) configuration to start the first frame from.
+        pole: (N, 3) world position of the pole per frame, or None.
+        use_rotation: Pass full poses (the solver's mode decides what is used) instead of
+            positions only.
+        scale: Uniform world scale of the base frames; errors are returned in world units.
+        progress: Optional ``progress(done, total)`` callback.
+        max_jump: Change between frames [rad or m] above which a frame is re-solved from the
+            previous one (see :func:`solve_track`); robot paths want 0.1, character motion
+            at 24 fps legitimately moves more.
+        segment: Frames per batch (see :func:`solve_track`).
+        look_ahead: Look-ahead repairs of jumps (see :func:`solve_track`).
+        pole_angle: Turn of the bend direction from the pole about the root-to-target axis
+            [rad] (see :func:`~ik_core.model.poles.turn_poles`); 0 bends the chain toward the pole.
+
+    Returns:
+        An :class:`IKResult` of batch shape (N,), errors in world units [m, rad].
+
+    Raises:
+        InvalidInputError: Shapes that do not match, non-finite samples, or a degenerate
+            (zero-scale) target or base matrix.
+    """
+    base = np.asarray(base, dtype=float)
+    target = np.asarray(target, dtype=float)
+    if base.shape != target.shape or base.ndim != 3 or base.shape[1:] != (4, 4):
+        raise InvalidInputError(f"base and target must both be (N, 4, 4), got {base.shape} and {target.shape}")
+    require_finite("target matrices", target)
+    require_finite("base matrices", base)
+    if np.any(np.abs(np.linalg.det(target[:, :3, :3])) < 1e-12):
+        bad = np.flatnonzero(np.abs(np.linalg.det(target[:, :3, :3])) < 1e-12)
+        raise InvalidInputError(f"the target has zero scale on {len(bad)} frame(s) (first: sample {bad[0]})")
+    if np.any(np.abs(np.linalg.det(base[:, :3, :3])) < 1e-12):
+        raise InvalidInputError("the chain's base frame has zero scale on some frames")
+    local = to_base_frame(base, target)
+    targets = local if use_rotation else local[:, :3, 3]
+    options = {}
+    if pole is not None and "pole" in solver.call_options:
+        pole_h = np.concatenate([np.asarray(pole, dtype=float), np.ones((len(pole), 1))], axis=1)
+        local_pole = np.einsum("nij,nj->ni", np.linalg.inv(base), pole_h)[:, :3]
+        options["pole"] = turn_poles(local_pole, chain_root(solver.skeleton), local[:, :3, 3], pole_angle)
+    result = solve_track(
+        solver, targets, q0, max_jump=max_jump, progress=progress, segment=segment, look_ahead=look_ahead, **options
+    )
+    if scale != 1.0:
+        result = replace(result, position_error=result.position_error * scale)
+    return result

@@ -1,0 +1,121 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""RobotModel: the whole URDF tree a rig stores, its JSON round trip, tool links and joint values."""
+
+import json
+
+import numpy as np
+import pytest
+from robot_cases import dual_arm_urdf, rail_arm_urdf
+from shared_data import shared_file
+
+from ik_core import SkeletonError, URDFError, effector_poses
+from ik_core.robots.model import RobotModel, wrap_into_limits
+from ik_core.robots.presets import list_presets, load_preset
+
+
+def _random_q(skeleton, rng, n=20):
+    lo = np.where(np.isfinite(skeleton.lower), skeleton.lower, -2 * np.pi)
+    hi = np.where(np.isfinite(skeleton.upper), skeleton.upper, 2 * np.pi)
+    return rng.uniform(lo, hi, size=(n, skeleton.dof))
+
+
+@pytest.mark.parametrize("make", [rail_arm_urdf, dual_arm_urdf])
+def test_json_round_trip_is_exact(make):
+    """A model read back from its JSON has the same joints, limits (inf included) and forward kinematics."""
+    model = RobotModel.from_urdf(make())
+    text = model.to_json()
+    json.loads(text)  # plain JSON: no Infinity or NaN literals
+    assert "Infinity" not in text
+    back = RobotModel.from_json(text)
+    assert back.urdf == model.urdf and back.joint_order == model.joint_order
+    q = _random_q(model.skeleton, np.random.default_rng(0))
+    np.testing.assert_array_equal(effector_poses(back.skeleton, q), effector_poses(model.skeleton, q))
+
+
+@pytest.mark.parametrize("preset", list_presets())
+def test_preset_model_matches_the_preset_skeleton(preset):
+    """A preset's model puts its default tool exactly where the preset skeleton's tool is, home pose included."""
+    model = RobotModel.from_preset(preset)
+    old = load_preset(preset)
+    (tool,) = model.default_tools()
+    chain = model.chain_skeleton(tool)
+    assert chain.moving_joint_names == old.moving_joint_names
+    np.testing.assert_allclose(chain.preferred_q, old.preferred_q)
+    q = _random_q(old, np.random.default_rng(1))
+    np.testing.assert_allclose(effector_poses(chain, q, tool), effector_poses(old, q, "tool"), atol=1e-12)
+    assert model.source["preset"] == preset
+
+
+def test_default_tools_are_one_per_arm():
+    """Tree robots get a tool per arm (not per gripper finger); the official Panda its flange, not a collision link."""
+    assert RobotModel.from_urdf(dual_arm_urdf()).default_tools() == ["l_tool", "r_tool"]
+    assert RobotModel.from_urdf(rail_arm_urdf()).default_tools() == ["tool0"]
+    panda = RobotModel.from_urdf(shared_file("robots", "panda.urdf"))
+    assert panda.default_tools() == ["panda_link8"]
+
+
+def test_joint_order_is_document_order_without_mimics():
+    """Exports follow the URDF's joint order; mimic joints own no value."""
+    model = RobotModel.from_urdf(dual_arm_urdf())
+    assert model.joint_order[0] == "torso" and "l_finger2" not in model.joint_order
+    assert model.joint_order.index("l_j6") < model.joint_order.index("l_finger1") < model.joint_order.index("r_j1")
+    kinds = dict(zip(model.joint_order, model.kinds()))
+    assert kinds["l_finger1"] == "prismatic" and kinds["torso"] == "revolute"
+
+
+def test_chain_from_a_base_link_starts_there():
+    """A chain from an inner link has that link's frame as its world and only the joints below it."""
+    model = RobotModel.from_urdf(dual_arm_urdf())
+    chain = model.chain_skeleton("l_tool", "chest")
+    assert "torso" not in chain.moving_joint_names and chain.moving_joint_names[0] == "l_j1"
+    q_whole = np.zeros(model.skeleton.dof)
+    whole_tool = effector_poses(model.skeleton, q_whole, "l_tool")
+    chest = model.link_rest_frame("chest")
+    np.testing.assert_allclose(chest @ effector_poses(chain, np.zeros(chain.dof), "l_tool"), whole_tool, atol=1e-12)
+
+
+def test_tool_not_below_base_lists_valid_tools():
+    """A tool link outside the base's sub-tree is refused with the valid tool links named."""
+    model = RobotModel.from_urdf(dual_arm_urdf())
+    with pytest.raises(SkeletonError, match="valid tool links: .*'r_tool'") as err:
+        model.chain_skeleton("l_tool", "r_l2")
+    assert "l_tool" not in str(err.value).split("valid tool links:")[1]
+
+
+@pytest.mark.parametrize("kind", ["floating", "planar"])
+def test_unsupported_joints_are_named(kind):
+    """Floating and planar joints are refused naming the joint and the supported types."""
+    text = rail_arm_urdf().replace('name="turn" type="continuous"', f'name="turn" type="{kind}"')
+    with pytest.raises(URDFError, match=f"joint 'turn': type '{kind}' is not supported; supported types"):
+        RobotModel.from_urdf(text)
+
+
+def test_stored_model_of_another_schema_is_refused():
+    """Text that is not a stored model fails with a message, never a KeyError."""
+    with pytest.raises(URDFError, match="schema"):
+        RobotModel.from_json(json.dumps({"schema": "other/1"}))
+    with pytest.raises(URDFError, match="not valid JSON"):
+        RobotModel.from_json("{")
+    data = RobotModel.from_urdf(rail_arm_urdf()).to_dict()
+    del data["joints"][0]["parent"]
+    with pytest.raises(URDFError, match="malformed"):
+        RobotModel.from_dict(data)
+
+
+def test_wrap_into_limits_moves_whole_turns_only():
+    """Angles outside [lower, upper] move by whole turns inside; others, prismatic and unbounded stay."""
+    rng = np.random.default_rng(3)
+    lower = np.array([-1.0, -7.0, -np.inf, -0.5])
+    upper = np.array([2.0, 7.0, np.inf, 0.5])
+    revolute = np.array([True, True, False, False])
+    legal = rng.uniform([-1.0, -7.0, -20.0, -0.5], [2.0, 7.0, 20.0, 0.5], size=(200, 4))
+    turns = rng.integers(-3, 4, size=(200, 4)) * 2 * np.pi * np.array([1, 1, 0, 0])
+    out = wrap_into_limits(legal + turns, lower, upper, revolute)
+    assert np.all((out >= lower - 1e-12) & (out <= upper + 1e-12))
+    np.testing.assert_allclose(np.remainder(out - legal - turns + np.pi, 2 * np.pi) - np.pi, 0, atol=1e-9)
+    np.testing.assert_array_equal(out[:, 2:], legal[:, 2:])
+    inside = wrap_into_limits(legal, lower, upper, revolute)
+    np.testing.assert_array_equal(inside, legal)
+    stuck = wrap_into_limits(np.array([[3.0, 0, 0, 0]]), np.array([-1.0, 0, 0, 0]), np.array([1.0, 0, 0, 0]),
+                             revolute)
+    assert stuck[0, 0] == 3.0  # no turn brings 3 rad into [-1, 1]: left for the limit check to report
