@@ -30,7 +30,7 @@ from bench_robots import bench_batch, bench_track_take  # noqa: E402
 
 from ik_core.formats.urdf import load_urdf  # noqa: E402
 from ik_core.model.kinematics import effector_poses  # noqa: E402
-from ik_core.robots import presets as robots
+from ik_core.robots import presets  # noqa: E402
 
 PRESETS = {"ur10e": "ur10e", "gen3": "kinova_gen3_7dof"}
 RTB_URDFS = {
@@ -44,7 +44,7 @@ RTB_URDFS = {
 
 def arms() -> list[tuple[str, object]]:
     """(name, skeleton) of every arm available here."""
-    out = [(name, robots.load_preset(preset)) for name, preset in PRESETS.items()]
+    out = [(name, presets.load_preset(preset)) for name, preset in PRESETS.items()]
     try:
         import rtbdata
     except ImportError:

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ik_core import effector_poses
 from ik_core.model.rotations import rotation_error  # noqa: E402
-from ik_core.robots import presets as robots
+from ik_core.robots import presets  # noqa: E402
 from ik_core.robots.analytic_ur import ur_params_from_preset  # noqa: E402
 from ik_core.robots.analytic_ur_path import ur_ik_path  # noqa: E402
 from ik_core.solvers.dls.solver import DLSSolver  # noqa: E402
@@ -74,7 +74,7 @@ def main() -> int:
         args.frames = args.rtb_frames = 2000
     rows = []
     for name in ("panda", "ur5"):
-        skeleton = robots.load_preset(name)
+        skeleton = presets.load_preset(name)
         q_path = smooth_path(skeleton, args.frames)
         targets = effector_poses(skeleton, q_path, "tool")
         solver = DLSSolver(skeleton, "tool", mode="full", tolerance=1e-5, rotation_tolerance=1e-5, restarts=4)

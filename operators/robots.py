@@ -11,7 +11,7 @@ import numpy as np
 
 from ..ik_core import ArticulateError
 from ..ik_core.formats.urdf_visuals import parse_visuals
-from ..ik_core.robots import presets as robots
+from ..ik_core.robots import presets
 from ..ik_core.robots.model import RobotModel
 from ..ik_core.solvers import make_solver
 from ..ik_core.solvers.branches import distinct_solutions
@@ -42,7 +42,7 @@ CHECK_MARKER = "Robot check"
 
 
 def _preset_items(_self, _context):
-    return [(name, robots.preset_info(name).get("display_name", name), "") for name in robots.list_presets()]
+    return [(name, presets.preset_info(name).get("display_name", name), "") for name in presets.list_presets()]
 
 
 def _robot(context: bpy.types.Context) -> bpy.types.Object:
@@ -68,7 +68,7 @@ class ARTICULATE_OT_robot_add(bpy.types.Operator):
     def execute(self, context: bpy.types.Context) -> set[str]:
         try:
             model = RobotModel.from_preset(self.preset)
-            info = robots.preset_info(self.preset)
+            info = presets.preset_info(self.preset)
             arm, _targets, warnings = build_robot_rig(
                 model, info.get("display_name", self.preset).replace(" ", "_"),
                 metadata={"preset": self.preset, "source": info.get("source"),

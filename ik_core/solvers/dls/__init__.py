@@ -7,5 +7,5 @@
 - :mod:`.small`: closed forms for small systems.
 - :mod:`.restarts`: damping schedules and restarts of a stalled solve.
 - :mod:`.seeds`: start configurations ranked for a target.
-- :mod:`.serial`, :mod:`.serial_step`: one target at a time, for serial chains.
+- :mod:`.serial`: the lean kernel for a few targets on serial chains (robot arms).
 """
