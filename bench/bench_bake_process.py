@@ -39,7 +39,6 @@ and (item 5) the take with frames out of reach at most 1.2x the in-reach take's 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import json
 import math
@@ -58,6 +57,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import bench_bake  # noqa: E402
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402
+from blender_output import stdout_to_stderr  # noqa: E402
 
 import cli  # noqa: E402
 
@@ -95,20 +95,6 @@ bpy.ops.wm.save_as_mainfile(filepath=out, compress=True)
 print("BAKE " + json.dumps({"result": sorted(result), "seconds": seconds}))
 '''
 
-
-@contextlib.contextmanager
-def stdout_to_stderr():
-    """Send everything written to file descriptor 1 (Blender's own reports included) to stderr."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    os.dup2(2, 1)
-    try:
-        with contextlib.redirect_stdout(sys.stderr):
-            yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
 
 
 # Scenes

@@ -27,7 +27,6 @@ in a child process (about 10 s, not counted).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import os
@@ -43,23 +42,9 @@ sys.path.insert(0, str(ROOT / "tests" / "blender"))
 
 import bpy  # noqa: E402
 import parity_scenes as ps  # noqa: E402
+from blender_output import stdout_to_stderr  # noqa: E402
 
 import cli  # noqa: E402
-
-
-@contextlib.contextmanager
-def stdout_to_stderr():
-    """Send everything written to file descriptor 1 (Blender's own reports included) to stderr."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    os.dup2(2, 1)
-    try:
-        with contextlib.redirect_stdout(sys.stderr):
-            yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
 
 
 def _notes(r: ps.RouteResult) -> str:

@@ -36,7 +36,6 @@ exported values outside the URDF limits (goal 0), and milliseconds per frame of 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import sys
@@ -52,6 +51,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402
+from blender_output import stdout_to_stderr  # noqa: E402
 from robot_cases import dual_arm_urdf, rail_arm_urdf, smooth_joint_path  # noqa: E402
 
 import cli  # noqa: E402
@@ -80,20 +80,6 @@ CASES = {
     "dual": Case("dual", urdf=dual_arm_urdf(), seed=15, amplitude=0.15),
 }
 
-
-@contextlib.contextmanager
-def stdout_to_stderr():
-    """Send everything written to file descriptor 1 (Blender's own reports included) to stderr."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    os.dup2(2, 1)
-    try:
-        with contextlib.redirect_stdout(sys.stderr):
-            yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
 
 
 class Bench:

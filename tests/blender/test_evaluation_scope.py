@@ -6,6 +6,7 @@ import json
 import bpy
 import numpy as np
 import pytest
+from test_honest_bakes import arm_of_three
 
 FRAMES = 24
 
@@ -17,25 +18,6 @@ def _empty(name, parent=None):
     return obj
 
 
-def _arm():
-    """Three connected 0.5 m bones up +Z (Shoulder, Elbow, Wrist), slightly bent at rest."""
-    data = bpy.data.armatures.new("Arm")
-    arm = bpy.data.objects.new("Arm", data)
-    bpy.context.scene.collection.objects.link(arm)
-    bpy.context.view_layer.objects.active = arm
-    bpy.ops.object.mode_set(mode="EDIT")
-    points = [(0.0, 0.0, 0.0), (0.0, 0.05, 0.5), (0.0, 0.0, 1.0), (0.0, 0.0, 1.5)]
-    parent = None
-    for k, name in enumerate(("Shoulder", "Elbow", "Wrist")):
-        eb = data.edit_bones.new(name)
-        eb.head, eb.tail = points[k], points[k + 1]
-        if parent is not None:
-            eb.parent, eb.use_connect = parent, True
-        parent = eb
-    bpy.ops.object.mode_set(mode="OBJECT")
-    return arm
-
-
 @pytest.fixture
 def indirect_scene(empty_scene):
     """A target that moves only through a chain of other objects, beside objects it does not need.
@@ -44,7 +26,7 @@ def indirect_scene(empty_scene):
     Driver's keyed Z; Driver itself is keyed. Skin is a mesh deformed by the armature, Prop an unrelated
     keyed empty, Hidden an empty already disabled in viewports.
     """
-    arm = _arm()
+    arm = arm_of_three()
     driver_obj, mover, carrier = _empty("Driver"), _empty("Mover"), _empty("Carrier")
     target = _empty("Target", parent=carrier)
     target.location = (0.0, 0.3, 0.9)

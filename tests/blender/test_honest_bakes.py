@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 
-def _arm_of_three(name="Arm"):
+def arm_of_three(name="Arm"):
     """Three connected 0.5 m bones up +Z from the origin (Shoulder, Elbow, Wrist), bent slightly at rest."""
     data = bpy.data.armatures.new(name)
     arm = bpy.data.objects.new(name, data)
@@ -52,7 +52,7 @@ def _tip_distance(arm, bone, target, frame, tail=True):
 
 def test_use_tail_off_converts_to_blenders_chain(empty_scene, addon, tmp_path):
     """use_tail off: Blender's chain is the owner's parent and grandparent, ending at the owner's head."""
-    arm = _arm_of_three()
+    arm = arm_of_three()
     target = _animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
     con = arm.pose.bones["Wrist"].constraints.new("IK")
     con.target, con.chain_count, con.use_tail = target, 2, False
@@ -71,7 +71,7 @@ def test_use_tail_off_converts_to_blenders_chain(empty_scene, addon, tmp_path):
 @pytest.mark.parametrize("how", ["mute", "influence"])
 def test_muted_or_zero_influence_constraints_are_skipped_with_a_note(empty_scene, addon, how):
     """Constraints Blender would not solve are not converted, and the operator says why."""
-    arm = _arm_of_three()
+    arm = arm_of_three()
     target = _animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
     live = arm.pose.bones["Wrist"].constraints.new("IK")
     live.target, live.chain_count = target, 3
@@ -87,7 +87,7 @@ def test_muted_or_zero_influence_constraints_are_skipped_with_a_note(empty_scene
 
 def test_chain_names_are_unique(empty_scene, addon):
     """Two IK constraints on one bone (Rigify's IK pair) become chains with different names."""
-    arm = _arm_of_three()
+    arm = arm_of_three()
     target = _animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
     for _ in range(2):
         con = arm.pose.bones["Wrist"].constraints.new("IK")
@@ -137,7 +137,7 @@ def test_second_chains_base_is_sampled_with_the_first_ik_muted(empty_scene, addo
 
 def test_overridden_bones_are_warned_and_reported(empty_scene, addon, tmp_path):
     """A chain bone under Copy Rotation: the bake warns naming it, and the frames are reported overridden."""
-    arm = _arm_of_three()
+    arm = arm_of_three()
     target = _animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
     driver = bpy.data.objects.new("Driver", None)
     driver.rotation_euler = (0.0, 0.0, 0.0)
@@ -159,7 +159,7 @@ def test_overridden_bones_are_warned_and_reported(empty_scene, addon, tmp_path):
 
 def test_failed_bake_restores_the_constraints_it_muted(empty_scene, addon):
     """A bake that fails after muting the converted IK leaves the constraints as they were."""
-    arm = _arm_of_three()
+    arm = arm_of_three()
     target = _animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
     con = arm.pose.bones["Wrist"].constraints.new("IK")
     con.target, con.chain_count = target, 3
@@ -179,7 +179,7 @@ def test_failed_bake_restores_the_constraints_it_muted(empty_scene, addon):
 
 def test_driver_muted_ik_pair_converts_the_active_one(empty_scene, addon):
     """Rigify's pattern: two IK constraints on a bone, a driver mutes one. Only the live one becomes a chain."""
-    arm = _arm_of_three()
+    arm = arm_of_three()
     target = _animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
     arm["use_stretch"] = 1.0
     pair = []
