@@ -127,6 +127,7 @@ def cmd_bake(args: argparse.Namespace) -> int:
             use_scene_settings=False, frame_start=start, frame_end=end, frame_step=step,
             mute_constraints=not args.keep_constraints, mark_missed=True,
             report_path=str(report_path) if report_path else "", solver=args.solver or "",
+            key_tolerance=max(args.reduce_keys, 0.0) / 1000.0,
         )
     except RuntimeError as err:  # the operator reported an error: bad input
         print(f"articulate: error: {str(err).removeprefix('Error: ').strip()}", file=sys.stderr)
@@ -140,7 +141,12 @@ def cmd_bake(args: argparse.Namespace) -> int:
         print(f"articulate: wrote {out}")
     summary = bpy.context.scene.articulate.last_summary
     print(f"articulate: {summary}")
-    missed = json.loads(report_path.read_text())["missed_frames"] if report_path else []
+    report = json.loads(report_path.read_text()) if report_path else {}
+    reduced = report.get("key_reduction")
+    if reduced:
+        print(f"articulate: keys reduced {reduced['keys_before']} -> {reduced['keys_after']}, every tip within "
+              f"{reduced['max_deviation_m'] * 1000:.3g} mm of the full bake")
+    missed = report["missed_frames"] if report_path else []
     if report_path:
         print(f"articulate: wrote {report_path}")
     elif "frames converged" in summary:
@@ -270,6 +276,9 @@ def build_parser() -> argparse.ArgumentParser:
     bake.add_argument("--keep-constraints", action="store_true", help="do not mute the converted IK constraints")
     bake.add_argument("--solver", choices=SOLVERS,
                       help="solver for every chain (default: each chain's own; 'auto' for new and converted chains)")
+    bake.add_argument("--reduce-keys", type=float, default=0.0, metavar="MM",
+                      help="key only the frames needed for every chain tip to stay within MM millimetres of the "
+                           "full bake (default 0: every frame)")
     bake.add_argument("--out", help="save the baked file here (default: do not save)")
     bake.add_argument("--report", help="write the JSON report (per frame and chain) here")
     bake.set_defaults(func=cmd_bake)

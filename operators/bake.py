@@ -54,7 +54,12 @@ def bake(context: bpy.types.Context, arm: bpy.types.Object, chains: list, frames
     """
     if is_model_rig(arm, chains):
         options.pop("mute_constraints", None)
-        return bake_robot(context, arm, chains, frames, **options)
+        reduce = options.pop("key_tolerance", 0.0)
+        report = bake_robot(context, arm, chains, frames, **options)
+        if reduce:
+            report.setdefault("notes", []).append(
+                "keys were not reduced: a robot's joint trajectory keeps every frame (export resamples it)")
+        return report
     report = bake_chains(context, arm, chains, frames, **options)
     if "articulate_robot" in arm:
         report.setdefault("notes", []).append(
@@ -91,20 +96,27 @@ class ARTICULATE_OT_bake(_ChainOperator, bpy.types.Operator):
     solver: bpy.props.StringProperty(
         name="Solver", description="Solver for every chain (auto, fabrik, ccd, dls, two_bone); empty keeps each chain's"
     )
+    key_tolerance: bpy.props.FloatProperty(
+        name="Reduce Keys", default=0.0, min=0.0, soft_max=0.01, subtype="DISTANCE", unit="LENGTH", precision=4,
+        description="Key only the frames needed for every chain tip to play within this distance of the full bake "
+                    "(0 keys every frame)",
+    )
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         settings = context.scene.articulate
         if self.use_scene_settings:
             start, end, step = settings.frame_start, settings.frame_end, settings.frame_step
             only, mute, mark = settings.only_selected, settings.mute_constraints, settings.mark_missed
+            reduce = settings.key_tolerance
         else:
             start, end, step = self.frame_start, self.frame_end, self.frame_step
             only, mute, mark = self.only_selected, self.mute_constraints, self.mark_missed
+            reduce = self.key_tolerance
         try:
             arm = _armature(context, self.armature)
             frames = frame_range(start, end, step)
             report = bake(context, arm, _chains(arm, only), frames, mute_constraints=mute, mark_missed=mark,
-                          solver=self.solver)
+                          solver=self.solver, key_tolerance=reduce)
         except BakeFailed as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
@@ -112,6 +124,10 @@ class ARTICULATE_OT_bake(_ChainOperator, bpy.types.Operator):
             write_report(self.report_path, report)
         settings.last_summary = summary_line(report)
         _report_warnings(self, report)
+        reduced = report.get("key_reduction")
+        if reduced:
+            self.report({"INFO"}, f"Keys reduced {reduced['keys_before']} -> {reduced['keys_after']}, tips within "
+                                  f"{reduced['max_deviation_m'] * 1000:.3g} mm of the full bake")
         missed = report["missed_frames"]
         if missed:
             self.report({"WARNING"}, f"{len(missed)} of {len(frames)} frames missed a target: {frame_runs(missed)}")

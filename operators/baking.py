@@ -14,6 +14,7 @@ import numpy as np
 from ..ik_core import ArticulateError, IKResult, effector_poses, forward_kinematics, solve_track
 from ..ik_core.model import rotations as rot
 from ..ik_core.solvers import make_solver, resolve_solver, solver_class
+from ..ik_core.take.key_reduction import fewest_keys, interpolate_auto_clamped
 from ..ik_core.take.tracking import to_base_frame, track_chain
 from . import bridge, playback
 
@@ -390,6 +391,7 @@ def bake_chains(
     mute_constraints: bool = False,
     mark_missed: bool = False,
     solver: str = "",
+    key_tolerance: float = 0.0,
 ) -> dict:
     """Solve every chain on every frame and key the bones' rotations (or pose the current frame).
 
@@ -402,6 +404,8 @@ def bake_chains(
         mute_constraints: Mute the IK constraints the chains were created from.
         mark_missed: Add a timeline marker on every frame a chain missed.
         solver: Solver for every chain instead of each chain's setting ("" keeps them).
+        key_tolerance: Key only the frames needed for every chain tip to play within this
+            distance [m] of the full bake (measured by playback); 0 keys every frame.
 
     Returns:
         The report: per chain and frame residuals, iterations, convergence, limit hits, reasons.
@@ -416,7 +420,7 @@ def bake_chains(
     # chain's IK does not move another's base), restored if the bake fails.
     muted = _mute_converted(arm, prepared) if mute_constraints and write_keys else []
     try:
-        report = _bake_prepared(context, arm, prepared, frames, scale, write_keys)
+        report = _bake_prepared(context, arm, prepared, frames, scale, write_keys, key_tolerance)
     except BaseException:
         for owner, attr, was in reversed(muted):
             setattr(owner, attr, was)
@@ -461,7 +465,7 @@ def _mute_converted(arm: bpy.types.Object, prepared: Sequence[PreparedChain]) ->
     return out
 
 
-def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: bool) -> dict:
+def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: bool, key_tolerance: float = 0.0) -> dict:
     """Sample, solve, key, and measure the keyed range by playback."""
     scene = context.scene
     t_start = time.perf_counter()
@@ -484,6 +488,7 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
                 raise BakeFailed(f"chain {name!r}: its pole has NaN or infinite values on some frames")
     results, solvers = [None] * len(prepared), [None] * len(prepared)
     poses = [None] * len(units)  # per unit, the bones it moves and their (N, B, 3, 3) rotations
+    reductions = [None] * len(units)
     # Robot paths must not jump more than 0.1 rad between frames and want short segments to stay
     # on one branch; characters at 24 fps move more, and longer batches make their bakes cheaper.
     robot = "articulate_robot" in arm
@@ -524,7 +529,12 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
                     max_jump=max_jump, segment=chain_segment, pole_angle=p.settings.pole_angle, look_ahead=robot,
                 )
                 poses[k] = chain_rotations(p, res.q)
-            _write(arm, [poses[k] for k in batch], frames, write_keys)
+            if write_keys and key_tolerance > 0 and len(frames) > 2:
+                for k in batch:
+                    reductions[k] = _write_reduced(scene, arm, units[k], prepared, samples[k], poses[k], frames,
+                                                   key_tolerance, scale)
+            else:
+                _write(arm, [poses[k] for k in batch], frames, write_keys)
     except ArticulateError as err:
         raise BakeFailed(str(err)) from None
     finally:
@@ -532,15 +542,30 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
             wm.progress_end()
     t_solved = time.perf_counter()
     report = _report(arm, prepared, results, frames)
+    # Reduced keys may leave a tip up to key_tolerance from where the full bake put it: a frame
+    # counts as reached in playback within the chain's tolerance plus that, and the report says so.
+    slack = key_tolerance if any(r is not None for r in reductions) else 0.0
+    for entry in report["chains"]:
+        entry["tolerance_m"] += slack
     t_written = time.perf_counter()
     if write_keys:
         playback.verify(scene, list(frames), [
             playback.PlaybackChain(p.settings.name, arm, [b.name for b in p.bones], p.bones[-1].name,
                                    p.settings.use_tail, p.settings.target, p.settings.target_bone,
-                                   p.settings.use_rotation, p.settings.tolerance, s.rotation_tolerance)
+                                   p.settings.use_rotation, p.settings.tolerance + slack, s.rotation_tolerance)
             for p, s in zip(prepared, solvers)
         ], report)
     report["warnings"] = pole_warnings(prepared) + warnings
+    if any(r is not None for r in reductions):
+        done = [r for r in reductions if r is not None]
+        report["key_reduction"] = {
+            "tolerance_m": key_tolerance,
+            "keys_before": sum(r["keys_before"] for r in done),
+            "keys_after": sum(r["keys_after"] for r in done),
+            "max_deviation_m": max(r["max_deviation_m"] for r in done),
+            "measured_by": "playback",
+            "chains": [r for r in done],
+        }
     trees = [u for u in units if u.is_tree]
     if trees:
         notes = report.setdefault("notes", [])
@@ -647,6 +672,84 @@ def _write(arm, poses: Sequence[tuple[list, np.ndarray]], frames, write_keys: bo
         bridge.write_bone_rotations(arm, bones, np.asarray(frames, dtype=float), R, replace=(frames[0], frames[-1]))
     else:
         bridge.set_pose_rotations(bones, R[-1])
+
+
+def configurations(p: PreparedChain, R: np.ndarray) -> np.ndarray:
+    """(N, dof) configurations of the chain's (or tree's) skeleton for its moving bones' rotations (N, B, 3, 3).
+
+    The inverse of :func:`chain_rotations`: a ball joint's rotation vector, a hinge's angle
+    about its axis (of the rotation's twist about it).
+    """
+    parts = []
+    k = 0
+    for joint in p.skeleton.joints:
+        if not joint.dof:
+            continue
+        v = rot.matrix_to_rotvec(R[:, k])
+        k += 1
+        if joint.dof == 3:
+            parts.append(v)
+            continue
+        t = np.linalg.norm(v, axis=-1)
+        along = (v @ np.asarray(joint.axis, dtype=float)) * np.where(t > 1e-12, np.sin(t / 2) / np.maximum(t, 1e-300),
+                                                                     0.5)
+        parts.append((2.0 * np.arctan2(along, np.cos(t / 2)))[:, None])
+    return np.concatenate(parts, axis=1) if parts else np.zeros((len(R), 0))
+
+
+# Rounds of keys added where playback (Bezier curves) strays from the bound the linear model kept.
+_REDUCE_ROUNDS = 4
+
+
+def _write_reduced(
+    scene, arm, unit: SolveUnit, prepared, samples, pose, frames, tolerance: float, scale: float
+) -> dict:
+    """Key a unit's rotations on the fewest frames keeping each chain tip within ``tolerance`` [m] of the full bake.
+
+    Frames are chosen on the channel values (:func:`~ik_core.take.key_reduction.fewest_keys`,
+    tips by forward kinematics, curves as Blender plays auto-clamped keys without handle
+    smoothing, which the written F-curves are set to), keyed, then played back: frames
+    where a tip strays past the tolerance get keys too, and the range is keyed again, until
+    playback keeps the bound (or every frame is keyed).
+
+    Returns:
+        Per unit: its chains, keys before and after, the largest deviation playback showed [m].
+    """
+    bones, R = pose
+    p = unit.chain
+    skeleton = p.skeleton
+    values = bridge.rotation_channel_values(bones, R)
+    effectors = [e for e in unit.effectors]
+    full = effector_poses(skeleton, configurations(p, R), effectors)  # (N, E, 4, 4) in the base frame
+    full = full[:, None] if full.ndim == 3 else full
+
+    def deviation(fidx: np.ndarray, interpolated: np.ndarray) -> np.ndarray:
+        q = configurations(p, bridge.channel_rotations(bones, interpolated))
+        got = effector_poses(skeleton, q, effectors)
+        got = got[:, None] if got.ndim == 3 else got
+        return np.linalg.norm(got[..., :3, 3] - full[fidx][..., :3, 3], axis=-1).max(axis=-1) * scale
+
+    frame_numbers = np.asarray(frames, dtype=float)
+    base = samples[0].base
+    expected = (base[:, None] @ full)[..., :3, 3]  # (N, E, 3) world tips of the full bake
+    members = [prepared[k] for k in unit.members]
+    sources = [bridge.TipSource(arm, m.bones[-1].name, m.settings.use_tail, m.settings.target, m.settings.target_bone)
+               for m in members]
+    must = np.zeros(len(frames), dtype=bool)
+    for _ in range(_REDUCE_ROUNDS):
+        kept = fewest_keys(values, deviation, tolerance, must_keep=must, interpolate=interpolate_auto_clamped)
+        # Handles without smoothing: each depends on its neighbours only, as the model has them.
+        bridge.write_bone_rotations(arm, bones, frame_numbers[kept], R[kept], replace=(frames[0], frames[-1]),
+                                    smoothing="NONE")
+        tips = np.stack([tip[:, :3, 3] for tip, _ in bridge.sample_tips(scene, list(frames), sources)], axis=1)
+        off = np.linalg.norm(tips - expected, axis=-1).max(axis=-1)
+        stray = off > tolerance
+        if not stray.any() or must.all():
+            break
+        must |= stray
+    return {"chains": [m.settings.name for m in members], "keys_before": int(values.size),
+            "keys_after": int(len(kept) * values.shape[1]), "frames_kept": int(len(kept)),
+            "max_deviation_m": float(off.max())}
 
 
 def _report(arm, prepared, results, frames) -> dict:

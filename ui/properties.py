@@ -112,6 +112,11 @@ class ARTICULATE_PG_settings(bpy.types.PropertyGroup):
     mark_missed: bpy.props.BoolProperty(
         name="Mark Missed Frames", default=True, description="Add timeline markers on frames that missed"
     )
+    key_tolerance: bpy.props.FloatProperty(
+        name="Reduce Keys", default=0.0, min=0.0, soft_max=0.01, subtype="DISTANCE", unit="LENGTH", precision=4,
+        description="Key only the frames needed for every chain tip to play within this distance of the full bake "
+                    "(0 keys every frame)",
+    )
     last_summary: bpy.props.StringProperty(name="Last Bake", default="")
 
 

@@ -12,7 +12,9 @@ from .build import create_armature
 from .errors import BridgeError
 from .keys import (
     bone_rotation_channels,
+    channel_rotations,
     pose_rotations,
+    rotation_channel_values,
     rotation_part,
     set_pose_rotations,
     world_to_basis,
@@ -40,6 +42,7 @@ __all__ = [
     "base_matrix",
     "bone_limit",
     "bone_rotation_channels",
+    "channel_rotations",
     "chain_bones",
     "chain_skeleton",
     "check_armature",
@@ -48,6 +51,7 @@ __all__ = [
     "matrix_to_array",
     "pose_bone_chain",
     "pose_rotations",
+    "rotation_channel_values",
     "rotation_part",
     "sample_chains",
     "sample_tips",

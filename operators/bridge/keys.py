@@ -62,14 +62,55 @@ def bone_rotation_channels(
     raise BridgeError(f"bone {pb.name!r} has unknown rotation mode {mode!r}")
 
 
+def channel_rotations(bones: Sequence[bpy.types.PoseBone], values: np.ndarray) -> np.ndarray:
+    """(N, B, 3, 3) rotations that channel values (N, C) express, the bones' channels side by side.
+
+    The inverse of :func:`bone_rotation_channels` for each bone's rotation mode, as Blender reads
+    an F-curve's value: a quaternion normalised, Euler angles in the bone's order, axis-angle as
+    angle then axis (normalised).
+    """
+    values = np.asarray(values, dtype=float)
+    out = np.empty((len(values), len(bones), 3, 3))
+    col = 0
+    for k, pb in enumerate(bones):
+        mode = pb.rotation_mode
+        if mode == "QUATERNION":
+            q = values[:, col : col + 4]
+            norm = np.linalg.norm(q, axis=-1, keepdims=True)
+            out[:, k] = rot.quat_to_matrix(np.where(norm > 1e-12, q / np.maximum(norm, 1e-300), (1.0, 0.0, 0.0, 0.0)))
+            col += 4
+        elif mode in EULER_ORDERS:
+            out[:, k] = rot.euler_to_matrix(values[:, col : col + 3], mode)
+            col += 3
+        elif mode == "AXIS_ANGLE":
+            angle, axis = values[:, col], values[:, col + 1 : col + 4]
+            norm = np.linalg.norm(axis, axis=-1, keepdims=True)
+            unit = np.where(norm > 1e-12, axis / np.maximum(norm, 1e-300), (0.0, 1.0, 0.0))
+            out[:, k] = rot.rotvec_to_matrix(unit * angle[:, None])
+            col += 4
+        else:
+            raise BridgeError(f"bone {pb.name!r} has unknown rotation mode {mode!r}")
+    return out
+
+
+def rotation_channel_values(bones: Sequence[bpy.types.PoseBone], R: np.ndarray) -> np.ndarray:
+    """(N, C) the channel values :func:`write_bone_rotations` keys for rotations ``R`` (N, B, 3, 3)."""
+    columns = [bone_rotation_channels(pb, R[:, k])[1] for k, pb in enumerate(bones)]
+    return np.concatenate(columns, axis=1) if columns else np.zeros((len(R), 0))
+
+
 def write_bone_rotations(
     arm_obj: bpy.types.Object,
     bones: Sequence[bpy.types.PoseBone],
     frames: np.ndarray,
     R: np.ndarray,
     replace: tuple[float, float] | None = None,
+    smoothing: str | None = None,
 ) -> int:
     """Key rotations ``R`` (N, B, 3, 3) on ``bones`` at ``frames`` (N,) in bulk.
+
+    Args:
+        smoothing: The F-curves' auto-handle smoothing ("NONE" or "CONT_ACCEL"); None leaves it.
 
     Returns:
         Number of keys written.
@@ -82,7 +123,12 @@ def write_bone_rotations(
         columns.append(values)
     values = np.concatenate(columns, axis=1) if columns else np.zeros((len(frames), 0))
     compat.ensure_action(arm_obj)
-    compat.write_channels(arm_obj, channels, frames, values, replace=replace)
+    curves = compat.write_channels(arm_obj, channels, frames, values, replace=replace)
+    if smoothing is not None:
+        for fc in curves:
+            if fc.auto_smoothing != smoothing:
+                fc.auto_smoothing = smoothing
+                fc.update()
     return values.size
 
 
