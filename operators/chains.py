@@ -170,23 +170,48 @@ def _unique_name(data, wanted: str, chain) -> str:
     return name
 
 
+def itasc_skip_reason(con: bpy.types.Constraint) -> str:
+    """Why an IK constraint solved by iTaSC has no Articulate chain ("" when it converts).
+
+    iTaSC's Copy Pose goal with a location target converts (rotation and weights as for the
+    standard solver); a Distance goal, a rotation-only goal or a location goal on some axes only
+    have no counterpart in a chain.
+    """
+    if con.ik_type == "DISTANCE":
+        return (f"iTaSC IK constraint {con.name!r} is a Distance goal (keep the tip {con.limit_mode.lower()} "
+                f"{con.distance:.3g} from the target), which chains do not have; skipped")
+    if not con.use_location:
+        return f"iTaSC IK constraint {con.name!r} matches rotation only, which chains do not; skipped"
+    free = [a for a in "xyz" if not getattr(con, f"lock_location_{a}")]  # True: the goal holds that axis
+    if free:
+        return (f"iTaSC IK constraint {con.name!r} leaves its location goal free along {', '.join(free).upper()}, "
+                "which chains do not; skipped")
+    return ""
+
+
 def convert_constraints(arm: bpy.types.Object, frame: int | None = None) -> tuple[int, list[str]]:
     """Create or update one chain per IK constraint Blender would solve; returns (count, notes).
 
     Muted, disabled, zero-influence and targetless (Auto IK) constraints are skipped, each with
     a note; chain names are unique. Drivers that mute or fade constraints (Rigify's IK pairs)
-    are read at ``frame`` (default: the current frame), the start of the range to bake.
+    are read at ``frame`` (default: the current frame), the start of the range to bake. On an
+    armature solved by iTaSC, goals chains cannot hold are skipped with a note naming them
+    (:func:`itasc_skip_reason`), and a note says the solver's own settings are not carried over;
+    a constraint that stretches bones gets a note that the chain keeps their lengths.
     """
     if frame is not None and bpy.context.scene.frame_current != frame:
         bpy.context.scene.frame_set(frame)
     data = arm.articulate
     by_constraint = {(c.tip_bone, c.constraint): c for c in data.chains if c.constraint}
     made, notes = 0, []
+    itasc = arm.pose.ik_solver == "ITASC"
     for pb in arm.pose.bones:
         for con in pb.constraints:
             if con.type != "IK":
                 continue
             reason = constraint_skip_reason(con, _driven(arm, pb, con))
+            if not reason and itasc:
+                reason = itasc_skip_reason(con)
             if reason:
                 notes.append(f"{pb.name}: {reason}")
                 continue
@@ -200,7 +225,13 @@ def convert_constraints(arm: bpy.types.Object, frame: int | None = None) -> tupl
             chain.name = _unique_name(data, f"{pb.name} IK", chain)
             if note:
                 notes.append(note)
+            if con.use_stretch and any(b.ik_stretch > 0 for b in bones):
+                notes.append(f"{pb.name}: IK constraint {con.name!r} stretches bones toward targets out of reach; the "
+                             "converted chain keeps the bones' lengths")
             made += 1
+    if itasc and made:
+        notes.append(f"armature {arm.name!r} is solved by iTaSC: its solver settings (precision, iterations, "
+                     "reiteration) are not carried over; the chains use Articulate's solvers")
     return made, notes
 
 

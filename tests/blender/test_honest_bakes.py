@@ -197,3 +197,33 @@ def test_driver_muted_ik_pair_converts_the_active_one(empty_scene, addon):
     assert bpy.ops.articulate.chains_from_constraints() == {"FINISHED"}
     (chain,) = arm.articulate.chains
     assert chain.constraint == "IK.001" and chain.chain_length == 2
+
+
+def test_itasc_goals_convert_or_are_named(empty_scene, addon_module):
+    """On an armature solved by iTaSC: a Copy Pose goal with a location target converts; a Distance goal and a
+    rotation-only goal are skipped, each named in a note; a note says iTaSC's own settings are not carried over;
+    a stretching constraint gets a note that the chain keeps the bones' lengths."""
+    chains = addon_module("operators.chains")
+    arm = arm_of_three()
+    arm.pose.ik_solver = "ITASC"
+    target = _animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
+    pose = arm.pose.bones["Wrist"].constraints.new("IK")
+    pose.name, pose.target, pose.chain_count, pose.ik_type = "pose", target, 2, "COPY_POSE"
+    pose.use_stretch = True
+    arm.pose.bones["Elbow"].ik_stretch = 0.1
+    distance = arm.pose.bones["Elbow"].constraints.new("IK")
+    distance.name, distance.target, distance.ik_type = "keep away", target, "DISTANCE"
+    turn = arm.pose.bones["Shoulder"].constraints.new("IK")
+    turn.name, turn.target, turn.ik_type = "turn", target, "COPY_POSE"
+    turn.use_location, turn.use_rotation = False, True
+    plane = arm.pose.bones["Elbow"].constraints.new("IK")
+    plane.name, plane.target, plane.ik_type, plane.lock_location_z = "plane", target, "COPY_POSE", False
+    made, notes = chains.convert_constraints(arm)
+    assert made == 1, notes
+    assert made == 1 and [c.constraint for c in arm.articulate.chains] == ["pose"]
+    text = " | ".join(notes)
+    assert "'keep away' is a Distance goal" in text
+    assert "'turn' matches rotation only" in text
+    assert "'plane' leaves its location goal free along Z" in text
+    assert "solved by iTaSC" in text
+    assert "keeps the bones' lengths" in text
