@@ -124,6 +124,8 @@ def key_values(model: RobotModel, names: Sequence[str], q: np.ndarray, q_before:
     Revolute joints are moved by whole turns into [lower, upper] (a solver may answer with a
     2 pi equivalent); continuous joints are unwrapped over time, starting at the turn nearest
     the pose before the bake, so they stay continuous; prismatic values are kept as solved.
+    F-curves store single precision: a value inside its limits whose float32 would lie just
+    outside (a joint resting on its limit) becomes the nearest float32 inside.
     """
     by_name = {j.name: j for j in model.urdf.joints}
     kinds = np.array([by_name[n].type for n in names])
@@ -135,7 +137,22 @@ def key_values(model: RobotModel, names: Sequence[str], q: np.ndarray, q_before:
         unwrapped = np.unwrap(out[:, continuous], axis=0)
         turns = np.round((q_before[continuous] - unwrapped[0]) / (2 * np.pi))
         out[:, continuous] = unwrapped + 2 * np.pi * turns
-    return out
+    return inside_as_float32(out, lower, upper)
+
+
+def inside_as_float32(values: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """(N, J) values, those inside [lower, upper] whose float32 rounding lies outside moved one float32 step in.
+
+    A key is stored as float32, so a joint held on its limit (-2.8973 rad) would otherwise
+    play back, and export, 5e-9 rad outside it. Values already outside are left for the limit
+    check to report; every other value is returned unchanged.
+    """
+    single = values.astype(np.float32)
+    below = (values >= lower) & (single.astype(float) < lower)
+    above = (values <= upper) & (single.astype(float) > upper)
+    up = np.nextafter(single, np.float32(np.inf)).astype(float)
+    down = np.nextafter(single, np.float32(-np.inf)).astype(float)
+    return np.where(below, up, np.where(above, down, values))
 
 
 def bake_robot(

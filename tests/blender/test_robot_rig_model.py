@@ -219,3 +219,18 @@ def test_cli_solver_choices_are_the_cores(core):
     import cli
 
     assert tuple(cli.SOLVERS) == tuple(core.solvers.SOLVER_CHOICES)
+
+
+def test_keys_on_a_limit_stay_inside_in_single_precision(addon_module):
+    """A value on its limit is keyed as the nearest float32 inside (F-curves store float32); others unchanged."""
+    robot_bake = addon_module("operators.robot_bake")
+    lower, upper = np.array([-2.8973, 0.0, -np.inf]), np.array([2.8973, 0.04, np.inf])
+    q = np.array([[-2.8973, 0.04, 7.5], [2.8973, 0.0, -1e9], [0.1, 0.02, 3.0], [-3.0, 0.05, 0.0]])
+    out = robot_bake.inside_as_float32(q, lower, upper)
+    single = out.astype(np.float32).astype(float)
+    inside = (q >= lower) & (q <= upper)
+    assert np.all((single[inside] >= np.broadcast_to(lower, q.shape)[inside])
+                  & (single[inside] <= np.broadcast_to(upper, q.shape)[inside]))
+    assert np.all(np.abs(out - q) <= 1e-6)
+    moved = out != q
+    assert moved[0, 0] and moved[1, 0] and not moved[2:].any()  # in-range values and values outside untouched
