@@ -71,3 +71,13 @@ def test_the_repository_passes():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.main([]) == 0
+
+
+def test_test_files_have_unique_basenames():
+    """bpy 5.0.1's run collects tests/core and tests/blender together, whose folders are not packages: two test
+    files with one basename break collection there ("import file mismatch")."""
+    tests = Path(__file__).resolve().parents[1]
+    names: dict[str, list[str]] = {}
+    for path in tests.rglob("test_*.py"):
+        names.setdefault(path.name, []).append(str(path.relative_to(tests)))
+    assert not {name: paths for name, paths in names.items() if len(paths) > 1}
