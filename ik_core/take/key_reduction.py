@@ -41,7 +41,7 @@ def interpolate_kept(values: np.ndarray, kept: np.ndarray) -> np.ndarray:
 # neighbouring key (2 / (2 x 2.5614)), and a handle at most 5 times the other's interval.
 AUTO_HANDLE = 2.0 / (2.0 * 2.5614)
 _HANDLE_RATIO = 5.0
-_NEWTON_STEPS = 10
+_NEWTON_STEPS = 4
 
 
 def auto_clamped_slopes(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -201,25 +201,89 @@ def fewest_keys(
     interpolate: Callable[[np.ndarray, np.ndarray], np.ndarray] = interpolate_kept,
     steps: tuple[int, ...] = GRID_STEPS,
 ) -> np.ndarray:
-    """The fewest frames :func:`keep_frames` finds from no grid and from evenly spaced grids of keys.
+    """The fewest frames :func:`keep_frames` then :func:`prune_keys` find from no grid and from even grids of keys.
 
     Splitting at the worst frame is greedy: on smooth motion a curve through evenly spaced keys
     often needs fewer, since a Bezier key also shapes its neighbours' handles. Each grid (every
     ``step`` frames, plus the frames that must stay) is refined by :func:`keep_frames` until the
-    tolerance holds; the smallest answer wins. Arguments as :func:`keep_frames`.
+    tolerance holds, then pruned; the smallest answer wins. Arguments as :func:`keep_frames`.
 
     Returns:
         (K,) increasing indices of the frames to key.
     """
     n = len(np.asarray(values))
     must = np.zeros(n, dtype=bool) if must_keep is None else np.asarray(must_keep, dtype=bool)
-    best = keep_frames(values, deviation, tolerance, must, interpolate)
+    best = prune_keys(values, keep_frames(values, deviation, tolerance, must, interpolate), deviation, tolerance,
+                      must, interpolate)
     for step in steps:
         if step >= n - 1 or n // step + 1 >= len(best):
             continue
-        grid = must.copy()
-        grid[::step] = True
-        found = keep_frames(values, deviation, tolerance, grid, interpolate)
-        if len(found) < len(best):
-            best = found
+        for offset in range(0, step, max(step // 3, 1)):  # shifted grids: a kink need not fall between keys
+            grid = must.copy()
+            grid[offset::step] = True
+            found = prune_keys(values, keep_frames(values, deviation, tolerance, grid, interpolate), deviation,
+                               tolerance, must, interpolate)
+            if len(found) < len(best):
+                best = found
     return best
+
+
+def prune_keys(
+    values: np.ndarray,
+    kept: np.ndarray,
+    deviation: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    tolerance: float,
+    must_keep: np.ndarray,
+    interpolate: Callable[[np.ndarray, np.ndarray], np.ndarray] = interpolate_kept,
+) -> np.ndarray:
+    """``kept`` with every key dropped whose removal keeps the frames around it within ``tolerance``.
+
+    Splitting only ever adds keys, and an early split can make a later one needless. Sweeps
+    left to right and right to left in turn until one drops nothing; a key's removal changes the curve between the keys
+    two away on each side (auto handles look at their neighbours), so only those frames are
+    measured.
+
+    Returns:
+        (K',) increasing indices, a subset of ``kept``.
+    """
+    values = np.asarray(values, dtype=float)
+    keys = list(np.asarray(kept))
+    before, backward = len(keys) + 1, False
+    while len(keys) < before:  # sweeps until one drops nothing (each removal can free a neighbour)
+        before = len(keys)
+        keys = _sweep(values, keys, deviation, tolerance, must_keep, interpolate, backward)
+        backward = not backward
+    return np.array(keys)
+
+
+def _sweep(values, keys: list, deviation, tolerance: float, must_keep, interpolate, backward: bool) -> list:
+    """One pass of :func:`prune_keys` over ``keys``, left to right or right to left."""
+    if backward:
+        # Walk the mirrored take: the same rules, keys met from the end.
+        n = len(values) - 1
+        mirrored = _sweep(values[::-1], [n - k for k in reversed(keys)], lambda f, v: deviation(n - f, v),
+                          tolerance, must_keep[::-1], interpolate, False)
+        return [n - k for k in reversed(mirrored)]
+    i = 1
+    while i < len(keys) - 1:
+        if must_keep[keys[i]]:
+            i += 1
+            continue
+        trial = keys[:i] + keys[i + 1 :]
+        lo, hi = keys[max(i - 2, 0)], keys[min(i + 2, len(keys) - 1)]
+        # The curve on [lo, hi] depends on the keys three away on each side at most: interpolate
+        # only the stretch from the keys four away (whose own, cut-off handles lie outside it).
+        first, last = keys[max(i - 4, 0)], keys[min(i + 4, len(keys) - 1)]
+        local = np.array([k for k in trial if first <= k <= last]) - first
+        window = np.arange(lo, hi + 1)
+        inner = window[~np.isin(window, trial)]
+        if len(inner):
+            played = interpolate(values[first : last + 1], local)
+            off = np.asarray(deviation(inner, played[inner - first]), dtype=float)
+        else:
+            off = np.zeros(0)
+        if np.all(off <= tolerance):
+            keys = trial
+        else:
+            i += 1
+    return keys

@@ -46,15 +46,15 @@ def _bake(blend, tmp_path, tolerance: float) -> tuple[dict, np.ndarray]:
     return json.loads(path.read_text()), tips
 
 
-def test_the_demo_keeps_a_third_of_its_keys_within_a_millimetre(demo_blend, tmp_path):
-    """The README demo with 1 mm: at least 3x fewer keys (the issue asks 5x: not yet met), every tip on every
+def test_the_demo_keeps_a_fifth_of_its_keys_within_a_millimetre(demo_blend, tmp_path):
+    """The README demo with 1 mm: at least 4.5x fewer keys (5.05x measured; the issue asks 5x), every tip on every
     frame within 1 mm of where the full bake puts it (measured here by playback), the report saying so and
     still agreeing with playback."""
     _, full = _bake(demo_blend, tmp_path, 0.0)
     report, reduced = _bake(demo_blend, tmp_path, 0.001)
     summary = report["key_reduction"]
     assert summary["measured_by"] == "playback"
-    assert summary["keys_after"] * 3 <= summary["keys_before"], summary
+    assert summary["keys_after"] * 4.5 <= summary["keys_before"], summary
     drift = np.linalg.norm(reduced - full, axis=-1)
     assert drift.max() <= 0.001 + 2e-6, drift.max()
     assert summary["max_deviation_m"] == pytest.approx(drift.max(), abs=2e-6)
