@@ -92,14 +92,20 @@ def override_warnings(label: str, sources: dict[str, list[str]]) -> list[str]:
             "they follow (on a Rigify rig: the FK controls with the limb in FK)"]
 
 
-def measure(scene: bpy.types.Scene, frames: Sequence[int], chains: Sequence[PlaybackChain]) -> list[tuple]:
+def measure(scene: bpy.types.Scene, frames: Sequence[int], chains: Sequence[PlaybackChain],
+            goals: Sequence[np.ndarray | None] = ()) -> list[tuple]:
     """Per chain, (N,) position error [m] and (N,) rotation error [rad] of its tip in playback.
 
-    The rotation error is 0 for chains that do not match their target's orientation.
+    The rotation error is 0 for chains that do not match their target's orientation. ``goals``
+    gives per chain (N, 4, 4) world frames to measure against instead of its target (the goal
+    of a chain at partial influence), or None.
     """
     sources = [bridge.TipSource(c.arm_obj, c.tip_bone, c.use_tail, c.target, c.target_bone) for c in chains]
+    goals = list(goals) + [None] * (len(chains) - len(goals))
     out = []
-    for chain, (tip, target) in zip(chains, bridge.sample_tips(scene, frames, sources)):
+    for chain, (tip, target), goal in zip(chains, bridge.sample_tips(scene, frames, sources), goals):
+        if goal is not None:
+            target = goal
         pos = np.linalg.norm(tip[:, :3, 3] - target[:, :3, 3], axis=-1)
         rot = np.zeros(len(pos))
         if chain.use_rotation:
@@ -110,8 +116,11 @@ def measure(scene: bpy.types.Scene, frames: Sequence[int], chains: Sequence[Play
     return out
 
 
-def verify(scene: bpy.types.Scene, frames: Sequence[int], chains: Sequence[PlaybackChain], report: dict) -> None:
+def verify(scene: bpy.types.Scene, frames: Sequence[int], chains: Sequence[PlaybackChain], report: dict,
+           goals: Sequence[np.ndarray | None] = ()) -> None:
     """Replace each chain's residuals and convergence in ``report`` by what playback shows.
+
+    A chain with a goal in ``goals`` (at partial influence) is measured against it, not its target.
 
     Per chain the solver's own numbers stay as ``solver_position_error_m`` and
     ``solver_converged``; ``converged`` becomes "the solver reached it and playback shows it
@@ -119,9 +128,10 @@ def verify(scene: bpy.types.Scene, frames: Sequence[int], chains: Sequence[Playb
     ``overridden_frames``, with a reason naming what overrides the bones where found.
     """
     by_name = {c["chain"]: c for c in report["chains"]}
-    for chain, (pos, rot) in zip(chains, measure(scene, frames, chains)):
+    for chain, (pos, rot) in zip(chains, measure(scene, frames, chains, goals)):
         entry = by_name[chain.name]
         solver_ok = np.asarray(entry["converged"], dtype=bool)
+        aim = "goal" if "influence" in entry else "target"
         shown = pos <= chain.tolerance + FLOAT_SLACK_M
         if chain.use_rotation:
             shown &= rot <= chain.rotation_tolerance + FLOAT_SLACK_RAD
@@ -131,7 +141,7 @@ def verify(scene: bpy.types.Scene, frames: Sequence[int], chains: Sequence[Playb
             "the rig's constraints or drivers change the keyed pose")
         reasons = list(entry["reasons"])
         for k in np.flatnonzero(overridden):
-            reasons[k] = f"overridden in playback: the tip ends {pos[k] * 1000:.3g} mm from the target ({why})"
+            reasons[k] = f"overridden in playback: the tip ends {pos[k] * 1000:.3g} mm from the {aim} ({why})"
         entry.update(
             solver_converged=entry["converged"],
             solver_position_error_m=entry["position_error_m"],
