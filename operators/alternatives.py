@@ -149,7 +149,7 @@ def key_alternative(context: bpy.types.Context, arm: bpy.types.Object, index: in
 
 
 class ARTICULATE_OT_chain_alternatives(bpy.types.Operator):
-    """Find distinct poses of the active chain that all reach its target on this frame, ranked by distance from the current pose and margin from the limits"""  # noqa: E501
+    """Find distinct poses of the active chain reaching its target on this frame, by distance and limit margin"""
 
     bl_idname = "articulate.chain_alternatives"
     bl_label = "Find Alternative Poses"

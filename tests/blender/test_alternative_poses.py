@@ -139,6 +139,27 @@ def test_a_bake_from_the_chosen_pose_keeps_it(arm_scene, addon_module, core):
     assert float(steps(p.skeleton, q1, chosen)) < 1e-3  # the bake's first frame is the chosen pose itself
 
 
+def test_the_pose_in_use_comes_first(arm_scene, addon_module):
+    """After keying the third pose, finding again lists that pose first, as the current one."""
+    arm, _ = arm_scene
+    assert bpy.ops.articulate.chain_alternatives() == {"FINISHED"}
+    third = np.array(arm.articulate.alternatives[2].values[: arm.articulate.alternatives[2].dof])
+    arm.articulate.active_alternative = 2
+    assert bpy.ops.articulate.chain_use_alternative() == {"FINISHED"}
+    assert bpy.ops.articulate.chain_alternatives() == {"FINISHED"}
+    first = arm.articulate.alternatives[0]
+    assert first.distance < 1e-4 and first.name.endswith("(current)")
+    np.testing.assert_allclose(first.values[: first.dof], third, atol=1e-5)
+    assert all(it.distance >= 0.3 for it in list(arm.articulate.alternatives)[1:])
+
+
+def test_robot_rigs_point_to_their_branches(empty_scene):
+    """A robot rig solved on its stored model is refused with a pointer to Find IK Branches."""
+    assert bpy.ops.articulate.robot_add(preset="ur5") == {"FINISHED"}
+    with pytest.raises(RuntimeError, match="Find IK Branches"):
+        bpy.ops.articulate.chain_alternatives()
+
+
 def _snapshot(arm):
     bpy.context.view_layer.update()
     pose = [tuple(v for col in pb.matrix_basis.col for v in col) for pb in arm.pose.bones]
