@@ -4,12 +4,13 @@
 import numpy as np
 import pytest
 
-from ik_core.limits import SwingTwistLimit, limit_violation
+from ik_core.limits import EulerLimit, SwingTwistLimit, limit_violation
 from ik_core.model.distance import joint_steps
+from ik_core.model.euler import euler_to_matrix
 from ik_core.model.kinematics import effector_poses
 from ik_core.model.rotations import axis_angle_to_matrix, matrix_to_rotvec, rotvec_to_matrix
 from ik_core.model.skeleton import Effector, Joint, JointKind, Skeleton
-from ik_core.solvers.alternatives import MARGIN_CAP, alternative_poses, limit_margin, limit_margins, swivel_angles
+from ik_core.solvers.alternatives import alternative_poses, limit_margin, limit_margins, swivel_angles
 from ik_core.solvers.dls.solver import DLSSolver
 
 TOL = 1e-5
@@ -168,22 +169,28 @@ def test_limit_margin_of_hinges_is_the_distance_to_the_nearer_end(arm):
     assert limit_margin(arm, np.array([0.2, 0.1, -0.3, 3.0, 0.2, 0.1])) == 0.0
 
 
-def test_ball_margin_is_where_a_turn_leaves_the_limit():
-    """Turning a ball joint by less than its margin about any frame axis stays inside; a little more leaves."""
+def _ball(limit) -> Skeleton:
+    return Skeleton([Joint("ball", JointKind.BALL, -1, _at(), limit=limit)], [Effector("tip", 0, _at(y=1.0))])
+
+
+def test_swing_twist_margin_is_the_nearer_of_twist_end_and_swing_edge():
+    """Blender's IK limits: a twist 0.2 rad from its end, a swing 0.3 rad from its ellipse's vertex, a
+    swing 0.417 rad inside a 0.7 rad circle with the twist locked (a locked axis does not count)."""
     limit = SwingTwistLimit((-1.0, -0.5, -0.8), (1.2, 0.5, 0.8))
-    ball = Skeleton([Joint("ball", JointKind.BALL, -1, _at(), limit=limit)], [Effector("tip", 0, _at(y=1.0))])
-    rng = np.random.default_rng(0)
-    q = rng.uniform(-0.4, 0.4, size=(20, 3))
-    q = q[limit.contains(q)]
-    margin = limit_margin(ball, q)
-    assert np.all(margin > 0) and np.all(margin < MARGIN_CAP)
-    axes = np.concatenate([np.eye(3), -np.eye(3)])
-    for v, m in zip(q, margin):
-        R = rotvec_to_matrix(v)
-        turns = rotvec_to_matrix(axes * (0.98 * m))
-        assert limit.contains_matrix(R @ turns).all() and limit.contains_matrix(turns @ R).all()
-        beyond = rotvec_to_matrix(axes * (m + 0.01))
-        assert not (limit.contains_matrix(R @ beyond).all() and limit.contains_matrix(beyond @ R).all())
+    ball = _ball(limit)
+    np.testing.assert_allclose(limit_margin(ball, np.array([[0.0, 0.3, 0.0], [0.9, 0.0, 0.0], [0.0, 0.0, 0.0]])),
+                               [0.2, 0.3, 0.5], atol=1e-9)
+    locked = _ball(SwingTwistLimit((-0.7, 0.0, -0.7), (0.7, 0.0, 0.7), (False, True, False)))
+    assert limit_margin(locked, np.array([0.2, 0.0, 0.2])) == pytest.approx(0.7 - np.hypot(0.2, 0.2), abs=1e-3)
+    assert limit_margin(locked, np.array([0.2, 0.1, 0.2])) == 0.0  # twisted: outside
+
+
+def test_euler_margin_is_the_nearest_range_end():
+    """Euler ranges: the smallest distance of an angle to an end of its range."""
+    limit = EulerLimit((-0.5, -0.4, -1.0), (0.6, 0.4, 1.0), order="XYZ")
+    R = euler_to_matrix(np.array([[0.1, 0.2, -0.3], [0.1, 0.5, -0.3]]), "XYZ")
+    q = matrix_to_rotvec(R)
+    np.testing.assert_allclose(limit_margin(_ball(limit), q), [0.2, 0.0], atol=1e-9)
 
 
 def test_swivel_turns_with_the_pose():
