@@ -206,3 +206,14 @@ def test_swivel_turns_with_the_pose():
     turned = [np.concatenate([matrix_to_rotvec(axis_angle_to_matrix(axis, a)), [1.0]]) for a in (0.0, 0.7, -1.9)]
     sw = swivel_angles(two, np.array(turned), target)
     np.testing.assert_allclose(sw - sw[0], [0.0, 0.7, -1.9], atol=1e-9)
+
+
+def test_with_a_pole_swivels_are_measured_from_it(arm):
+    """Given a pole, each pose's swivel is its bend's turn from the pole's direction; the starts still find poses."""
+    target = effector_poses(arm, CURRENT, "tip")[:3, 3]
+    pole = np.array([0.0, 0.2, 0.5])
+    found = alternative_poses(_solver(arm), target, CURRENT, pole)
+    assert len(found) >= 2
+    np.testing.assert_allclose(found.swivel, swivel_angles(arm, found.q, target, pole), atol=1e-12)
+    other = swivel_angles(arm, found.q, target, np.array([0.0, 0.2, -0.5]))
+    assert np.max(np.abs(np.angle(np.exp(1j * (found.swivel - other))))) > 0.5  # the reference matters
