@@ -222,7 +222,10 @@ def _limb_controls(arm: bpy.types.Object, limb: Limb, fk_pose: dict[str, np.ndar
                    if bone else matching.Control(matching.Follower(arm, driven, tail), goal, obj=owner))
         control.rotation = limb.rotation if limb.kind == "constraint" else True
         group.append(control)
-    groups = [group]
+    # The limb's end controls first, then its root control: Rigify's root hangs from a swing bone that
+    # tracks the end control, so it is placed once the end is where it goes; then the pole.
+    root = [c for c in group if c.follower.bone == limb.result[0]]
+    groups = [g for g in ([c for c in group if c not in root], root) if g]
     if limb.pole is not None and len(limb.result) >= 2:
         owner, bone = limb.pole
         # The bend: the limb's root, its middle joint and its end (Rigify: the hand's head; a

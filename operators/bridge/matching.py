@@ -51,10 +51,22 @@ def forced(owner_paths: Sequence[tuple[bpy.types.ID, str, float]]) -> Iterator[N
             owner, prop = _resolve(id_data, path)
             saved.append((owner, prop, _get(owner, prop)))
             _set(owner, prop, value)
+            _tag(id_data, curves)
         yield
     finally:
         for owner, prop, was in reversed(saved):
             _set(owner, prop, was)
+        unmuted = [owner for owner, prop, _was in saved if prop == "mute"]
+        for id_data, _path, _value in owner_paths:
+            _tag(id_data, unmuted)
+
+
+def _tag(id_data: bpy.types.ID, curves: Sequence) -> None:
+    """Have the depsgraph copy a changed ID (and the actions of muted F-curves) before the next evaluation:
+    a custom property set from Python, or an F-curve muted, is not seen until then."""
+    id_data.update_tag()
+    for fc in curves:
+        fc.id_data.update_tag()
 
 
 def _resolve(id_data: bpy.types.ID, path: str) -> tuple[object, str]:

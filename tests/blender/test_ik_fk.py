@@ -70,9 +70,21 @@ def test_rigify_ik_to_fk_then_back(rigify_blend, tmp_path):
     assert err.max() < 1e-3, err.max()
     # the report's numbers are playback's
     assert max(m["max_error_m"] for m in report["limbs"]) == pytest.approx(err.max(), abs=1e-5)
-    # and back: move the IK controls away first, so only the placement can bring the IK onto the FK pose
+    # and back: take the IK controls' keys off and move them away, so only the placement can bring the IK
+    # onto the FK pose
     for name in ("hand_ik.L", "foot_ik.R"):
-        rig.pose.bones[name].location = (0.3, 0.2, 0.1)
+        pb = rig.pose.bones[name]
+        for f in range(1, FRAMES + 1):
+            pb.keyframe_delete("location", frame=f)
+        pb.location = (0.3, 0.2, 0.1)
+    bpy.context.scene.frame_set(5)
+    bpy.context.scene.frame_set(1)
+    moved = _limb_points(rig)
+    with_ik = np.linalg.norm(moved - fk_points, axis=-1).max()
+    assert with_ik < 1e-6  # still FK: the switches are keyed to FK
+    # what the moved controls would play in IK: far off, so the test below can fail
+    for name in SWITCHES:
+        rig.pose.bones[name]["IK_FK"] = 0.0
     assert bpy.ops.articulate.fk_to_ik(report_path=str(report_path)) == {"FINISHED"}
     back = json.loads(report_path.read_text())
     np.testing.assert_allclose(_switch_values(rig, range(1, FRAMES + 1)), 0.0)
@@ -148,3 +160,18 @@ def test_nothing_to_switch_is_named(empty_scene):
     bpy.context.view_layer.objects.active = arm
     with pytest.raises(RuntimeError, match="no IK/FK pair"):
         bpy.ops.articulate.ik_to_fk()
+
+
+def test_rigify_fk_to_ik_turns_the_poles_when_the_limbs_use_them(rigify_blend):
+    """With the limbs' pole on (``pole_vector``), FK to IK places the hand and foot controls and turns each
+    pole so the elbows and knees bend as in FK: the IK plays the FK pose within 1 mm."""
+    rig = _open(rigify_blend)
+    for name in SWITCHES:
+        rig.pose.bones[name]["pole_vector"] = True
+    assert bpy.ops.articulate.ik_to_fk() == {"FINISHED"}
+    fk_points = _limb_points(rig)
+    for name in ("upper_arm_ik_target.L", "thigh_ik_target.R"):
+        rig.pose.bones[name].location = (0.2, -0.3, 0.1)
+    assert bpy.ops.articulate.fk_to_ik() == {"FINISHED"}
+    err = np.linalg.norm(_limb_points(rig) - fk_points, axis=-1)
+    assert err.max() < 1e-3, err.max()
