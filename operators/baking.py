@@ -247,20 +247,25 @@ def _member_samples(units: Sequence[SolveUnit], samples: Sequence[list], k: int)
     raise KeyError(k)
 
 
-def _tree_options(unit: SolveUnit, prepared: Sequence[PreparedChain], scale: float) -> dict:
-    """DLS options of a tree unit: full poses if every member matches rotation, the tightest tolerance."""
+def _tree_options(unit: SolveUnit, prepared: Sequence[PreparedChain], scale: float,
+                  members: Sequence[int] = ()) -> dict:
+    """DLS options of a tree unit: full poses if every member matches rotation, the tightest tolerance,
+    and each member's position and rotation weights on its effector (the IK constraints' weights:
+    where chains compete for shared bones, the heavier pulls harder)."""
     chains = [prepared[k].settings for k in unit.members]
+    picked = [chains[e] for e in members] if len(members) else chains
     return {
         "mode": "full" if all(c.use_rotation for c in chains) else "position",
         "tolerance": min(c.tolerance for c in chains) / scale,
         "max_iterations": max(c.iterations for c in chains),
+        "weights": [(c.weight_position,) * 3 + (c.weight_rotation,) * 3 for c in picked],
     }
 
 
 def tree_solver(unit: SolveUnit, prepared: Sequence[PreparedChain], scale: float, members: Sequence[int] = ()):
     """The DLS solver of a tree unit, an effector per member (or per member of ``members``, unit positions)."""
     effectors = [unit.effectors[e] for e in members] if len(members) else unit.effectors
-    return make_solver(TREE_SOLVER, unit.chain.skeleton, effectors, **_tree_options(unit, prepared, scale))
+    return make_solver(TREE_SOLVER, unit.chain.skeleton, effectors, **_tree_options(unit, prepared, scale, members))
 
 
 def _tail_start(unit: SolveUnit, prepared: Sequence[PreparedChain], k: int) -> int:

@@ -489,19 +489,24 @@ def build_nla_strip(n: int) -> SceneInfo:
     return SceneInfo(arm.name)
 
 
-def build_shared_spine(n: int) -> SceneInfo:
+def build_shared_spine(n: int, weights: tuple[float, float] = (1.0, 1.0), out: bool = False) -> SceneInfo:
     """Two arms hanging from a two-bone spine, an IK on each hand running through the spine (chain_count 4)."""
     spec = chain_bones(["Spine1", "Spine2"], [(0, 0, 0), (0, 0.03, 0.4), (0, 0, 0.8)])
     for side, sx in (("L", 1.0), ("R", -1.0)):
         pts = [(0.0, 0.0, 0.8), (0.4 * sx, 0.05, 0.8), (0.8 * sx, 0.0, 0.8)]
         spec += chain_bones([f"Arm.{side}", f"Hand.{side}"], pts, "Spine2")
     arm = armature("Rig", spec)
-    for side, sx in (("L", 1.0), ("R", -1.0)):
+    for (side, sx), weight in zip((("L", 1.0), ("R", -1.0)), weights):
         target = empty(f"Target.{side}")
-        key_locations(target, target_path(n, (0, 0, 0.8), 0.8, up=(sx, 0.0, 0.0), out=False, far=0.95),
-                      _frames(n))
-        add_ik(arm.pose.bones[f"Hand.{side}"], target, chain_count=4)
+        key_locations(target, target_path(n, (0, 0, 0.8), 0.8, up=(sx, 0.0, 0.0), out=out and side == "R",
+                                          far=0.95), _frames(n))
+        add_ik(arm.pose.bones[f"Hand.{side}"], target, chain_count=4, weight=weight)
     return SceneInfo(arm.name)
+
+
+def build_shared_spine_weights(n: int) -> SceneInfo:
+    """The shared spine with IK weights 1.0 (left) and 0.3 (right), the right target beyond reach on some frames."""
+    return build_shared_spine(n, weights=(1.0, 0.3), out=True)
 
 
 # A child-process script: ``python -c RIGIFY_SCRIPT out.blend frames`` saves Rigify's generated human rig
@@ -578,6 +583,8 @@ SCENES: tuple[ParityScene, ...] = (
     ParityScene("existing_action", build_existing_action, "keys outside the baked range"),
     ParityScene("nla_strip", build_nla_strip, "the chain's parent moved by an NLA strip"),
     ParityScene("shared_spine", build_shared_spine, "two IK chains sharing the spine"),
+    ParityScene("shared_spine_weights", build_shared_spine_weights,
+                "the shared spine, IK weights 1.0 / 0.3, the lighter arm's target out of reach at times"),
     ParityScene("rigify", build_rigify, "Rigify's generated human rig", rigify=True),
 )
 BY_NAME = {s.name: s for s in SCENES}

@@ -79,7 +79,9 @@ class DLSSolver(Solver):
         max_iterations: Iteration budget per target, restarts included.
         aim_axis: (3,) axis in the effector frame used by "aim" mode.
         weights: (6,) non-negative weights of the error rows x, y, z [1/m^2] and rx, ry, rz
-            [1/rad^2] (world axes); they shape the path, not the convergence test.
+            [1/rad^2] (world axes), or (E, 6) such rows, one per effector (how much each counts
+            where effectors compete for shared joints, as the IK constraint's weight); they
+            shape the path, not the convergence test.
         damping: Initial Levenberg-Marquardt damping [m^2] of a warm start with a unit error,
             in proportion to the error below it (library seeds start at 1 % of that).
         min_damping: Damping floor [m^2]; keeps every system positive definite.
@@ -135,10 +137,12 @@ class DLSSolver(Solver):
             max_iterations=max_iterations, aim_axis=aim_axis,
         )
         w = np.asarray(weights, dtype=float)
-        if w.shape != (6,) or not np.all(np.isfinite(w)) or np.any(w < 0) or not np.any(w[: _MODE_ROWS[mode]] > 0):
+        n_eff = len(self.effector_ids)
+        if (w.shape not in ((6,), (n_eff, 6)) or not np.all(np.isfinite(w)) or np.any(w < 0)
+                or not np.any(w[..., : _MODE_ROWS[mode]] > 0)):
             raise InvalidInputError(
-                f"weights must be 6 finite values >= 0 (x, y, z, rx, ry, rz), not all zero for mode "
-                f"{mode!r}; got {weights!r}"
+                f"weights must be 6 finite values >= 0 (x, y, z, rx, ry, rz), or ({n_eff}, 6) such rows (one per "
+                f"effector), not all zero for mode {mode!r}; got {weights!r}"
             )
         for label, value in (("damping", damping), ("min_damping", min_damping)):
             if not (np.isfinite(value) and value > 0):
@@ -160,7 +164,8 @@ class DLSSolver(Solver):
         self.limit_passes = int(limit_passes)
         self.model = EffectorModel(skeleton, self.effector_ids)
         rows = _MODE_ROWS[mode]
-        self._sqrt_w = np.tile(np.sqrt(w[:rows]), len(self.effector_ids))
+        # One row of weights per effector (the same for all when one row is given).
+        self._sqrt_w = np.sqrt(np.broadcast_to(w, (n_eff, 6))[:, :rows]).reshape(-1)
         self._weighted = bool(np.any(self._sqrt_w != 1.0))
         self._eye = {k: np.eye(k) for k in {len(self._sqrt_w), skeleton.dof}}
         self._lo, self._hi = np.asarray(skeleton.lower), np.asarray(skeleton.upper)

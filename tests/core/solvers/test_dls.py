@@ -556,3 +556,35 @@ def test_raced_targets_still_running_add_seeds(ur5: Skeleton) -> None:
     assert any(it > at for it, _ in seen)
     assert all(r >= dls_module._RACE_SEEDS + extra for it, r in seen if it > at)
     assert all(r <= dls_module._RACE_SEEDS for it, r in seen if it <= at)
+
+
+def _two_arms_on_a_spine() -> Skeleton:
+    """A 1-joint spine (revolute about Z) carrying two 1-joint arms (revolute about Z): effectors L and R."""
+    def at(x: float, y: float) -> np.ndarray:
+        T = np.eye(4)
+        T[:2, 3] = (x, y)
+        return T
+
+    joints = [Joint("spine", JointKind.REVOLUTE, -1, np.eye(4), axis=(0, 0, 1)),
+              Joint("arm_l", JointKind.REVOLUTE, 0, at(0.0, 1.0), axis=(0, 0, 1), lower=-0.01, upper=0.01),
+              Joint("arm_r", JointKind.REVOLUTE, 0, at(0.0, 1.0), axis=(0, 0, 1), lower=-0.01, upper=0.01)]
+    return Skeleton(joints, [Effector("L", 1, at(-1.0, 0.0)), Effector("R", 2, at(1.0, 0.0))])
+
+
+def test_per_effector_weights_decide_who_wins_a_shared_joint() -> None:
+    """Two effectors that cannot both be reached (they share the spine): the heavier one ends nearer its
+    target, the other nearer with the weights swapped; one row of weights for all is still accepted."""
+    skeleton = _two_arms_on_a_spine()
+    q_left = np.array([0.4, 0.0, 0.0])
+    q_right = np.array([-0.4, 0.0, 0.0])
+    targets = np.stack([effector_poses(skeleton, q_left, "L")[:3, 3], effector_poses(skeleton, q_right, "R")[:3, 3]])
+    misses = {}
+    for label, w in (("left", [[1.0] * 6, [0.1] * 6]), ("right", [[0.1] * 6, [1.0] * 6])):
+        solver = make_solver("dls", skeleton, ["L", "R"], mode="position", weights=w, restarts=0)
+        q = solver.solve(targets, np.zeros(3)).q
+        misses[label] = [np.linalg.norm(effector_poses(skeleton, q, e)[:3, 3] - t) for e, t in zip("LR", targets)]
+    assert misses["left"][0] < 0.5 * misses["left"][1]
+    assert misses["right"][1] < 0.5 * misses["right"][0]
+    make_solver("dls", skeleton, ["L", "R"], mode="position", weights=[1.0] * 6)
+    with pytest.raises(InvalidInputError, match=r"\(2, 6\) such rows"):
+        make_solver("dls", skeleton, ["L", "R"], mode="position", weights=[[1.0] * 6] * 3)
