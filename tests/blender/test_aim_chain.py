@@ -1,0 +1,208 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Aim chains: a spine, neck and head baked to look at a moving target, checked by playing the keys back."""
+
+import json
+import math
+
+import bpy
+import numpy as np
+import pytest
+from mathutils import Matrix
+
+FRAMES = 48
+BEHIND = range(38, 43)  # frames whose target is behind the head: beyond the limits
+LIMITS_DEG = {"Spine": 20.0, "Neck": 25.0, "Head": 35.0}  # swing cones (about X and Z)
+TWIST_DEG = {"Spine": 20.0, "Neck": 30.0, "Head": 45.0}  # twist about each bone's Y: the bones point up, so yaw
+AXIS_VECTORS = {"X": (1, 0, 0), "NEG_X": (-1, 0, 0), "Y": (0, 1, 0), "NEG_Y": (0, -1, 0), "Z": (0, 0, 1),
+                "NEG_Z": (0, 0, -1)}
+
+
+def _target_path() -> np.ndarray:
+    """(FRAMES, 3) target positions: sweeping in front of the face, then behind it on BEHIND."""
+    eye = np.array([0.0, 0.0, 1.65])
+    t = np.linspace(0.0, 1.0, FRAMES)
+    yaw = np.radians(50.0) * np.sin(2 * np.pi * t)
+    pitch = np.radians(25.0) * np.sin(4 * np.pi * t)
+    path = eye + 2.0 * np.stack([np.sin(yaw) * np.cos(pitch), -np.cos(yaw) * np.cos(pitch), np.sin(pitch)], axis=1)
+    for f in BEHIND:
+        path[f - 1] = eye + np.array([0.3, 2.0, 0.2])
+    return path
+
+
+@pytest.fixture
+def rig(empty_scene, addon_module):
+    """Spine, neck and head pointing up, limited by Blender IK limits (swing cone, twist range); an animated target."""
+    bridge = addon_module("operators.bridge")
+    compat = addon_module("operators.compat")
+    heads = np.array([[0.0, 0.0, 1.0], [0.0, 0.0, 1.4], [0.0, 0.0, 1.55]])
+    tails = np.array([[0.0, 0.0, 1.4], [0.0, 0.0, 1.55], [0.0, 0.0, 1.75]])
+    arm = bridge.create_armature("Rig", heads, tails, [-1, 0, 1], list(LIMITS_DEG))
+    for name, deg in LIMITS_DEG.items():
+        pb = arm.pose.bones[name]
+        for axis in "xyz":
+            limit = math.radians(TWIST_DEG[name] if axis == "y" else deg)
+            setattr(pb, f"use_ik_limit_{axis}", True)
+            setattr(pb, f"ik_min_{axis}", -limit)
+            setattr(pb, f"ik_max_{axis}", limit)
+    target = bpy.data.objects.new("Look", None)
+    empty_scene.collection.objects.link(target)
+    compat.write_channels(target, [compat.Channel("location", i, "Object Transforms") for i in range(3)],
+                          np.arange(1.0, FRAMES + 1.0), _target_path())
+    # The face looks along world -Y: the head bone's axis that points there at rest is the aim axis.
+    R = np.array(arm.data.bones["Head"].matrix_local)[:3, :3]
+    front = next(k for k, v in AXIS_VECTORS.items() if np.allclose(R @ v, (0, -1, 0), atol=1e-6))
+    chain = arm.articulate.chains.add()
+    chain.name, chain.tip_bone, chain.chain_length, chain.target = "Look", "Head", 3, target
+    chain.mode, chain.aim_axis, chain.up_axis, chain.aim_spread = "AIM", front, "Y", 0.5
+    bpy.context.view_layer.objects.active = arm
+    return arm, target, chain
+
+
+def _bake(tmp_path) -> dict:
+    path = tmp_path / "report.json"
+    assert bpy.ops.articulate.bake(use_scene_settings=False, frame_start=1, frame_end=FRAMES,
+                                   report_path=str(path)) == {"FINISHED"}
+    return json.loads(path.read_text())
+
+
+def _played(arm, target, chain):
+    """Per frame, as playback shows it: head origin, aim axis, up axis (bone Y), target, and each bone's basis."""
+    scene = bpy.context.scene
+    aim_local = np.array(AXIS_VECTORS[chain.aim_axis], dtype=float)
+    out = {"origin": [], "aim": [], "up": [], "target": [], "basis": []}
+    for f in range(1, FRAMES + 1):
+        scene.frame_set(f)
+        M = np.array(arm.matrix_world @ arm.pose.bones["Head"].matrix)
+        out["origin"].append(M[:3, 3])
+        out["aim"].append(M[:3, :3] @ aim_local)
+        out["up"].append(M[:3, 1])
+        out["target"].append(np.array(target.matrix_world.translation))
+        out["basis"].append([np.array(arm.pose.bones[n].matrix_basis)[:3, :3] for n in LIMITS_DEG])
+    return {k: np.array(v) for k, v in out.items()}
+
+
+def _angle(a, b):
+    a = a / np.linalg.norm(a, axis=-1, keepdims=True)
+    b = b / np.linalg.norm(b, axis=-1, keepdims=True)
+    return np.arctan2(np.linalg.norm(np.cross(a, b), axis=-1), np.sum(a * b, axis=-1))
+
+
+def _roll_error(played):
+    """Angle between the head's up axis and world +Z, both seen across the aim direction [rad]."""
+    d = played["aim"] / np.linalg.norm(played["aim"], axis=-1, keepdims=True)
+    want = np.array([0.0, 0.0, 1.0]) - d[:, 2:3] * d
+    return _angle(played["up"], want)
+
+
+def test_baked_head_looks_at_the_target_within_its_limits(rig, tmp_path):
+    """Playback: the head's aim axis points at the target within 0.1 degree wherever the limits allow; the
+    frames behind the head are reported missed with a reason; every bone stays inside its swing cone."""
+    arm, target, chain = rig
+    report = _bake(tmp_path)
+    entry = report["chains"][0]
+    assert report["measured_by"] == "playback" and entry["mode"] == "aim" and entry["solver"] == "aim"
+    played = _played(arm, target, chain)
+    err = _angle(played["aim"], played["target"] - played["origin"])
+    behind = np.array([f in BEHIND for f in range(1, FRAMES + 1)])
+    assert np.degrees(err[~behind]).max() < 0.1
+    assert np.all(np.degrees(err[behind]) > 20.0)
+    assert entry["converged"] == (~behind).tolist()
+    assert report["missed_frames"] == list(BEHIND)
+    for k in np.flatnonzero(behind):
+        assert entry["reasons"][k].startswith("limits stop the aim") and "deg short" in entry["reasons"][k]
+    # The report's aim angles are what playback shows (float32 evaluation aside).
+    np.testing.assert_allclose(entry["aim_error_rad"], err, atol=1e-5)
+    for b, (name, deg) in enumerate(LIMITS_DEG.items()):
+        swing = _angle(played["basis"][:, b, :, 1], np.array([0.0, 1.0, 0.0]))
+        assert np.degrees(swing).max() <= deg + 1e-3, name
+        q = np.array([Matrix(R.tolist()).to_quaternion() for R in played["basis"][:, b]])
+        twist = 2.0 * np.arctan2(q[:, 2], q[:, 0])  # swing-twist: the twist about Y
+        twist = (twist + np.pi) % (2 * np.pi) - np.pi
+        assert np.degrees(np.abs(twist)).max() <= TWIST_DEG[name] + 1e-3, name
+    assert max(np.degrees(_angle(played["basis"][:, b, :, 1], np.array([0.0, 1.0, 0.0]))).max()
+               for b in range(3)) > 15.0  # the limits were reached
+
+
+def test_up_axis_keeps_the_head_from_rolling(rig, tmp_path):
+    """With up axis +Y (the top of the head) the head's top turns toward world up; without it, it rolls."""
+    arm, target, chain = rig
+    report = _bake(tmp_path)
+    played = _played(arm, target, chain)
+    reachable = np.array([f not in BEHIND for f in range(1, FRAMES + 1)])
+    roll = _roll_error(played)
+    assert np.degrees(roll[reachable]).max() < 0.1
+    np.testing.assert_allclose(np.array(report["chains"][0]["up_error_rad"])[reachable], roll[reachable], atol=1e-5)
+    chain.up_axis = "NONE"
+    _bake(tmp_path)
+    free = _played(arm, target, chain)
+    assert np.degrees(_roll_error(free)[reachable]).max() > 0.5
+
+
+def test_up_target_turns_the_up_axis_toward_an_object(rig, tmp_path):
+    """An Up Target: the head's up axis turns toward the direction from the head to that object."""
+    arm, target, chain = rig
+    up = bpy.data.objects.new("Up", None)
+    bpy.context.scene.collection.objects.link(up)
+    up.location = (0.4, -1.0, 3.5)  # above and to the side: the head rolls about 12 degrees toward it
+    chain.up_target = up
+    report = _bake(tmp_path)
+    played = _played(arm, target, chain)
+    d = played["aim"] / np.linalg.norm(played["aim"], axis=-1, keepdims=True)
+    v = np.array(up.location) - played["origin"]
+    want = v - np.sum(v * d, axis=-1, keepdims=True) * d
+    reachable = np.array([f not in BEHIND for f in range(1, FRAMES + 1)])
+    assert np.degrees(_angle(played["up"], want)[reachable]).max() < 0.1
+    assert np.degrees(_roll_error(played)[reachable]).max() > 10.0  # not world up: rolled toward the object
+    assert report["chains"][0]["up_target"] == "Up"
+
+
+def test_an_up_axis_along_the_aim_axis_is_refused(rig):
+    arm, _target, chain = rig
+    chain.up_axis = chain.aim_axis
+    with pytest.raises(RuntimeError, match="lies along the aim axis"):
+        bpy.ops.articulate.bake(use_scene_settings=False, frame_start=1, frame_end=5)
+
+
+def test_live_posing_aims_the_head(rig):
+    """With Live on, moving the target turns the head toward it (no frame change, no operator)."""
+    arm, target, chain = rig
+    target.animation_data_clear()
+    arm.articulate.live = True
+    aim_local = np.array(AXIS_VECTORS[chain.aim_axis], dtype=float)
+    for place in ((0.8, -2.0, 2.0), (-1.0, -1.5, 1.2)):
+        target.location = place
+        bpy.context.view_layer.update()
+        M = np.array(arm.matrix_world @ arm.pose.bones["Head"].matrix)
+        err = _angle(M[:3, :3] @ aim_local, np.array(place) - M[:3, 3])
+        assert np.degrees(err) < 0.1
+        assert np.degrees(_roll_error({"aim": (M[:3, :3] @ aim_local)[None], "up": M[None, :3, 1]})[0]) < 0.1
+
+
+class _Layout:
+    """Records what a panel draws, checking each property name exists."""
+
+    def __init__(self, log):
+        self.log = log
+        self.active = True
+        self.use_property_split = False
+
+    def prop(self, data, name, **_kw):
+        assert name in data.bl_rna.properties, name
+        self.log.append(name)
+
+    def prop_search(self, data, name, *_args, **_kw):
+        self.prop(data, name)
+
+    def __getattr__(self, _name):
+        return lambda *a, **k: self
+
+
+def test_the_chain_panel_shows_aim_settings_in_aim_mode(rig):
+    arm, _target, chain = rig
+    log = []
+    bpy.types.ARTICULATE_PT_chain.draw(type("P", (), {"layout": _Layout(log)})(), bpy.context)
+    assert {"aim_axis", "up_axis", "up_target", "aim_spread", "aim_tolerance"} <= set(log) and "pole" not in log
+    chain.mode = "REACH"
+    log.clear()
+    bpy.types.ARTICULATE_PT_chain.draw(type("P", (), {"layout": _Layout(log)})(), bpy.context)
+    assert "aim_axis" not in log and "pole" in log
