@@ -28,6 +28,9 @@ AXES = {
     "Z": (0.0, 0.0, 1.0), "NEG_Z": (0.0, 0.0, -1.0),
 }
 WORLD_UP = np.array([0.0, 0.0, 1.0])
+# Aim chains turn from the rest pose (the nearest pose inside the limits) on every frame: a bake is
+# repeatable, live posing shows what the bake keys, and the pose is a function of the target.
+REST = None
 
 
 class AimSettingsError(Exception):

@@ -532,7 +532,7 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
                 smp = samples[k][0]
                 if p.solver == aiming.SOLVER_NAME:
                     solvers[u.members[0]] = solver = aiming.solver_for(p, scale)
-                    results[u.members[0]], aimed[u.members[0]] = aiming.track(solver, p, smp, q0, progress)
+                    results[u.members[0]], aimed[u.members[0]] = aiming.track(solver, p, smp, aiming.REST, progress)
                     poses[k] = chain_rotations(p, results[u.members[0]].q)
                     continue
                 solvers[u.members[0]] = solver = solver_for(p, scale)

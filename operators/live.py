@@ -64,7 +64,7 @@ class _Rig:
     hinge_axis: np.ndarray | None = None  # (G, 3) hinge axis in the hinge bone's frame
     hinge_terms: tuple = ()  # (eye, K, KK), each (G, 3, 3): Rodrigues' terms of the axes
     last: list = field(default_factory=list)  # per chain, its inputs at the last solve
-    aim_start: dict = field(default_factory=dict)  # per aim chain, the pose it turns from (taken when built)
+    aim_chains: set = field(default_factory=set)  # chains in Aim mode
 
 
 _cache: dict[str, _Rig] = {}
@@ -119,10 +119,7 @@ def _build(arm: bpy.types.Object, chains: list, sig: tuple, settings: np.ndarray
         ]),
         last=[None] * len(prepared),
     )
-    # Aim chains turn from the pose they had when live posing took them up, every update: the pose
-    # is then a function of the target, and no twist creeps in as the target circles.
-    rig.aim_start = {c: initial_q(p, rot.matrix_to_rotvec(bridge.pose_rotations(p.bones)))
-                     for c, p in enumerate(prepared) if p.solver == aiming.SOLVER_NAME}
+    rig.aim_chains = {c for c, p in enumerate(prepared) if p.solver == aiming.SOLVER_NAME}
     grouped = [c for c, s in enumerate(solvers) if s.name == "two_bone" and s.mode == "position"]
     if grouped:
         try:
@@ -209,7 +206,7 @@ def solve_live(arm: bpy.types.Object) -> int:
     inv_base = _affine_inverse(base)
     local = inv_base[:, None] @ world  # (C, 2, 4, 4): target and pole in each chain's base frame
     for c, p in enumerate(rig.prepared):
-        if changed[c] and p.source.pole is not None and p.settings.pole_angle and c not in rig.aim_start:
+        if changed[c] and p.source.pole is not None and p.settings.pole_angle and c not in rig.aim_chains:
             local[c, 1, :3, 3] = turn_poles(
                 local[c, 1, :3, 3], chain_root(p.skeleton), local[c, 0, :3, 3], p.settings.pole_angle
             )
@@ -236,10 +233,10 @@ def solve_live(arm: bpy.types.Object) -> int:
     for c, (p, solver) in enumerate(zip(rig.prepared, rig.solvers)):
         if not changed[c] or c in rig.grouped:
             continue
-        if c in rig.aim_start:
+        if c in rig.aim_chains:  # from the rest pose, as the bake: what live shows is what the bake keys
             up = world[c, 1, :3, 3][None] if p.source.pole is not None else None
             samples = bridge.ChainSamples(base[c][None], world[c, 0][None], up)
-            result = aiming.track(solver, p, samples, rig.aim_start[c])[0]
+            result = aiming.track(solver, p, samples, aiming.REST)[0]
             bones, R = chain_rotations(p, result.q)
             moved_bones += bones
             moved_R += list(R[0])

@@ -143,7 +143,8 @@ def verify(scene: bpy.types.Scene, frames: Sequence[int], chains: Sequence[Playb
         entry = by_name[chain.name]
         if chain.aim is not None:
             entry.update(solver_aim_error_rad=entry["aim_error_rad"], solver_up_error_rad=entry["up_error_rad"],
-                         aim_error_rad=rot.tolist(), up_error_rad=measured[2].tolist())
+                         aim_error_rad=rot.tolist(), up_error_rad=measured[2].tolist(),
+                         aim_tolerance_rad=chain.rotation_tolerance)
         solver_ok = np.asarray(entry["converged"], dtype=bool)
         shown = pos <= chain.tolerance + FLOAT_SLACK_M
         if chain.use_rotation:

@@ -350,9 +350,9 @@ class AimSolver:
         Args:
             targets: (..., 3) target positions [m] in the skeleton's root frame; leading axes are
                 the batch.
-            q0: (..., dof) or (dof,) start; ``None`` starts from the preferred pose. The answer is
-                the start turned by the smallest shared turn, so the same start and target always
-                give the same pose.
+            q0: (..., dof) or (dof,) start; ``None`` starts from the rest pose (q = 0; the nearest
+                pose inside the limits). The answer is the start turned by the smallest shared
+                turn, so the same start and target always give the same pose.
             up: (..., 3) or (3,) up directions (any length) the up axis turns toward, e.g. world
                 +Z in the root frame; ignored without an up axis. ``None``: no up.
             up_points: (..., 3) or (3,) points [m] the up axis turns toward instead (the
@@ -374,7 +374,7 @@ class AimSolver:
         batch = t.shape[:-1]
         n = int(np.prod(batch, dtype=int))
         dof = self.skeleton.dof
-        q0 = self.skeleton.preferred_q if q0 is None else np.asarray(q0, dtype=float)
+        q0 = np.zeros(self.skeleton.dof) if q0 is None else np.asarray(q0, dtype=float)
         require_finite("q0", q0)
         try:
             q0 = np.broadcast_to(q0, (*batch, dof))

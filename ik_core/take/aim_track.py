@@ -49,7 +49,7 @@ def track_aim(
         solver: The chain's aim solver.
         base: (N, 4, 4) world matrices of the chain's base frame (a uniform scale allowed).
         targets: (N, 3) world target positions [m].
-        q0: (dof,) start pose; ``None`` uses the solver's preferred pose.
+        q0: (dof,) start pose; ``None`` starts from the rest pose (see :meth:`AimSolver.solve`).
         up: Optional (3,) or (N, 3) world up direction (e.g. +Z).
         up_points: Optional (N, 3) world points the up axis turns toward instead of ``up``.
         max_jump: Largest change of a joint between frames [rad] accepted without a warm-started

@@ -156,6 +156,46 @@ def test_up_target_turns_the_up_axis_toward_an_object(rig, tmp_path):
     assert report["chains"][0]["up_target"] == "Up"
 
 
+def test_a_second_bake_keys_the_same_poses(rig, tmp_path):
+    """Every frame turns from the rest pose, not from the keys a bake left: baking twice changes nothing."""
+    arm, target, chain = rig
+    _bake(tmp_path)
+    first = _played(arm, target, chain)["basis"]
+    _bake(tmp_path)
+    np.testing.assert_allclose(_played(arm, target, chain)["basis"], first, atol=1e-6)
+
+
+def test_reduced_keys_keep_the_aim(rig, tmp_path):
+    """Reduce Keys on an aim chain: fewer keys, and playback still aims within the tolerance it reports."""
+    arm, target, chain = rig
+    chain.aim_tolerance = math.radians(0.05)
+    path = tmp_path / "reduced.json"
+    assert bpy.ops.articulate.bake(use_scene_settings=False, frame_start=1, frame_end=FRAMES, key_tolerance=0.001,
+                                   report_path=str(path)) == {"FINISHED"}
+    report = json.loads(path.read_text())
+    assert report["key_reduction"]["keys_after"] < report["key_reduction"]["keys_before"]
+    played = _played(arm, target, chain)
+    err = _angle(played["aim"], played["target"] - played["origin"])
+    entry = report["chains"][0]
+    np.testing.assert_allclose(entry["aim_error_rad"], err, atol=1e-5)
+    reached = np.array(entry["converged"])
+    # Judged against the aim tolerance plus what the key tolerance allows at the head's length.
+    assert chain.aim_tolerance < entry["aim_tolerance_rad"] < chain.aim_tolerance + 0.011
+    assert reached.sum() == FRAMES - len(BEHIND)
+    assert np.all(err[reached] <= entry["aim_tolerance_rad"] + 1e-6)
+
+
+def test_solve_current_frame_aims_without_keys(rig):
+    arm, target, chain = rig
+    bpy.context.scene.frame_set(10)
+    assert bpy.ops.articulate.solve_frame() == {"FINISHED"}
+    bpy.context.view_layer.update()
+    M = np.array(arm.matrix_world @ arm.pose.bones["Head"].matrix)
+    aim = M[:3, :3] @ np.array(AXIS_VECTORS[chain.aim_axis], dtype=float)
+    assert np.degrees(_angle(aim, np.array(target.matrix_world.translation) - M[:3, 3])) < 0.1
+    assert arm.animation_data is None or arm.animation_data.action is None
+
+
 def test_an_up_axis_along_the_aim_axis_is_refused(rig):
     arm, _target, chain = rig
     chain.up_axis = chain.aim_axis
