@@ -83,16 +83,22 @@ def track_aim(
     fields = {f: np.array(getattr(res, f)) for f in AimResult.__dataclass_fields__}
     q = fields["q"]
     skeleton = solver.skeleton
-    for k in range(1, n):
-        step = float(joint_steps(skeleton, q[k - 1], q[k]))
-        if step <= max_jump:
-            continue
+    steps = joint_steps(skeleton, q[:-1], q[1:])  # steps[k - 1]: into frame k
+    k = 0
+    while True:
+        later = np.flatnonzero(steps[k:] > max_jump)
+        if not later.size:
+            break
+        k += int(later[0]) + 1
+        step = float(steps[k - 1])
         alt = solver.solve(local_t[k], q[k - 1], up=None if local_up is None else local_up[k],
                            up_points=None if local_points is None else local_points[k])
         keeps_aim = alt.aim_error <= max(fields["aim_error"][k], solver.tolerance) + 1e-12
         if keeps_aim and float(joint_steps(skeleton, q[k - 1], alt.q)) < step:
             for f in fields:
                 fields[f][k] = getattr(alt, f)
+            if k + 1 < n:
+                steps[k] = joint_steps(skeleton, q[k], q[k + 1])
     if progress is not None:
         progress(n, n)
     return AimResult(**fields)
