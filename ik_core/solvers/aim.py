@@ -38,8 +38,9 @@ ORIGIN_EPS = 1e-9
 UP_PARALLEL_SIN = 1e-6
 # Hinges weigh the up pair this much against the aim pair: the aim comes first.
 _HINGE_UP_WEIGHT = 0.1
-# A pass that leaves more than this fraction of the error moves the frame to the next stage.
-_SLOW = 0.9
+# A pass that leaves more than this fraction of the error moves the frame to the next stage
+# (joints that turn about different axes, a turret's yaw and pitch, each take all they can there).
+_SLOW = 0.4
 # Passes in which no variable moves more than this [rad] have stalled.
 _STALL = 1e-12
 # The last stage stops once a pass gains less than this fraction of the tolerance.
