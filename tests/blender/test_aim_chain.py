@@ -246,3 +246,55 @@ def test_the_chain_panel_shows_aim_settings_in_aim_mode(rig):
     log.clear()
     bpy.types.ARTICULATE_PT_chain.draw(type("P", (), {"layout": _Layout(log)})(), bpy.context)
     assert "aim_axis" not in log and "pole" in log
+
+
+def test_a_turret_of_two_hinges_tracks_a_target_all_around(empty_scene, addon_module, tmp_path):
+    """A yaw hinge carrying a pitch hinge limited to +/-45 degrees: the barrel follows a target circling it,
+    the hinges stay hinges, and frames whose elevation is beyond the pitch limit are reported missed."""
+    bridge = addon_module("operators.bridge")
+    compat = addon_module("operators.compat")
+    arm = bridge.create_armature("Turret", np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 0.5]]),
+                                 np.array([[0.0, 0.0, 0.5], [0.0, -1.0, 0.5]]), [-1, 0], ["Base", "Barrel"])
+    base, barrel = arm.pose.bones["Base"], arm.pose.bones["Barrel"]
+    base.lock_ik_x = base.lock_ik_z = True  # yaw about its Y (up)
+    barrel.lock_ik_y = barrel.lock_ik_z = True  # pitch about its X
+    barrel.use_ik_limit_x, barrel.ik_min_x, barrel.ik_max_x = True, -math.radians(45.0), math.radians(45.0)
+    n = 48
+    azimuth = np.linspace(0.0, 2.0 * np.pi, n)  # once around, through the back
+    elevation = np.radians(30.0) * np.sin(3.0 * azimuth)
+    high = np.arange(n) % 12 == 5  # four frames far above the pitch limit
+    elevation[high] = np.radians(75.0)
+    path = np.array([0.0, 0.0, 0.5]) + 4.0 * np.stack(
+        [np.sin(azimuth) * np.cos(elevation), -np.cos(azimuth) * np.cos(elevation), np.sin(elevation)], axis=1)
+    target = bpy.data.objects.new("Plane", None)
+    empty_scene.collection.objects.link(target)
+    compat.write_channels(target, [compat.Channel("location", i, "Object Transforms") for i in range(3)],
+                          np.arange(1.0, n + 1.0), path)
+    chain = arm.articulate.chains.add()
+    chain.name, chain.tip_bone, chain.chain_length, chain.target = "Aim", "Barrel", 2, target
+    chain.mode, chain.aim_axis, chain.aim_spread = "AIM", "Y", 1.0
+    bpy.context.view_layer.objects.active = arm
+    report_path = tmp_path / "turret.json"
+    assert bpy.ops.articulate.bake(use_scene_settings=False, frame_start=1, frame_end=n,
+                                   report_path=str(report_path)) == {"FINISHED"}
+    entry = json.loads(report_path.read_text())["chains"][0]
+    assert entry["converged"] == (~high).tolist()
+    assert all("deg short" in entry["reasons"][k] for k in np.flatnonzero(high))
+    scene = bpy.context.scene
+    err, yaw_steps, previous = [], [], None
+    for f in range(1, n + 1):
+        scene.frame_set(f)
+        M = np.array(arm.matrix_world @ barrel.matrix)
+        err.append(_angle(M[:3, 1], path[f - 1] - M[:3, 3]))
+        Rb, Rp = np.array(base.matrix_basis)[:3, :3], np.array(barrel.matrix_basis)[:3, :3]
+        np.testing.assert_allclose(Rb[:, 1], (0, 1, 0), atol=1e-5)  # a hinge about Y
+        np.testing.assert_allclose(Rp[:, 0], (1, 0, 0), atol=1e-5)  # a hinge about X
+        assert abs(math.degrees(math.atan2(Rp[2, 1], Rp[1, 1]))) <= 45.0 + 1e-3
+        if previous is not None:
+            yaw_steps.append(_angle(Rb[:, 0], previous[:, 0]))
+        previous = Rb
+    err = np.degrees(np.array(err))
+    assert err[~high].max() < 0.1
+    assert np.all(err[high] > 25.0)
+    # Through the back the yaw keeps turning the same way: no frame turns much more than 360/47 degrees.
+    assert np.degrees(max(yaw_steps)) < 2.0 * 360.0 / (n - 1)
