@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from collections.abc import Sequence
@@ -14,7 +15,9 @@ import numpy as np
 from ..ik_core import ArticulateError, IKResult, effector_poses, forward_kinematics, solve_track
 from ..ik_core.model import rotations as rot
 from ..ik_core.solvers import make_solver, resolve_solver, solver_class
+from ..ik_core.take.influence import blend_goals
 from ..ik_core.take.key_reduction import fewest_keys, interpolate_auto_clamped
+from ..ik_core.take.stretch import stretch_take
 from ..ik_core.take.tracking import to_base_frame, track_chain
 from . import aiming, bridge, playback
 
@@ -150,7 +153,8 @@ def prepare_chains(
             owner.setdefault(pb.name, chain.name)
         check_target(arm, chain, {b.name for b in bones})
         source = aiming.chain_source(arm, bones, chain) if aim else bridge.ChainSource(
-            arm, bones[0], chain.target, chain.target_bone, chain.pole, chain.pole_bone)
+            arm, bones[0], chain.target, chain.target_bone, chain.pole, chain.pole_bone,
+            tip_bone=bones[-1].name, use_tail=chain.use_tail, influence=(chain, "influence"))
         prepared.append(PreparedChain(chain, bones, skeleton, source, name, requested=solver))
     for p in prepared:
         mine = {b.name for b in p.bones}
@@ -223,15 +227,33 @@ def _unit_sources(unit: SolveUnit, prepared: Sequence[PreparedChain]) -> list[br
     if not unit.is_tree:
         return [unit.chain.source]
     root = unit.chain.bones[0]
-    return [bridge.ChainSource(p.source.arm_obj, root, p.source.target, p.source.target_bone, p.source.pole,
-                               p.source.pole_bone) for p in (prepared[k] for k in unit.members)]
+    return [dataclasses.replace(prepared[k].source, root=root) for k in unit.members]
 
 
 def _sample_units(scene, frames, units: Sequence[SolveUnit], prepared) -> list[list]:
-    """Per unit, per member, its :class:`bridge.ChainSamples` (one pass of the frames for all)."""
+    """Per unit, per member, its :class:`bridge.ChainSamples` (one pass of the frames for all).
+
+    A chain at partial influence on some frames gets, as its target, the goal Blender's IK
+    constraint would solve for (:func:`blend_goals`: moved from the end's pose without IK toward
+    the target); its real target is kept as ``full_target``.
+    """
     sources = [_unit_sources(u, prepared) for u in units]
     flat = iter(bridge.sample_chains(scene, list(frames), [s for group in sources for s in group]))
-    return [[next(flat) for _ in group] for group in sources]
+    out = [[next(flat) for _ in group] for group in sources]
+    for group in out:
+        for s in group:
+            if s.influence is not None and np.any(s.influence < 1.0) and np.all(np.isfinite(s.free_tip)):
+                s.full_target = s.target
+                s.target = blend_goals(s.free_tip, s.target, np.nan_to_num(s.influence, nan=1.0))
+    return out
+
+
+def _member_samples(units: Sequence[SolveUnit], samples: Sequence[list], k: int):
+    """The :class:`bridge.ChainSamples` of prepared chain ``k`` (in its unit's samples)."""
+    for u, unit_samples in zip(units, samples):
+        if k in u.members:
+            return unit_samples[u.members.index(k)]
+    raise KeyError(k)
 
 
 def _tree_options(unit: SolveUnit, prepared: Sequence[PreparedChain], scale: float) -> dict:
@@ -371,6 +393,36 @@ def solver_for(p: PreparedChain, scale: float):
     return make_solver(p.solver, p.skeleton, "tip", **options)
 
 
+def stretchy(p: PreparedChain) -> bool:
+    """The chain stretches toward targets beyond reach: Stretch on, and some bone with IK Stretch above 0."""
+    return bool(p.settings.use_stretch) and any(b.ik_stretch > 0 for b in p.bones)
+
+
+def _stretch(p: PreparedChain, smp: bridge.ChainSamples, res: IKResult, scale: float):
+    """Lengthen the chain's stretchy bones on the frames it missed (:func:`stretch_take`)."""
+    chain = p.settings
+
+    def solve_frame(longer, f: int, q0: np.ndarray) -> IKResult:
+        solver = solver_for(dataclasses.replace(p, skeleton=longer), scale)
+        pole = smp.pole[f:f + 1] if smp.pole is not None else None
+        return track_chain(solver, smp.base[f:f + 1], smp.target[f:f + 1], q0, pole=pole,
+                           use_rotation=chain.use_rotation, scale=scale, pole_angle=chain.pole_angle)
+
+    return stretch_take(res, p.skeleton, [b.ik_stretch for b in p.bones], [b.bone.length for b in p.bones],
+                        solve_frame, scale)
+
+
+def _write_scales(arm, p: PreparedChain, factors: np.ndarray, frames, write_keys: bool) -> None:
+    """Key (or pose) a stretching chain's bone scales, from its first stretchy bone down (1 where unstretched)."""
+    first = next(i for i, b in enumerate(p.bones) if b.ik_stretch > 0)
+    bones = p.bones[first:]
+    local = bridge.local_scales(p.bones, factors)[:, first:]
+    if write_keys:
+        bridge.write_bone_scales(arm, bones, np.asarray(frames, dtype=float), local, replace=(frames[0], frames[-1]))
+    else:
+        bridge.set_pose_scales(bones, local[-1])
+
+
 def progress_callback(label: str, total: int, wm: bpy.types.WindowManager | None):
     """Window-manager progress in the UI, a terminal line in background."""
     last = [0.0]
@@ -499,6 +551,7 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
     aimed = [None] * len(prepared)  # per aim chain, the aim solver's own result
     poses = [None] * len(units)  # per unit, the bones it moves and their (N, B, 3, 3) rotations
     reductions = [None] * len(units)
+    stretches = [None] * len(units)  # per single-chain unit with Stretch: (N, B) bone scale factors, frames stretched
     # Robot paths must not jump more than 0.1 rad between frames and want short segments to stay
     # on one branch; characters at 24 fps move more, and longer batches make their bakes cheaper.
     robot = "articulate_robot" in arm
@@ -543,7 +596,14 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
                     use_rotation=p.settings.use_rotation, scale=scale, progress=progress,
                     max_jump=max_jump, segment=chain_segment, pole_angle=p.settings.pole_angle, look_ahead=robot,
                 )
+                if stretchy(p):
+                    take = _stretch(p, smp, res, scale)
+                    results[u.members[0]] = res = take.result
+                    stretches[k] = (take.factors, int(take.stretched.sum()))
                 poses[k] = chain_rotations(p, res.q)
+            for k in batch:
+                if stretches[k] is not None:
+                    _write_scales(arm, units[k].chain, stretches[k][0], frames, write_keys)
             if write_keys and key_tolerance > 0 and len(frames) > 2:
                 for k in batch:
                     reductions[k] = _write_reduced(scene, arm, units[k], prepared, samples[k], poses[k], frames,
@@ -560,6 +620,14 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
     for p, entry, res in zip(prepared, report["chains"], aimed):
         if res is not None:
             entry.update(aiming.report_entry(p.settings, res))
+    for k, entry in enumerate(report["chains"]):
+        smp = _member_samples(units, samples, k)
+        if smp.full_target is not None:
+            entry["influence"] = smp.influence.tolist()
+            report.setdefault("notes", []).append(
+                f"chain {entry['chain']!r}: influence below 1 on {int(np.sum(smp.influence < 1.0))} frame(s); there "
+                "the chain reaches for a goal moved from its pose without IK toward the target by the influence, "
+                "as Blender's IK constraint does, and residuals are measured against that goal")
     # Reduced keys may leave a tip up to key_tolerance from where the full bake put it: a frame
     # counts as reached in playback within the chain's tolerance plus that, and the report says so.
     slack = key_tolerance if any(r is not None for r in reductions) else 0.0
@@ -574,7 +642,9 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
                                    p.settings.use_tail, p.settings.target, p.settings.target_bone,
                                    p.settings.use_rotation, p.settings.tolerance + slack, s.rotation_tolerance)
             for p, s in zip(prepared, solvers)
-        ], report)
+        ], report, goals=[_member_samples(units, samples, k).target
+                          if _member_samples(units, samples, k).full_target is not None else None
+                          for k in range(len(prepared))])
     report["warnings"] = pole_warnings(prepared) + warnings
     if any(r is not None for r in reductions):
         done = [r for r in reductions if r is not None]
@@ -586,6 +656,18 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
             "measured_by": "playback",
             "chains": [r for r in done],
         }
+    for k, u in enumerate(units):
+        if stretches[k] is not None and stretches[k][1]:
+            entry = report["chains"][u.members[0]]
+            factors = stretches[k][0]
+            entry["stretch"] = [float(x) for x in factors.max(axis=1)]
+            report.setdefault("notes", []).append(
+                f"chain {entry['chain']!r}: stretched its bones toward the target on {stretches[k][1]} frame(s) "
+                f"(up to {factors.max():.3g}x their length), keyed as scale")
+        elif u.is_tree and any(stretchy(prepared[m]) for m in u.members):
+            report.setdefault("notes", []).append(
+                f"chains {', '.join(repr(prepared[m].settings.name) for m in u.members)} share bones: Stretch is not "
+                "applied to chains solved together as a tree; their bones keep their lengths")
     trees = [u for u in units if u.is_tree]
     if trees:
         notes = report.setdefault("notes", [])

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import bpy
 import numpy as np
 
-from . import bridge
+from . import bridge, compat
 
 
 def _armature(context: bpy.types.Context) -> bpy.types.Object | None:
@@ -49,11 +49,12 @@ class ARTICULATE_OT_chain_remove(_ArmatureOperator, bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     def execute(self, context: bpy.types.Context) -> set[str]:
-        data = _armature(context).articulate
+        arm = _armature(context)
+        data = arm.articulate
         if not 0 <= data.active_chain < len(data.chains):
             self.report({"ERROR"}, "there is no active chain to remove")
             return {"CANCELLED"}
-        data.chains.remove(data.active_chain)
+        remove_chain(arm, data.active_chain)
         data.active_chain = max(0, min(data.active_chain, len(data.chains) - 1))
         return {"FINISHED"}
 
@@ -116,16 +117,18 @@ def _driven(arm: bpy.types.Object, pb: bpy.types.PoseBone, con: bpy.types.Constr
             if fc.data_path.startswith(prefix) and not fc.mute]
 
 
-def constraint_skip_reason(con: bpy.types.Constraint, driven: Sequence[str] = ()) -> str:
+def constraint_skip_reason(con: bpy.types.Constraint, driven: Sequence[str] = (), keyed_influence: bool = False) -> str:
     """Why an IK constraint is not converted ("" when it is): Blender would not solve it either.
 
     ``driven`` names the properties a driver sets: a constraint a driver mutes (one of Rigify's
-    IK pairs) is judged by its driven value at the evaluated frame.
+    IK pairs) is judged by its driven value at the evaluated frame. A constraint whose influence
+    is keyed (``keyed_influence``) converts even where it is 0 at that frame: the chain's
+    influence follows the same keys.
     """
     by_driver = " by a driver at this frame" if {"mute", "enabled", "influence"} & set(driven) else ""
     if con.mute or not getattr(con, "enabled", True):
         return f"IK constraint {con.name!r} is muted{by_driver}"
-    if con.influence <= 0.0:
+    if con.influence <= 0.0 and not keyed_influence:
         return f"IK constraint {con.name!r} has zero influence{by_driver}"
     if con.target is None:
         return f"IK constraint {con.name!r} has no target (Auto IK); posing it is Blender's interactive tool"
@@ -158,8 +161,66 @@ def chain_from_constraint(chain, pb: bpy.types.PoseBone, con: bpy.types.Constrai
     chain.weight_position = con.weight
     chain.use_rotation = con.use_rotation
     chain.weight_rotation = con.orient_weight
+    chain.use_stretch = con.use_stretch
     chain.constraint = con.name
     return note
+
+
+def _influence_path(con: bpy.types.Constraint) -> str:
+    return f"{con.path_from_id()}.influence"
+
+
+def chain_path(index: int) -> str:
+    """RNA path, from the armature object, of its chain ``index``.
+
+    By index, as Blender keys it (a chain's own name property does not resolve in an F-curve's
+    path): removing a chain re-points the F-curves of the chains after it (:func:`remove_chain`).
+    """
+    return f"articulate.chains[{index}]"
+
+
+def remove_chain(arm: bpy.types.Object, index: int) -> None:
+    """Remove chain ``index`` with its animation; the F-curves of later chains follow them down one place."""
+    prefix = "articulate.chains["
+    for fc in list(compat.iter_fcurves(arm)):
+        if not fc.data_path.startswith(prefix):
+            continue
+        head, _, rest = fc.data_path[len(prefix):].partition("]")
+        if not head.isdigit():
+            continue
+        k = int(head)
+        if k == index:
+            compat.remove_fcurve(arm, fc)
+        elif k > index:
+            fc.data_path = f"{chain_path(k - 1)}{rest}"
+    arm.articulate.chains.remove(index)
+
+
+def copy_influence(arm: bpy.types.Object, con: bpy.types.Constraint, chain, driven: Sequence[str]) -> str:
+    """Give the chain the constraint's influence: its value, and its keys when it is keyed; returns a note.
+
+    Keys are copied onto the chain's own F-curve (a stale one from an earlier conversion is
+    replaced or removed). A driver on the influence is not carried over: the note says which
+    value was taken.
+    """
+    chain.influence = con.influence
+    source = compat.find_fcurve(arm, _influence_path(con), 0)
+    index = next(k for k, c in enumerate(arm.articulate.chains) if c == chain)
+    path = f"{chain_path(index)}.influence"
+    dest = compat.find_fcurve(arm, path, 0)
+    if source is None:
+        if dest is not None:
+            compat.remove_fcurve(arm, dest)
+        if "influence" in driven and con.influence < 1.0:
+            return (f"IK constraint {con.name!r}: its influence is driven; the chain takes its value at this frame "
+                    f"({con.influence:.3g}), not the driver")
+        return ""
+    if dest is None:
+        dest = compat.ensure_fcurve(arm, compat.Channel(path, 0, "Articulate"))
+    compat.copy_keys(source, dest)
+    # A new F-curve animates nothing until the armature's animation is evaluated anew.
+    arm.update_tag(refresh={"OBJECT", "DATA", "TIME"})
+    return ""
 
 
 def _unique_name(data, wanted: str, chain) -> str:
@@ -196,8 +257,8 @@ def convert_constraints(arm: bpy.types.Object, frame: int | None = None) -> tupl
     a note; chain names are unique. Drivers that mute or fade constraints (Rigify's IK pairs)
     are read at ``frame`` (default: the current frame), the start of the range to bake. On an
     armature solved by iTaSC, goals chains cannot hold are skipped with a note naming them
-    (:func:`itasc_skip_reason`), and a note says the solver's own settings are not carried over;
-    a constraint that stretches bones gets a note that the chain keeps their lengths.
+    (:func:`itasc_skip_reason`), and a note says the solver's own settings are not carried over.
+    Influence (keyed too, see :func:`copy_influence`) and stretch carry over.
     """
     if frame is not None and bpy.context.scene.frame_current != frame:
         bpy.context.scene.frame_set(frame)
@@ -209,7 +270,9 @@ def convert_constraints(arm: bpy.types.Object, frame: int | None = None) -> tupl
         for con in pb.constraints:
             if con.type != "IK":
                 continue
-            reason = constraint_skip_reason(con, _driven(arm, pb, con))
+            driven = _driven(arm, pb, con)
+            keyed = compat.find_fcurve(arm, _influence_path(con), 0) is not None
+            reason = constraint_skip_reason(con, driven, keyed_influence=keyed)
             if not reason and itasc:
                 reason = itasc_skip_reason(con)
             if reason:
@@ -223,11 +286,8 @@ def convert_constraints(arm: bpy.types.Object, frame: int | None = None) -> tupl
             chain = by_constraint.get((tip, con.name)) or by_constraint.get((pb.name, con.name)) or data.chains.add()
             note = chain_from_constraint(chain, pb, con)
             chain.name = _unique_name(data, f"{pb.name} IK", chain)
-            if note:
-                notes.append(note)
-            if con.use_stretch and any(b.ik_stretch > 0 for b in bones):
-                notes.append(f"{pb.name}: IK constraint {con.name!r} stretches bones toward targets out of reach; the "
-                             "converted chain keeps the bones' lengths")
+            notes += [f"{pb.name}: {n}" if n.startswith("IK") else n
+                      for n in (note, copy_influence(arm, con, chain, driven)) if n]
             made += 1
     if itasc and made:
         notes.append(f"armature {arm.name!r} is solved by iTaSC: its solver settings (precision, iterations, "

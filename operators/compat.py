@@ -111,6 +111,13 @@ def find_fcurve(id_data: bpy.types.ID, data_path: str, index: int) -> bpy.types.
     return container.fcurves.find(data_path, index=index) if container is not None else None
 
 
+def remove_fcurve(id_data: bpy.types.ID, fcurve: bpy.types.FCurve) -> None:
+    """Remove one F-curve of ``id_data``'s action (slot)."""
+    container = _channel_container(id_data, create=False)
+    if container is not None:
+        container.fcurves.remove(fcurve)
+
+
 def _ensure_group(container, name: str):
     for group in container.groups:
         if group.name == name:
@@ -142,6 +149,18 @@ def _read_keys(points) -> dict[str, np.ndarray]:
         points.foreach_get(attr, buf)
         out[attr] = buf.reshape(n, width)
     return out
+
+
+def copy_keys(source: bpy.types.FCurve, dest: bpy.types.FCurve) -> None:
+    """Make ``dest``'s keys and extrapolation a copy of ``source``'s (every key attribute, in bulk)."""
+    keys = _read_keys(source.keyframe_points)
+    points = dest.keyframe_points
+    points.clear()
+    points.add(len(keys["co"]))
+    for attr, _width, _dtype in _KEY_ATTRIBUTES:
+        points.foreach_set(attr, keys[attr].ravel())
+    dest.extrapolation = source.extrapolation
+    dest.update()
 
 
 def write_fcurve(

@@ -13,6 +13,7 @@ the other chains one ``solve`` each, and writes only the chains whose inputs cha
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -27,8 +28,9 @@ from ..ik_core.model.poles import chain_root, turn_poles
 from ..ik_core.model.rotations import matrix_to_rotvec_unchecked
 from ..ik_core.solvers.two_bone.group import TwoBoneGroup
 from ..ik_core.solvers.two_bone.kernel import cross
+from ..ik_core.take.stretch import stretch_take
 from . import aiming, bridge
-from .baking import BakeFailed, PreparedChain, chain_rotations, initial_q, prepare_chains, solver_for
+from .baking import BakeFailed, PreparedChain, chain_rotations, initial_q, prepare_chains, solver_for, stretchy
 from .bridge.sampling import pose_matrices
 
 _busy = False
@@ -37,10 +39,10 @@ last_update_cpu_ms: float = 0.0  # its CPU time in this thread [ms], steadier th
 
 _BONE_SETTINGS = tuple(
     f"{kind}_{axis}" for kind in ("lock_ik", "use_ik_limit", "ik_min", "ik_max", "ik_stiffness") for axis in "xyz"
-) + ("rotation_mode",)
+) + ("rotation_mode", "ik_stretch")
 _CHAIN_SETTINGS = (
     "name", "enabled", "tip_bone", "root_bone", "chain_length", "use_tail", "target_bone", "pole_bone", "pole_angle",
-    "solver", "iterations", "tolerance", "weight_position", "use_rotation", "weight_rotation",
+    "solver", "iterations", "tolerance", "weight_position", "use_rotation", "weight_rotation", "use_stretch",
     "mode", "aim_axis", "up_axis", "aim_spread", "aim_tolerance",
 )
 
@@ -120,7 +122,9 @@ def _build(arm: bpy.types.Object, chains: list, sig: tuple, settings: np.ndarray
         last=[None] * len(prepared),
     )
     rig.aim_chains = {c for c, p in enumerate(prepared) if p.solver == aiming.SOLVER_NAME}
-    grouped = [c for c, s in enumerate(solvers) if s.name == "two_bone" and s.mode == "position"]
+    # Stretching chains solve one by one: a miss is solved again on longer bones (see solve_live).
+    grouped = [c for c, s in enumerate(solvers)
+               if s.name == "two_bone" and s.mode == "position" and not stretchy(prepared[c])]
     if grouped:
         try:
             rig.group = TwoBoneGroup([solvers[c] for c in grouped])
@@ -230,6 +234,7 @@ def solve_live(arm: bpy.types.Object) -> int:
                 moved_bones += [rig.ball_bones[k], rig.hinge_bones[k]]
                 moved_R += [R_ball[k], R_hinge[k]]
     rotvecs = None
+    moved_scales: list = []  # (bones, (B,) uniform scales) of stretching chains
     for c, (p, solver) in enumerate(zip(rig.prepared, rig.solvers)):
         if not changed[c] or c in rig.grouped:
             continue
@@ -248,9 +253,13 @@ def solve_live(arm: bpy.types.Object) -> int:
             options["pole"] = local[c, 1, :3, 3]
         goal = local[c, 0] if p.settings.use_rotation else local[c, 0, :3, 3]
         result = solver.solve(goal, initial_q(p, rotvecs[rig.bone_rows[c]]), **options)
+        if stretchy(p):
+            result = _stretch_live(p, result, goal, options, moved_scales)
         bones, R = chain_rotations(p, result.q[None])
         moved_bones += bones
         moved_R += list(R[0])
+    for bones, scales in moved_scales:
+        bridge.set_pose_scales(bones, scales)
     if moved_bones:
         bridge.set_pose_rotations(moved_bones, np.stack(moved_R))
         # Remember the bones as written, so the next update sees them unchanged.
@@ -259,6 +268,25 @@ def solve_live(arm: bpy.types.Object) -> int:
             n = 16 * len(rig.bone_rows[c])
             rig.last[c][-n:] = basis[rig.bone_rows[c]].ravel()
     return int(changed.sum())
+
+
+def _stretch_live(p: PreparedChain, result, goal: np.ndarray, options: dict, moved_scales: list):
+    """A stretching chain's pose: on a miss, solved again on longer bones; its bones' scales go to ``moved_scales``.
+
+    Errors here are in the chain's base frame (the solver's units), so the stretch takes scale 1.
+    """
+    scale = bridge.check_armature(p.source.arm_obj)
+
+    def solve_frame(longer, _f: int, q0: np.ndarray):
+        return solver_for(dataclasses.replace(p, skeleton=longer), scale).solve(goal[None], q0, **options)
+
+    one = dataclasses.replace(result, **{f: np.asarray(getattr(result, f))[None] for f in (
+        "q", "converged", "position_error", "rotation_error", "iterations", "reason", "limit_hits")})
+    take = stretch_take(one, p.skeleton, [b.ik_stretch for b in p.bones], [b.bone.length for b in p.bones],
+                        solve_frame)
+    first = next(i for i, b in enumerate(p.bones) if b.ik_stretch > 0)
+    moved_scales.append((p.bones[first:], bridge.local_scales(p.bones, take.factors)[0, first:]))
+    return take.result[0]
 
 
 @persistent

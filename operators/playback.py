@@ -103,22 +103,28 @@ def override_warnings(label: str, sources: dict[str, list[str]]) -> list[str]:
             "they follow (on a Rigify rig: the FK controls with the limb in FK)"]
 
 
-def measure(scene: bpy.types.Scene, frames: Sequence[int], chains: Sequence[PlaybackChain]) -> list[tuple]:
+def measure(scene: bpy.types.Scene, frames: Sequence[int], chains: Sequence[PlaybackChain],
+            goals: Sequence[np.ndarray | None] = ()) -> list[tuple]:
     """Per chain, (N,) position error [m] and (N,) rotation error [rad] of its tip in playback.
 
-    The rotation error is 0 for chains that do not match their target's orientation.
+    The rotation error is 0 for chains that do not match their target's orientation. ``goals``
+    gives per chain (N, 4, 4) world frames to measure against instead of its target (the goal
+    of a chain at partial influence), or None.
     """
     sources = [bridge.TipSource(c.arm_obj, c.tip_bone, c.use_tail, c.target, c.target_bone) for c in chains]
+    goals = list(goals) + [None] * (len(chains) - len(goals))
     # Aim chains with an up target: the target's world position too (as the target of a second source).
     ups = [k for k, c in enumerate(chains) if c.aim is not None and c.aim.up_target is not None]
     sampled = bridge.sample_tips(scene, frames, sources + [
         bridge.TipSource(chains[k].arm_obj, chains[k].tip_bone, False, chains[k].aim.up_target) for k in ups])
     up_points = {k: sampled[len(sources) + j][1][:, :3, 3] for j, k in enumerate(ups)}
     out = []
-    for k, (chain, (tip, target)) in enumerate(zip(chains, sampled)):
+    for k, (chain, (tip, target), goal) in enumerate(zip(chains, sampled, goals)):
         if chain.aim is not None:
             out.append(aiming.playback_errors(chain.aim, tip, target, up_points.get(k)))
             continue
+        if goal is not None:
+            target = goal
         pos = np.linalg.norm(tip[:, :3, 3] - target[:, :3, 3], axis=-1)
         rot = np.zeros(len(pos))
         if chain.use_rotation:
@@ -129,8 +135,11 @@ def measure(scene: bpy.types.Scene, frames: Sequence[int], chains: Sequence[Play
     return out
 
 
-def verify(scene: bpy.types.Scene, frames: Sequence[int], chains: Sequence[PlaybackChain], report: dict) -> None:
+def verify(scene: bpy.types.Scene, frames: Sequence[int], chains: Sequence[PlaybackChain], report: dict,
+           goals: Sequence[np.ndarray | None] = ()) -> None:
     """Replace each chain's residuals and convergence in ``report`` by what playback shows.
+
+    A chain with a goal in ``goals`` (at partial influence) is measured against it, not its target.
 
     Per chain the solver's own numbers stay as ``solver_position_error_m`` and
     ``solver_converged``; ``converged`` becomes "the solver reached it and playback shows it
@@ -138,7 +147,7 @@ def verify(scene: bpy.types.Scene, frames: Sequence[int], chains: Sequence[Playb
     ``overridden_frames``, with a reason naming what overrides the bones where found.
     """
     by_name = {c["chain"]: c for c in report["chains"]}
-    for chain, measured in zip(chains, measure(scene, frames, chains)):
+    for chain, measured in zip(chains, measure(scene, frames, chains, goals)):
         pos, rot = measured[:2]
         entry = by_name[chain.name]
         if chain.aim is not None:
@@ -146,6 +155,7 @@ def verify(scene: bpy.types.Scene, frames: Sequence[int], chains: Sequence[Playb
                          aim_error_rad=rot.tolist(), up_error_rad=measured[2].tolist(),
                          aim_tolerance_rad=chain.rotation_tolerance)
         solver_ok = np.asarray(entry["converged"], dtype=bool)
+        aim = "goal" if "influence" in entry else "target"
         shown = pos <= chain.tolerance + FLOAT_SLACK_M
         if chain.use_rotation:
             shown &= rot <= chain.rotation_tolerance + FLOAT_SLACK_RAD
@@ -156,7 +166,7 @@ def verify(scene: bpy.types.Scene, frames: Sequence[int], chains: Sequence[Playb
         reasons = list(entry["reasons"])
         for k in np.flatnonzero(overridden):
             off = f"the aim is {np.degrees(rot[k]):.3g} deg off" if chain.aim is not None else (
-                f"the tip ends {pos[k] * 1000:.3g} mm from the target")
+                f"the tip ends {pos[k] * 1000:.3g} mm from the {aim}")
             reasons[k] = f"overridden in playback: {off} ({why})"
         entry.update(
             solver_converged=entry["converged"],

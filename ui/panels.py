@@ -115,6 +115,8 @@ class ARTICULATE_PT_chain(_Panel, bpy.types.Panel):
         sub = col.column()
         sub.active = chain.use_rotation
         sub.prop(chain, "weight_rotation")
+        col.prop(chain, "influence")
+        col.prop(chain, "use_stretch")
 
 
 class ARTICULATE_PT_limits(_Panel, bpy.types.Panel):

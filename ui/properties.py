@@ -44,6 +44,15 @@ class ARTICULATE_PG_chain(bpy.types.PropertyGroup):
     weight_position: bpy.props.FloatProperty(name="Position Weight", default=1.0, min=0.0, max=1.0)
     use_rotation: bpy.props.BoolProperty(name="Rotation", description="Match the target's orientation too")
     weight_rotation: bpy.props.FloatProperty(name="Rotation Weight", default=1.0, min=0.0, max=1.0)
+    influence: bpy.props.FloatProperty(
+        name="Influence", default=1.0, min=0.0, max=1.0, subtype="FACTOR",
+        description="How far the chain reaches for its target, as the IK constraint's influence: the goal moves "
+                    "from the chain's pose without IK toward the target by this much (animatable)",
+    )
+    use_stretch: bpy.props.BoolProperty(
+        name="Stretch", description="Bones with IK Stretch above 0 lengthen toward a target beyond reach, keyed "
+                                    "as scale (the IK constraint's Stretch)",
+    )
     constraint: bpy.props.StringProperty(
         name="Constraint", description="The IK constraint this chain was created from (on the tip bone)"
     )

@@ -10,6 +10,8 @@
 - :mod:`.grid`, :mod:`.held`: the self-motion search of one-redundant chains.
 - :mod:`.branch_search`: the IK-branch search of non-redundant chains.
 - :mod:`.paths`: the dynamic programme both searches share.
+- :mod:`.influence`: the goal of a chain at partial influence (blended toward its pose without IK).
+- :mod:`.key_reduction`: the fewest keys that play within a tolerance of the full bake.
 
 Built on :mod:`ik_core.solvers`.
 """

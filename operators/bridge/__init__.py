@@ -13,13 +13,16 @@ from .errors import BridgeError
 from .keys import (
     bone_rotation_channels,
     channel_rotations,
+    local_scales,
     pose_rotations,
     rotation_channel_values,
     rotation_part,
     set_pose_rotations,
+    set_pose_scales,
     world_to_basis,
     write_bone_poses,
     write_bone_rotations,
+    write_bone_scales,
 )
 from .rig import (
     bone_limit,
@@ -48,6 +51,7 @@ __all__ = [
     "check_armature",
     "create_armature",
     "evaluating_only",
+    "local_scales",
     "matrix_to_array",
     "pose_bone_chain",
     "pose_rotations",
@@ -56,10 +60,12 @@ __all__ = [
     "sample_chains",
     "sample_tips",
     "set_pose_rotations",
+    "set_pose_scales",
     "target_matrix",
     "tree_skeleton",
     "world_to_basis",
     "write_bone_poses",
     "write_bone_rotations",
+    "write_bone_scales",
     "write_ik_limits",
 ]

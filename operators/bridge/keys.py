@@ -132,6 +132,40 @@ def write_bone_rotations(
     return values.size
 
 
+def local_scales(bones: Sequence[bpy.types.PoseBone], factors: np.ndarray) -> np.ndarray:
+    """(N, B) the uniform ``scale`` each bone is keyed with so it plays at ``factors`` (N, B) of its size.
+
+    ``bones`` is a chain, each bone the child of the one before; a child inherits its parent's
+    scale unless its ``inherit_scale`` is NONE (or NONE_LEGACY), so its own key divides it out.
+    """
+    local = np.array(factors, dtype=float)
+    for k in range(1, len(bones)):
+        if not bones[k].bone.inherit_scale.startswith("NONE"):
+            local[:, k] = factors[:, k] / factors[:, k - 1]
+    return local
+
+
+def write_bone_scales(
+    arm_obj: bpy.types.Object,
+    bones: Sequence[bpy.types.PoseBone],
+    frames: np.ndarray,
+    scales: np.ndarray,
+    replace: tuple[float, float] | None = None,
+) -> int:
+    """Key uniform scales ``scales`` (N, B) on ``bones`` at ``frames`` (N,) in bulk; returns the keys written."""
+    channels = [ch for pb in bones for ch in compat.bone_channels(pb.name, "scale", 3)]
+    values = np.repeat(np.asarray(scales, dtype=float), 3, axis=1)
+    compat.ensure_action(arm_obj)
+    compat.write_channels(arm_obj, channels, frames, values, replace=replace)
+    return values.size
+
+
+def set_pose_scales(bones: Sequence[bpy.types.PoseBone], scales: np.ndarray) -> None:
+    """Pose uniform scales ``scales`` (B,) on ``bones``."""
+    for pb, s in zip(bones, scales):
+        pb.scale = (float(s),) * 3
+
+
 def set_pose_rotations(bones: Sequence[bpy.types.PoseBone], R: np.ndarray) -> None:
     """Set the current pose rotation of ``bones`` from ``R`` (B, 3, 3), in each bone's mode.
 

@@ -42,11 +42,19 @@ class ChainSamples:
         base: (N, 4, 4) world matrix of the chain's base frame.
         target: (N, 4, 4) world matrix of the target.
         pole: (N, 3) world position of the pole, or None.
+        free_tip: (N, 4, 4) world frame of the chain's end as the frame plays before the bake
+            (the tip bone's frame moved to its tail, or at its head), or None.
+        influence: (N,) the chain's influence on every frame, or None.
+        full_target: (N, 4, 4) the target itself where ``target`` was replaced by the goal of a
+            chain at partial influence (see ``operators.baking``), else None.
     """
 
     base: np.ndarray
     target: np.ndarray
     pole: np.ndarray | None
+    free_tip: np.ndarray | None = None
+    influence: np.ndarray | None = None
+    full_target: np.ndarray | None = None
 
 
 @dataclass
@@ -59,6 +67,9 @@ class ChainSource:
     target_bone: str = ""
     pole: bpy.types.Object | None = None
     pole_bone: str = ""
+    tip_bone: str = ""  # the chain's end, sampled as ``free_tip`` ("" skips it)
+    use_tail: bool = True
+    influence: tuple | None = None  # (owner, attribute) read on every frame, e.g. (chain settings, "influence")
 
 
 def _pose_buffer(arm_obj: bpy.types.Object, attr: str = "matrix") -> np.ndarray:
@@ -86,18 +97,20 @@ class TipSource:
 
 
 def _sample(
-    scene: bpy.types.Scene, frames: Sequence[int], objects: dict, armatures: dict
-) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, dict[str, int]]]:
-    """World matrices of ``objects`` and ``armatures`` and every pose bone's matrix, on every frame.
+    scene: bpy.types.Scene, frames: Sequence[int], objects: dict, armatures: dict, scalars: Sequence = ()
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, dict[str, int]], np.ndarray]:
+    """World matrices of ``objects`` and ``armatures``, every pose bone's matrix, and ``scalars``, on every frame.
 
     The frame loop only copies raw matrices (one ``foreach_get`` per armature, one matrix per
-    object), and evaluates only what these objects depend on (:func:`.scope.evaluating_only`);
-    the current frame is restored. Returns (world (N, 4, 4) per object name, poses
-    (N, B, 4, 4) per armature name, bone index per armature name).
+    object) and reads ``scalars`` ((owner, attribute) pairs: animated properties), and evaluates
+    only what these objects depend on (:func:`.scope.evaluating_only`); the current frame is
+    restored. Returns (world (N, 4, 4) per object name, poses (N, B, 4, 4) per armature name,
+    bone index per armature name, (N, S) scalar values).
     """
     n = len(frames)
     world = {name: np.empty((n, 4, 4)) for name in {**objects, **armatures}}
     poses = {name: np.empty((n, len(obj.pose.bones), 4, 4)) for name, obj in armatures.items()}
+    values = np.empty((n, len(scalars)))
     current = scene.frame_current, scene.frame_subframe
     with evaluating_only(scene, [*objects.values(), *armatures.values()]):
         try:
@@ -108,10 +121,12 @@ def _sample(
                 for name, obj in armatures.items():
                     world[name][i] = obj.matrix_world
                     poses[name][i] = _pose_buffer(obj)
+                for j, (owner, attr) in enumerate(scalars):
+                    values[i, j] = getattr(owner, attr)
         finally:
             scene.frame_set(current[0], subframe=current[1])
     bone_index = {name: {b.name: k for k, b in enumerate(obj.pose.bones)} for name, obj in armatures.items()}
-    return world, poses, bone_index
+    return world, poses, bone_index, values
 
 
 def sample_tips(
@@ -126,7 +141,7 @@ def sample_tips(
     for src in sources:
         armatures[src.arm_obj.name] = src.arm_obj
         (armatures if src.target_bone else objects)[src.target.name] = src.target
-    world, poses, bone_index = _sample(scene, frames, objects, armatures)
+    world, poses, bone_index, _values = _sample(scene, frames, objects, armatures)
     out = []
     for src in sources:
         arm = src.arm_obj.name
@@ -158,7 +173,9 @@ def sample_chains(
                 (armatures if bone else objects)[obj.name] = obj
                 if bone:
                     target_matrix(obj, bone)  # validates the bone name before the loop
-    world, poses, bone_index = _sample(scene, frames, objects, armatures)
+    scalars = [src.influence for src in sources if src.influence is not None]
+    world, poses, bone_index, values = _sample(scene, frames, objects, armatures, scalars)
+    column = iter(range(len(scalars)))
 
     def world_of(obj: bpy.types.Object, bone: str) -> np.ndarray:
         if not bone:
@@ -175,5 +192,11 @@ def sample_chains(
             rest_inv = np.linalg.inv(matrix_to_array(parent.bone.matrix_local))
             base = world[arm.name] @ poses[arm.name][:, bone_index[arm.name][parent.name]] @ rest_inv
         pole = world_of(src.pole, src.pole_bone)[:, :3, 3].copy() if src.pole is not None else None
-        out.append(ChainSamples(base, world_of(src.target, src.target_bone).copy(), pole))
+        free_tip = None
+        if src.tip_bone:
+            free_tip = world[arm.name] @ poses[arm.name][:, bone_index[arm.name][src.tip_bone]]
+            if src.use_tail:
+                free_tip[:, :3, 3] += arm.pose.bones[src.tip_bone].bone.length * free_tip[:, :3, 1]
+        influence = values[:, next(column)].copy() if src.influence is not None else None
+        out.append(ChainSamples(base, world_of(src.target, src.target_bone).copy(), pole, free_tip, influence))
     return out

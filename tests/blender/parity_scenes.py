@@ -350,6 +350,50 @@ def build_weight_half(n: int) -> SceneInfo:
     return SceneInfo(_chain_scene(n, 3, 3, phase=1.5, weight=0.5)[0].name)
 
 
+def key_fk_swing(arm: bpy.types.Object, names: Sequence[str], n: int, amplitude: float = 0.35) -> None:
+    """Key an FK swing on ``names`` (Euler XYZ) over 1..n: what the chain does without IK."""
+    for k, name in enumerate(names):
+        pb = arm.pose.bones[name]
+        pb.rotation_mode = "XYZ"
+        for f in _frames(n):
+            t = 2.0 * math.pi * (f - 1) / max(n - 1, 1)
+            pb.rotation_euler = (amplitude * math.sin(t + k), 0.0, 0.5 * amplitude * math.cos(t - k))
+            pb.keyframe_insert("rotation_euler", frame=f)
+
+
+def build_influence_half(n: int) -> SceneInfo:
+    """IK influence 0.5 on a chain swung by FK keys: the end goes half way from its FK pose to the target."""
+    arm, _ = _chain_scene(n, 3, 3, phase=0.7, influence=0.5)
+    key_fk_swing(arm, ["B1", "B2", "B3"], n)
+    return SceneInfo(arm.name)
+
+
+def build_influence_keyed(n: int) -> SceneInfo:
+    """IK influence keyed 1 -> 0 (held) -> 1 over the take, on a chain swung by FK keys."""
+    arm, _ = _chain_scene(n, 3, 3, phase=1.1)
+    key_fk_swing(arm, ["B1", "B2", "B3"], n)
+    con = arm.pose.bones["B3"].constraints[0]
+    for frame, value in ((1, 1.0), (n // 4, 0.0), (n // 2, 0.0), ((3 * n) // 4, 1.0)):
+        con.influence = value
+        con.keyframe_insert("influence", frame=frame)
+    return SceneInfo(arm.name)
+
+
+def build_stretch(n: int) -> SceneInfo:
+    """IK with Stretch, the bones' IK Stretch 0.1, 0.5 and 1.0: the out-of-reach frames are reached by stretching."""
+    arm, _ = _chain_scene(n, 3, 3, phase=0.3, use_stretch=True)
+    for name, stretch in (("B1", 0.1), ("B2", 0.5), ("B3", 1.0)):
+        arm.pose.bones[name].ik_stretch = stretch
+    return SceneInfo(arm.name)
+
+
+def build_itasc(n: int) -> SceneInfo:
+    """The armature solved by iTaSC (its defaults: a Copy Pose goal on the location)."""
+    arm, _ = _chain_scene(n, 3, 3, phase=0.9)
+    arm.pose.ik_solver = "ITASC"
+    return SceneInfo(arm.name)
+
+
 def build_muted_beside_live(n: int) -> SceneInfo:
     """A live IK on B3 and a muted one on B2 toward another target: only the live one counts."""
     arm, _ = _chain_scene(n, 3, 3, phase=2.0)
@@ -523,6 +567,10 @@ SCENES: tuple[ParityScene, ...] = (
     ParityScene("target_own_bone", build_target_own_bone, "target: a bone of the same armature"),
     ParityScene("target_other_bone", build_target_other_bone, "target: a bone of another armature"),
     ParityScene("weight_half", build_weight_half, "IK weight 0.5"),
+    ParityScene("influence_half", build_influence_half, "IK influence 0.5, the chain swung by FK keys"),
+    ParityScene("influence_keyed", build_influence_keyed, "IK influence keyed 1 -> 0 -> 1, FK keys"),
+    ParityScene("stretch", build_stretch, "Stretch on, bones' IK Stretch 0.1 / 0.5 / 1.0"),
+    ParityScene("itasc", build_itasc, "the iTaSC solver (Copy Pose goal)"),
     ParityScene("muted_beside_live", build_muted_beside_live, "a muted IK beside a live one"),
     ParityScene("copy_limit_after", build_copy_limit_after, "Copy Rotation, Limit Rotation after the IK"),
     ParityScene("object_transform", build_object_transform, "armature rotated, scaled 1.5, parented"),
@@ -566,8 +614,45 @@ def _target_position(spec: IKSpec) -> np.ndarray:
     return np.array(obj.matrix_world.translation)
 
 
-def score(arm: bpy.types.Object, specs: Sequence[IKSpec], frames: Sequence[int]) -> dict:
+def influence_goals(arm: bpy.types.Object, specs: Sequence[IKSpec], frames: Sequence[int]) -> np.ndarray | None:
+    """(F, C, 3) where each IK constraint's end must go, for scenes whose IK influence is below 1 somewhere; else None.
+
+    Blender's IK at influence ``w`` solves for a goal ``w`` of the way from where the chain's end
+    is without IK to the target (its solver's "enforce" blend). Sampled before any bake, every IK
+    constraint muted, then restored: the end's FK position, the target and the influence per frame.
+    """
+    cons = [arm.pose.bones[s.owner].constraints[s.constraint] for s in specs]
+    keyed = {fc.data_path for fc in _fcurves(arm)}
+    if all(c.influence >= 1.0 and f"{c.path_from_id()}.influence" not in keyed for c in cons):
+        return None
+    scene = bpy.context.scene
+    every = [c for pb in arm.pose.bones for c in pb.constraints if c.type == "IK"]
+    was = [c.mute for c in every]
+    F, C = len(frames), len(specs)
+    end, target, weight = np.empty((F, C, 3)), np.empty((F, C, 3)), np.empty((F, C))
+    try:
+        for c in every:
+            c.mute = True
+        for i, f in enumerate(frames):
+            scene.frame_set(int(f))
+            mw = arm.matrix_world
+            for c, spec in enumerate(specs):
+                pb = arm.pose.bones[spec.owner]
+                end[i, c] = tuple(mw @ (pb.tail if spec.use_tail else pb.head))
+                target[i, c] = _target_position(spec)
+                weight[i, c] = cons[c].influence
+    finally:
+        for c, m in zip(every, was):
+            c.mute = m
+        scene.frame_set(int(frames[0]))
+    return end + weight[..., None] * (target - end)
+
+
+def score(arm: bpy.types.Object, specs: Sequence[IKSpec], frames: Sequence[int],
+          goals: np.ndarray | None = None) -> dict:
     """Playback of ``frames``: per frame and IK constraint the end-to-target residual, and pops.
+
+    With ``goals`` (F, C, 3) (see :func:`influence_goals`) the residual is measured to those instead.
 
     Returns:
         ``residual_m`` (F, C) [m]; ``pop_frames``: frames where some chain bone's head moved more
@@ -591,7 +676,7 @@ def score(arm: bpy.types.Object, specs: Sequence[IKSpec], frames: Sequence[int])
             pb = arm.pose.bones[spec.owner]
             end = np.array(mw @ (pb.tail if spec.use_tail else pb.head))
             targets[i, c] = _target_position(spec)
-            residual[i, c] = np.linalg.norm(end - targets[i, c])
+            residual[i, c] = np.linalg.norm(end - (targets[i, c] if goals is None else goals[i, c]))
             heads[c][i] = [tuple(mw @ arm.pose.bones[b].head) for b in spec.bones]
     pops = set()
     for c in range(C):
@@ -736,6 +821,7 @@ def run(scene: ParityScene, route: str, frames: int, rigify_blend: Path | None =
     specs = live_iks(arm)
     frame_list = _frames(frames)
     out = RouteResult(scene.name, route, frames, specs=specs)
+    goals = influence_goals(arm, specs, frame_list)
     if route == "blender":
         out.seconds = bake_blender(arm, specs, frame_list)
     elif route == "articulate":
@@ -747,7 +833,7 @@ def run(scene: ParityScene, route: str, frames: int, rigify_blend: Path | None =
             return out
     else:
         raise ValueError(f"unknown route {route!r}; valid: blender, articulate")
-    scored = score(arm, specs, frame_list)
+    scored = score(arm, specs, frame_list, goals)
     out.residual_m, out.pop_frames = scored["residual_m"], scored["pop_frames"]
     out.pops = len(out.pop_frames)
     out.ik_live_frames = scored["ik_live_frames"]
