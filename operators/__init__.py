@@ -3,9 +3,9 @@
 
 import bpy
 
-from . import bake, chains, fullbody, live, robots
+from . import aim_chains, bake, chains, fullbody, live, robots
 
-classes = (*bake.classes, *chains.classes, *robots.classes, *fullbody.classes)
+classes = (*bake.classes, *chains.classes, *aim_chains.classes, *robots.classes, *fullbody.classes)
 
 _register, _unregister = bpy.utils.register_classes_factory(classes)
 

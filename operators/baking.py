@@ -514,7 +514,7 @@ def _mute_converted(arm: bpy.types.Object, prepared: Sequence[PreparedChain]) ->
             for child in p.bones[-1].children:  # use_tail off: the constraint sits on the bone below
                 if con is None and child.constraints.get(p.settings.constraint) is not None:
                     owner, con = child, child.constraints[p.settings.constraint]
-        if con is None or con.type != "IK":
+        if con is None or con.type not in ("IK", "DAMPED_TRACK", "TRACK_TO"):  # aim chains: their track constraints
             continue
         prefix = f'pose.bones["{owner.name}"].constraints["{con.name}"].'
         for fc in drivers:

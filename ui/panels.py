@@ -59,6 +59,7 @@ class ARTICULATE_PT_main(_Panel, bpy.types.Panel):
         col.operator("articulate.chain_add", icon="ADD", text="")
         col.operator("articulate.chain_remove", icon="REMOVE", text="")
         layout.operator("articulate.chains_from_constraints", icon="CONSTRAINT_BONE")
+        layout.operator("articulate.aim_chains_from_tracks", icon="CON_TRACKTO")
         layout.prop(data, "live", toggle=True, icon="PLAY")
 
 

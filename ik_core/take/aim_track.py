@@ -9,6 +9,9 @@ from ..errors import InvalidInputError, require_finite
 from ..solvers.aim import AimResult, AimSolver
 from .steps import joint_steps
 
+# A warm-started answer replaces a frame's when it moves less than this fraction of the jump.
+_FLIP = 0.5
+
 
 def _directions_to_base(base: np.ndarray, v: np.ndarray) -> np.ndarray:
     """(N, 3) world directions ``v`` (N, 3) or (3,) seen in base frames (N, 4, 4), unit length."""
@@ -41,7 +44,8 @@ def track_aim(
     the frames before it. Where consecutive frames still jump by more than ``max_jump`` (a
     target crossing behind a limited chain, where the smallest turn from the start flips side),
     the frame is solved again warm-started from the frame before, in order, and that answer is
-    kept if it aims at least as well and moves less: the chain keeps turning the way it was.
+    kept if it aims at least as well and moves less than half as far: the chain keeps turning the
+    way it was.
     Behind a chain whose limits stop it short, the other side aims better once the target has
     passed the back: that answer is kept, and the pose changes sides there.
 
@@ -94,7 +98,9 @@ def track_aim(
         alt = solver.solve(local_t[k], q[k - 1], up=None if local_up is None else local_up[k],
                            up_points=None if local_points is None else local_points[k])
         keeps_aim = alt.aim_error <= max(fields["aim_error"][k], solver.tolerance) + 1e-12
-        if keeps_aim and float(joint_steps(skeleton, q[k - 1], alt.q)) < step:
+        # Only a flip counts: on a fast but smooth path the warm start moves a little less too, and
+        # taking it would make the pose depend on the frames before (a twist creeping in).
+        if keeps_aim and float(joint_steps(skeleton, q[k - 1], alt.q)) < _FLIP * step:
             for f in fields:
                 fields[f][k] = getattr(alt, f)
             if k + 1 < n:

@@ -98,3 +98,17 @@ def test_limits_hold_over_a_take_and_frames_out_of_range_say_so():
     assert np.all(limit_violation(skel, res.q) <= 1e-9)
     assert res.converged[0] and not res.converged[n // 2]
     assert all("deg short" in r for r in res.reason[~res.converged])
+
+
+def test_fast_smooth_motion_keeps_every_frame_from_the_start():
+    """Steps above max_jump that are no flip (a target moving fast in front) keep the answer from the start."""
+    n = 12
+    skel = neck_and_head()
+    base = np.broadcast_to(np.eye(4), (n, 4, 4))
+    phi = np.linspace(-1.2, 1.2, n)  # about 0.2 rad per frame
+    targets = np.stack([3 * np.sin(phi), 3 * np.cos(phi), 1.0 + np.sin(3 * phi)], axis=1)
+    solver = AimSolver(skel, spread=0.5)
+    plain = solver.solve(targets, np.zeros(skel.dof))
+    assert take_steps(skel, plain.q, None).max() > 0.1
+    res = track_aim(solver, base, targets, np.zeros(skel.dof), max_jump=0.1)
+    np.testing.assert_array_equal(res.q, plain.q)
