@@ -298,3 +298,48 @@ def test_a_turret_of_two_hinges_tracks_a_target_all_around(empty_scene, addon_mo
     assert np.all(err[high] > 25.0)
     # Through the back the yaw keeps turning the same way: no frame turns much more than 360/47 degrees.
     assert np.degrees(max(yaw_steps)) < 2.0 * 360.0 / (n - 1)
+
+
+def test_eyes_aim_from_the_baked_head(empty_scene, addon_module, tmp_path):
+    """Two eye chains hang from a head chain: they are solved after it, from the head as baked, and hit the target."""
+    bridge = addon_module("operators.bridge")
+    compat = addon_module("operators.compat")
+    heads = np.array([[0.0, 0.0, 1.4], [0.0, 0.0, 1.55], [0.035, -0.09, 1.65], [-0.035, -0.09, 1.65]])
+    tails = np.array([[0.0, 0.0, 1.55], [0.0, 0.0, 1.75], [0.035, -0.11, 1.65], [-0.035, -0.11, 1.65]])
+    arm = bridge.create_armature("Face", heads, tails, [-1, 0, 1, 1], ["Neck", "Head", "Eye.L", "Eye.R"])
+    for name, deg in (("Neck", 15.0), ("Head", 20.0), ("Eye.L", 30.0), ("Eye.R", 30.0)):
+        pb = arm.pose.bones[name]
+        for axis in "xyz":
+            setattr(pb, f"use_ik_limit_{axis}", True)
+            setattr(pb, f"ik_min_{axis}", -math.radians(deg))
+            setattr(pb, f"ik_max_{axis}", math.radians(deg))
+    target = bpy.data.objects.new("Fly", None)
+    empty_scene.collection.objects.link(target)
+    n = 24
+    t = np.linspace(0.0, 2.0 * np.pi, n)
+    path = np.stack([0.6 * np.sin(t), -1.2 + 0.3 * np.cos(t), 1.65 + 0.3 * np.sin(2.0 * t)], axis=1)
+    compat.write_channels(target, [compat.Channel("location", i, "Object Transforms") for i in range(3)],
+                          np.arange(1.0, n + 1.0), path)
+    R = np.array(arm.data.bones["Head"].matrix_local)[:3, :3]
+    front = next(k for k, v in AXIS_VECTORS.items() if np.allclose(R @ v, (0, -1, 0), atol=1e-6))
+    for tip, length, axis in (("Head", 2, front), ("Eye.L", 1, "Y"), ("Eye.R", 1, "Y")):
+        chain = arm.articulate.chains.add()
+        chain.name, chain.tip_bone, chain.chain_length, chain.target = tip, tip, length, target
+        chain.mode, chain.aim_axis, chain.aim_spread = "AIM", axis, 0.5
+    bpy.context.view_layer.objects.active = arm
+    path_json = tmp_path / "eyes.json"
+    assert bpy.ops.articulate.bake(use_scene_settings=False, frame_start=1, frame_end=n,
+                                   report_path=str(path_json)) == {"FINISHED"}
+    report = json.loads(path_json.read_text())
+    assert report["missed_frames"] == []
+    head_turn, eye_err = [], []
+    for f in range(1, n + 1):
+        bpy.context.scene.frame_set(f)
+        goal = np.array(target.matrix_world.translation)
+        for eye in ("Eye.L", "Eye.R"):
+            M = np.array(arm.matrix_world @ arm.pose.bones[eye].matrix)
+            eye_err.append(_angle(M[:3, 1], goal - M[:3, 3]))
+        M = np.array(arm.matrix_world @ arm.pose.bones["Head"].matrix)
+        head_turn.append(_angle(M[:3, :3] @ np.array(AXIS_VECTORS[front], dtype=float), np.array([0.0, -1.0, 0.0])))
+    assert np.degrees(max(eye_err)) < 0.1
+    assert np.degrees(max(head_turn)) > 15.0  # the head turned too: the eyes aimed from where it was keyed
