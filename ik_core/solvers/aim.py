@@ -250,8 +250,8 @@ class AimSolver:
             up_points: Optional (..., 3) points the up axis turns toward [m].
 
         Returns:
-            The aim angle (pi/2... pi behind; 0 where the target sits on the origin, which has no
-            direction) and the up angle (0 without an up axis or where it is undefined).
+            The aim angle in [0, pi] (0 where the target sits on the origin, which has no
+            direction) and the up angle in [0, pi] (0 without an up axis or where it is undefined).
         """
         o, a, u = self.aim_frame(np.asarray(q, dtype=float))
         d, dist = _unit(np.asarray(targets, dtype=float) - o)

@@ -313,3 +313,29 @@ def test_spread_weights_sum_to_one_and_blend():
     np.testing.assert_allclose(spread_weights(4, 1.0), [0.25] * 4)
     w = spread_weights(3, 0.6)
     assert np.isclose(w.sum(), 1.0) and w[0] == w[1] < w[2]
+
+
+def test_mixed_joints_and_extreme_targets_give_finite_poses_inside_the_limits():
+    """Hinges, slides, fixed joints and limited balls; targets far, near, behind and exactly opposite: never NaN."""
+    T = np.eye(4)
+    T[1, 3] = 0.3
+    skel = Skeleton([
+        Joint("slide", JointKind.PRISMATIC, -1, axis=(0, 0, 1), lower=-0.1, upper=0.1),
+        Joint("yaw", JointKind.REVOLUTE, 0, axis=(0, 0, 1), lower=-1.0, upper=1.0),
+        Joint("fixed", JointKind.FIXED, 1, T),
+        Joint("neck", JointKind.BALL, 2, T, limit=SwingTwistLimit((-0.5, -0.5, -0.5), (0.5, 0.5, 0.5))),
+        Joint("head", JointKind.BALL, 3, T),
+    ])
+    o = forward_kinematics(skel, np.zeros(skel.dof))[-1, :3, 3]
+    targets = np.array([
+        o + [0.0, 1e6, 0.0], o + [0.0, -1e6, 0.0], o + [1e-12, 0.0, 0.0], o + [0.0, -1.0, 0.0],
+        o + [0.0, 0.0, 2.0], o + [3.0, -1.0, -2.0],
+    ])
+    solver = AimSolver(skel, up_axis=(1, 0, 0), spread=1.0)
+    res = solver.solve(targets, up=(0.0, 1.0, 0.0))
+    for field in ("q", "aim_error", "up_error"):
+        assert np.isfinite(getattr(res, field)).all()
+    assert np.all(limit_violation(skel, res.q) <= 1e-9)
+    assert res.converged[[0, 1, 3, 4, 5]].all()  # the free head turns any way, even straight back
+    assert not res.converged[2] and "aim origin" in res.reason[2]
+    np.testing.assert_array_equal(res.q[:, 0], 0.0)  # the slide never moves: an aim does not slide
