@@ -1,6 +1,12 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Damped Track and Track To convert to aim chains whose bake plays back as the constraints did."""
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import bpy
 import numpy as np
 import pytest
@@ -82,3 +88,22 @@ def test_converting_twice_updates_the_chain(tracked):
     con.track_axis = "TRACK_NEGATIVE_X"
     bpy.ops.articulate.aim_chains_from_tracks()
     assert len(arm.articulate.chains) == 1 and arm.articulate.chains[0].aim_axis == "NEG_X"
+
+
+@pytest.mark.slow
+def test_cli_bakes_a_rig_made_with_damped_track(tracked, tmp_path):
+    """`cli.py bake --from-tracks` converts the Damped Track, bakes it, and exits 0 with every frame aimed."""
+    arm, target = tracked
+    con = arm.pose.bones["Head"].constraints.new("DAMPED_TRACK")
+    con.target, con.track_axis = target, "TRACK_Z"
+    blend = tmp_path / "tracked.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    cli = Path(__file__).resolve().parents[2] / "cli.py"
+    env = {**os.environ, "BLENDER_USER_RESOURCES": str(tmp_path / "user")}
+    proc = subprocess.run([sys.executable, str(cli), "bake", str(blend), "--armature", "Rig", "--frames",
+                           f"1-{FRAMES}", "--from-tracks", "--report", str(tmp_path / "r.json")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "1 aim chain(s)" in proc.stdout
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["chains"][0]["mode"] == "aim" and report["missed_frames"] == []
