@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import bpy
 
+from .chains import copy_influence
+
 TRACK_TYPES = ("DAMPED_TRACK", "TRACK_TO")
 _AXIS = {"TRACK_X": "X", "TRACK_Y": "Y", "TRACK_Z": "Z", "TRACK_NEGATIVE_X": "NEG_X", "TRACK_NEGATIVE_Y": "NEG_Y",
          "TRACK_NEGATIVE_Z": "NEG_Z"}
@@ -70,9 +72,9 @@ def convert_tracks(arm: bpy.types.Object) -> tuple[int, list[str]]:
                 continue
             chain = by_constraint.get((pb.name, con.name)) or data.chains.add()
             chain_from_track(chain, pb, con)
-            if con.influence < 1.0:
-                notes.append(f"{pb.name}: {con.type.replace('_', ' ').title()} {con.name!r} has influence "
-                             f"{con.influence:.3g}; the aim chain aims fully")
+            note = copy_influence(arm, con, chain, [])  # its value, and its keys when it is keyed
+            if note:
+                notes.append(f"{pb.name}: {note}")
             taken = {c.name for c in data.chains if c != chain}
             name, k = f"{pb.name} Aim", 1
             while name in taken:

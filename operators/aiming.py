@@ -68,11 +68,14 @@ def solver_for(p, scale: float) -> AimSolver:
 
 
 def chain_source(arm: bpy.types.Object, bones: list, chain) -> bridge.ChainSource:
-    """Where an aim chain's samples come from: its target, and its Up Target in the pole's place.
+    """Where an aim chain's samples come from: its target, its Up Target in the pole's place, its influence.
 
-    The sampler reads a pole as a world position per frame, which is what an up target is.
+    The sampler reads a pole as a world position per frame, which is what an up target is. No
+    free tip is sampled: an aim chain's influence blends its pose from rest (see :func:`track`),
+    it does not move its target.
     """
-    return bridge.ChainSource(arm, bones[0], chain.target, chain.target_bone, chain.up_target)
+    return bridge.ChainSource(arm, bones[0], chain.target, chain.target_bone, chain.up_target,
+                              influence=(chain, "influence"))
 
 
 def up_inputs(chain, up_points: np.ndarray | None) -> dict:
@@ -111,14 +114,33 @@ def track(
 ) -> tuple[IKResult, AimResult]:
     """Aim a prepared chain over the sampled frames.
 
+    On frames where the chain's influence is below 1 the pose is blended from rest toward the
+    aim (:meth:`~ik_core.solvers.aim.AimSolver.blend`, as a constraint's influence blends), and
+    ``samples`` is changed as the bake changes a reach chain's at partial influence: its
+    ``target`` becomes, on those frames, the point the blended aim axis points at (at the
+    target's distance), which playback then measures against, and ``full_target`` keeps the
+    target.
+
     Returns:
         The result as the bake reports every chain (position error: how far the aim line
-        passes the target [m]; rotation error: the aim angle [rad]), and the aim solver's own.
+        passes the target [m]; rotation error: the aim angle [rad], both of the full aim), and
+        the aim solver's own.
     """
     targets = samples.target[:, :3, 3]
     res = track_aim(solver, samples.base, targets, q0, progress=progress, **up_inputs(p.settings, samples.pole))
     miss = world_errors(solver, samples.base, res.q, targets)
-    return IKResult(res.q, res.converged, miss, res.aim_error, res.iterations, res.reason, res.limit_hits), res
+    q = res.q
+    w = samples.influence
+    if w is not None and np.any(w < 1.0):
+        q = solver.blend(res.q, np.nan_to_num(w, nan=1.0))
+        tip = samples.base @ forward_kinematics(solver.skeleton, q)[:, solver.joint]
+        origin = tip[:, :3, 3]
+        axis = np.einsum("nij,j->ni", bridge.rotation_part(tip), solver.aim_axis)
+        goal = samples.target.copy()
+        goal[:, :3, 3] = origin + axis * np.linalg.norm(targets - origin, axis=-1, keepdims=True)
+        samples.full_target = samples.target
+        samples.target = np.where((w < 1.0)[:, None, None], goal, samples.target)
+    return IKResult(q, res.converged, miss, res.aim_error, res.iterations, res.reason, res.limit_hits), res
 
 
 def report_entry(chain, res: AimResult) -> dict:

@@ -242,7 +242,8 @@ def _sample_units(scene, frames, units: Sequence[SolveUnit], prepared) -> list[l
     out = [[next(flat) for _ in group] for group in sources]
     for group in out:
         for s in group:
-            if s.influence is not None and np.any(s.influence < 1.0) and np.all(np.isfinite(s.free_tip)):
+            if (s.influence is not None and np.any(s.influence < 1.0) and s.free_tip is not None  # aim: no free tip
+                    and np.all(np.isfinite(s.free_tip))):
                 s.full_target = s.target
                 s.target = blend_goals(s.free_tip, s.target, np.nan_to_num(s.influence, nan=1.0))
     return out

@@ -120,11 +120,11 @@ def measure(scene: bpy.types.Scene, frames: Sequence[int], chains: Sequence[Play
     up_points = {k: sampled[len(sources) + j][1][:, :3, 3] for j, k in enumerate(ups)}
     out = []
     for k, (chain, (tip, target), goal) in enumerate(zip(chains, sampled, goals)):
+        if goal is not None:
+            target = goal
         if chain.aim is not None:
             out.append(aiming.playback_errors(chain.aim, tip, target, up_points.get(k)))
             continue
-        if goal is not None:
-            target = goal
         pos = np.linalg.norm(tip[:, :3, 3] - target[:, :3, 3], axis=-1)
         rot = np.zeros(len(pos))
         if chain.use_rotation:

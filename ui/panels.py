@@ -101,6 +101,7 @@ class ARTICULATE_PT_chain(_Panel, bpy.types.Panel):
             col.prop(chain, "aim_spread")
             col.prop(chain, "aim_tolerance")
             col.prop(chain, "iterations")
+            col.prop(chain, "influence")
             return
         col.prop(chain, "pole")
         if chain.pole is not None:

@@ -289,6 +289,39 @@ class AimSolver:
         D = rotvec_to_matrix_unchecked(phi[:, None] * d) @ R_aim
         return matrix_to_rotvec_unchecked(D), a, u
 
+    def blend(self, q: np.ndarray, influence: np.ndarray) -> np.ndarray:
+        """Poses part of the way from the rest pose to ``q``, as a constraint's influence blends.
+
+        Each turning joint of the chain is slerped from its rest rotation toward its rotation in
+        ``q`` (a ball joint's rotation vector, a hinge's angle, scaled by the influence), then the
+        pose is projected onto the limits: with influence 1 the aim, with 0 the rest pose, in
+        between a look part of the way, every joint turning its share. Other variables keep
+        their values in ``q``.
+
+        Args:
+            q: (..., dof) configurations, e.g. the ``q`` of :meth:`solve` started from rest.
+            influence: (...,) or scalar influence in [0, 1] (clamped).
+
+        Returns:
+            (..., dof) blended configurations inside the limits.
+
+        Raises:
+            InvalidInputError: Shapes that do not broadcast, or values that are not finite.
+        """
+        q = np.array(q, dtype=float)
+        w = np.asarray(influence, dtype=float)
+        require_finite("q", q)
+        require_finite("influence", w)
+        try:
+            w = np.clip(np.broadcast_to(w, q.shape[:-1]), 0.0, 1.0)[..., None]
+        except ValueError:
+            raise InvalidInputError(f"influence of shape {w.shape} does not broadcast to {q.shape[:-1]}") from None
+        for i in self.chain:
+            s = self.skeleton.q_index[i]
+            dof = self.skeleton.joints[i].dof
+            q[..., s : s + dof] *= w
+        return project_configuration(self.skeleton, q)
+
     # --- the iterations --------------------------------------------------------------------
     def _step(self, q, k, share, t, up, up_points, use_up) -> tuple[np.ndarray, np.ndarray]:
         """Joint ``self.chain[k]`` takes ``share`` (n,) of the turn still needed; returns (q, limit stopped it)."""

@@ -165,6 +165,28 @@ def test_a_second_bake_keys_the_same_poses(rig, tmp_path):
     np.testing.assert_allclose(_played(arm, target, chain)["basis"], first, atol=1e-6)
 
 
+def test_influence_turns_each_bone_part_of_the_way(rig, tmp_path):
+    """Influence 0.5: every bone turns half the angle it turns at full influence; playback shows the blend."""
+    arm, target, chain = rig
+    chain.up_axis = "NONE"
+    _bake(tmp_path)
+    full = _played(arm, target, chain)
+    chain.influence = 0.5
+    report = _bake(tmp_path)
+    half = _played(arm, target, chain)
+    angle_full = np.arccos(np.clip((np.trace(full["basis"], axis1=-2, axis2=-1) - 1) / 2, -1, 1))
+    angle_half = np.arccos(np.clip((np.trace(half["basis"], axis1=-2, axis2=-1) - 1) / 2, -1, 1))
+    np.testing.assert_allclose(angle_half, 0.5 * angle_full, atol=1e-4)
+    entry = report["chains"][0]
+    assert entry["influence"] == [0.5] * FRAMES
+    reachable = np.array([f not in BEHIND for f in range(1, FRAMES + 1)])
+    assert np.array(entry["converged"])[reachable].all()
+    # Measured against where the blended aim points, not the target, which the head now misses.
+    assert max(np.array(entry["aim_error_rad"])[reachable]) < 1e-4
+    err = _angle(half["aim"], half["target"] - half["origin"])
+    assert np.degrees(err[reachable]).max() > 10.0
+
+
 def test_reduced_keys_keep_the_aim(rig, tmp_path):
     """Reduce Keys on an aim chain: fewer keys, and playback still aims within the tolerance it reports."""
     arm, target, chain = rig

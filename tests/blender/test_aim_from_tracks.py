@@ -46,12 +46,14 @@ def _angles(Ra, Rb) -> np.ndarray:
     return np.arccos(np.clip(c, -1.0, 1.0))
 
 
-@pytest.mark.parametrize("kind", ["DAMPED_TRACK", "TRACK_TO"])
-def test_converted_track_bakes_what_the_constraint_showed(tracked, kind):
-    """The aim chain's bake puts the head in the same orientation the constraint gave it, on every frame."""
+@pytest.mark.parametrize(("kind", "influence"), [("DAMPED_TRACK", 1.0), ("TRACK_TO", 1.0), ("DAMPED_TRACK", 0.4)])
+def test_converted_track_bakes_what_the_constraint_showed(tracked, kind, influence):
+    """The aim chain's bake puts the head in the same orientation the constraint gave it, on every frame
+    (at partial influence too: the head turned that part of the way from rest)."""
     arm, target = tracked
     con = arm.pose.bones["Head"].constraints.new(kind)
     con.target, con.track_axis = target, "TRACK_Z"  # the head bone's +Z faces world -Y, toward the target
+    con.influence = influence
     if kind == "TRACK_TO":
         con.up_axis = "UP_Y"
     blender = _head_frames(arm)
@@ -59,6 +61,7 @@ def test_converted_track_bakes_what_the_constraint_showed(tracked, kind):
     chain = arm.articulate.chains[0]
     assert (chain.mode, chain.tip_bone, chain.chain_length, chain.aim_axis) == ("AIM", "Head", 1, "Z")
     assert chain.up_axis == ("Y" if kind == "TRACK_TO" else "NONE")
+    assert chain.influence == pytest.approx(influence)
     assert bpy.ops.articulate.bake(use_scene_settings=False, frame_start=1, frame_end=FRAMES) == {"FINISHED"}
     assert con.mute  # the bake muted the constraint the chain replaces
     baked = _head_frames(arm)

@@ -339,3 +339,25 @@ def test_mixed_joints_and_extreme_targets_give_finite_poses_inside_the_limits():
     assert res.converged[[0, 1, 3, 4, 5]].all()  # the free head turns any way, even straight back
     assert not res.converged[2] and "aim origin" in res.reason[2]
     np.testing.assert_array_equal(res.q[:, 0], 0.0)  # the slide never moves: an aim does not slide
+
+
+def test_influence_blends_each_joint_from_rest():
+    """Influence 1 keeps the aim, 0 gives the rest pose, 0.5 turns every joint half its angle (limits held)."""
+    rng = np.random.default_rng(13)
+    skel = odd_chain(rng, 3)
+    solver = AimSolver(skel, spread=1.0)
+    targets = rng.normal(size=(10, 3)) * 3.0
+    full = solver.solve(targets)
+    np.testing.assert_allclose(solver.blend(full.q, 1.0), full.q)
+    np.testing.assert_array_equal(solver.blend(full.q, np.zeros(10)), 0.0)
+    half = solver.blend(full.q, 0.5)
+    zero = np.zeros_like(full.q)
+    np.testing.assert_allclose(bone_angles(skel, zero, half), 0.5 * bone_angles(skel, zero, full.q), atol=1e-9)
+    o, a = aim_of(skel, half, (0, 1, 0))
+    assert np.all(angle(a, targets - o) > 1e-3)  # half way: not aimed
+    limited = odd_chain(np.random.default_rng(14), 3, limits=True)
+    lim_solver = AimSolver(limited)
+    blended = lim_solver.blend(lim_solver.solve(targets).q, rng.uniform(size=10))
+    assert np.all(limit_violation(limited, blended) <= 1e-9)
+    with pytest.raises(InvalidInputError, match="broadcast"):
+        solver.blend(full.q, np.ones(3))
