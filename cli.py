@@ -255,6 +255,27 @@ def cmd_body(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_switch(args: argparse.Namespace) -> int:
+    """IK to FK (or FK to IK) over a range; exit 3 when a limb bone plays more than 1 mm off."""
+    import bpy
+
+    _open_armature(args)
+    start, end, _step = args.frames or (bpy.context.scene.frame_start, bpy.context.scene.frame_end, 1)
+    with tempfile.TemporaryDirectory() as folder:
+        report_path = Path(args.report).resolve() if args.report else Path(folder) / "report.json"
+        op = bpy.ops.articulate.ik_to_fk if args.command == "ik-to-fk" else bpy.ops.articulate.fk_to_ik
+        _run_operator(op, use_scene_settings=False, frame_start=start, frame_end=end, report_path=str(report_path))
+        report = json.loads(report_path.read_text())
+    if args.out:
+        bpy.ops.wm.save_as_mainfile(filepath=str(Path(args.out).resolve()), compress=True)
+        print(f"articulate: wrote {args.out}")
+    worst = max(m["max_error_m"] for m in report["limbs"])
+    off = sorted({f for m in report["limbs"] for f in m["frames_over_tolerance"]})
+    print(f"articulate: {args.command} on {len(report['limbs'])} limb(s), frames {start}-{end}: limb bones within "
+          f"{worst * 1000:.3g} mm of the pose they had" + (f"; {len(off)} frame(s) over 1 mm" if off else ""))
+    return EXIT_MISSED if off else EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface."""
     parser = argparse.ArgumentParser(
@@ -318,6 +339,15 @@ def build_parser() -> argparse.ArgumentParser:
     body.add_argument("--out", help="save the baked file here")
     body.add_argument("--report", help="write the JSON report here")
     body.set_defaults(func=cmd_body)
+    for name, what in (("ik-to-fk", "key the FK controls to the pose the IK gives, switches to FK"),
+                       ("fk-to-ik", "key the IK controls where the FK pose puts the limbs, switches to IK")):
+        switch = sub.add_parser(name, help=f"{what} (Rigify limbs or IK constraints)")
+        switch.add_argument("blend", nargs="?", help=".blend to open (omit inside 'blender -b file.blend')")
+        switch.add_argument("--armature", required=True, help="name of the armature object")
+        switch.add_argument("--frames", type=_parse_frames, help="range like 1-250 (default: the scene's)")
+        switch.add_argument("--out", help="save the file here")
+        switch.add_argument("--report", help="write the JSON report here")
+        switch.set_defaults(func=cmd_switch)
     return parser
 
 

@@ -3,9 +3,9 @@
 
 import bpy
 
-from . import panels, properties
+from . import alternatives, panels, properties
 
-classes = (*properties.classes, *panels.classes)
+classes = (*properties.classes, *panels.classes, *alternatives.classes)
 
 _register, _unregister = bpy.utils.register_classes_factory(classes)
 

@@ -179,6 +179,26 @@ class ARTICULATE_PT_bake(_Panel, bpy.types.Panel):
             layout.label(text=settings.last_summary, icon="INFO")
 
 
+class ARTICULATE_PT_ik_fk(_Panel, bpy.types.Panel):
+    """IK to FK and back over the bake range: Rigify's limbs, or the armature's IK constraints"""
+
+    bl_label = "IK / FK"
+    bl_idname = "ARTICULATE_PT_ik_fk"
+    bl_parent_id = "ARTICULATE_PT_main"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    @classmethod
+    def poll(cls, context):
+        return _armature(context) is not None
+
+    def draw(self, context):
+        settings = context.scene.articulate
+        self.layout.label(text=f"Frames {settings.frame_start}-{settings.frame_end} (the Bake range)")
+        row = self.layout.row(align=True)
+        row.operator("articulate.ik_to_fk", icon="FORWARD")
+        row.operator("articulate.fk_to_ik", icon="BACK")
+
+
 class ARTICULATE_PT_robot(_Panel, bpy.types.Panel):
     """Robot arms: add one, import trajectories, check and export them"""
 
@@ -263,6 +283,7 @@ classes = (
     ARTICULATE_PT_chain,
     ARTICULATE_PT_limits,
     ARTICULATE_PT_bake,
+    ARTICULATE_PT_ik_fk,
     ARTICULATE_PT_body,
     ARTICULATE_PT_robot,
 )

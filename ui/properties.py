@@ -119,6 +119,26 @@ class ARTICULATE_PG_branch(bpy.types.PropertyGroup):
     joints: bpy.props.StringProperty(name="Joints", description="Comma-separated joints the values belong to")
 
 
+class ARTICULATE_PG_alternative(bpy.types.PropertyGroup):
+    """One alternative pose of a chain reaching its target on one frame (see operators/alternatives.py)."""
+
+    name: bpy.props.StringProperty(name="Pose")
+    chain: bpy.props.StringProperty(name="Chain", description="The chain the pose belongs to")
+    frame: bpy.props.IntProperty(name="Frame", description="The frame whose target the pose reaches")
+    dof: bpy.props.IntProperty(name="Variables", description="How many of the values the chain uses")
+    values: bpy.props.FloatVectorProperty(name="Joint Values", size=32)
+    score: bpy.props.FloatProperty(name="Score", description="Distance plus limit penalty; lower is better")
+    distance: bpy.props.FloatProperty(
+        name="Distance", subtype="ANGLE", description="Largest joint rotation from the pose the chain had"
+    )
+    margin: bpy.props.FloatProperty(
+        name="Limit Margin", subtype="ANGLE", description="Smallest turn of any joint that reaches a limit"
+    )
+    swivel: bpy.props.FloatProperty(
+        name="Swivel", subtype="ANGLE", description="Bend direction about the root-to-target line"
+    )
+
+
 class ARTICULATE_PG_armature(bpy.types.PropertyGroup):
     """The chains of one armature object, and its full-body settings."""
 
@@ -127,6 +147,8 @@ class ARTICULATE_PG_armature(bpy.types.PropertyGroup):
     branches: bpy.props.CollectionProperty(type=ARTICULATE_PG_branch)
     active_branch: bpy.props.IntProperty(name="Branch", default=0, min=0)
     active_chain: bpy.props.IntProperty(name="Active Chain", default=0, min=0)
+    alternatives: bpy.props.CollectionProperty(type=ARTICULATE_PG_alternative)
+    active_alternative: bpy.props.IntProperty(name="Alternative Pose", default=0, min=0)
     live: bpy.props.BoolProperty(
         name="Live", description="Re-solve chains whenever a target or pole moves"
     )
@@ -160,6 +182,7 @@ classes = (
     ARTICULATE_PG_role,
     ARTICULATE_PG_body,
     ARTICULATE_PG_branch,
+    ARTICULATE_PG_alternative,
     ARTICULATE_PG_armature,
     ARTICULATE_PG_settings,
 )

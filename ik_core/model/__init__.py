@@ -9,4 +9,5 @@ Everything else in ``ik_core`` builds on this folder; it imports nothing above i
 - :mod:`.chains`: the sub-skeleton from a root to some tips.
 - :mod:`.kinematics`: forward kinematics, effector poses, Jacobians.
 - :mod:`.poles`: where a chain bends toward its pole.
+- :mod:`.distance`: how far apart two configurations are, joint by joint.
 """

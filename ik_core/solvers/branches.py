@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +38,35 @@ def random_configurations(skeleton: Skeleton, n: int, rng: np.random.Generator) 
     lo = np.where(np.isfinite(skeleton.lower), skeleton.lower, -np.pi)
     hi = np.where(np.isfinite(skeleton.upper), skeleton.upper, np.pi)
     return rng.uniform(lo, hi, size=(n, skeleton.dof))
+
+
+def first_distinct(
+    q: np.ndarray,
+    order: Sequence[int],
+    min_separation: float,
+    distance: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+) -> list[int]:
+    """Greedy pick of distinct configurations: each, in ``order``, unless too close to one picked before.
+
+    Args:
+        q: (n, dof) candidate configurations [rad or m].
+        order: Indices into ``q`` by preference, best first.
+        min_separation: A candidate closer than this to a picked one is the same [rad or m].
+        distance: ``distance(qa (k, dof), qb (dof,)) -> (k,)``; defaults to the largest
+            difference of any variable.
+
+    Returns:
+        The picked indices, in ``order``.
+    """
+    kept: list[int] = []
+    for i in order:
+        if kept:
+            picked = q[kept]
+            d = np.max(np.abs(picked - q[i]), axis=1) if distance is None else distance(picked, q[i])
+            if np.min(d) < min_separation:
+                continue
+        kept.append(int(i))
+    return kept
 
 
 def distinct_solutions(
@@ -76,9 +106,5 @@ def distinct_solutions(
     ok = np.flatnonzero(result.converged)
     q = result.q[ok]
     distance = np.max(np.abs(q - ref), axis=1, initial=0.0)
-    order = np.argsort(distance, kind="stable")
-    kept: list[int] = []
-    for i in order:
-        if all(np.max(np.abs(q[i] - q[k])) >= min_separation for k in kept):
-            kept.append(int(i))
+    kept = first_distinct(q, np.argsort(distance, kind="stable"), min_separation)
     return Branches(q[kept], result.position_error[ok][kept], result.rotation_error[ok][kept], distance[kept])

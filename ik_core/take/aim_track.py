@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InvalidInputError, require_finite
+from ..model.distance import joint_steps
 from ..solvers.aim import AimResult, AimSolver
-from .steps import joint_steps
 
 # A warm-started answer replaces a frame's when it moves less than this fraction of the jump.
 _FLIP = 0.5

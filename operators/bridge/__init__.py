@@ -5,6 +5,8 @@
 - :mod:`.sampling`: world matrices of objects and bones over frames.
 - :mod:`.scope`: frame stepping that evaluates only what the sampled objects depend on.
 - :mod:`.keys`: solved rotations to pose-bone channels and bulk keys.
+- :mod:`.matching`: controls placed by evaluation; properties held while sampling.
+- :mod:`.body_controls`: solved poses onto control rigs, IK/FK switches.
 - :mod:`.build`: armatures created from numpy arrays.
 """
 
@@ -23,6 +25,7 @@ from .keys import (
     write_bone_poses,
     write_bone_rotations,
     write_bone_scales,
+    write_object_poses,
 )
 from .rig import (
     bone_limit,
@@ -68,4 +71,5 @@ __all__ = [
     "write_bone_rotations",
     "write_bone_scales",
     "write_ik_limits",
+    "write_object_poses",
 ]

@@ -65,26 +65,37 @@ def _moves_rotation(pb: bpy.types.PoseBone) -> bool:
     )
 
 
-def _rigid_anchor(arm: bpy.types.Object, name: str, mapped: set[str]) -> str | None:
-    """The nearest mapped ancestor of ``name`` when every bone in between just follows it, else None."""
+def _moves_scale(pb: bpy.types.PoseBone) -> bool:
+    """True when constraints or inheritance flags can change the scale a bone passes to its children."""
+    return pb.bone.inherit_scale != "FULL" or any(_active(c) for c in pb.constraints)
+
+
+def _rigid_anchor(arm: bpy.types.Object, name: str, mapped: set[str], with_scale: bool = False) -> str | None:
+    """The nearest mapped ancestor of ``name`` when every bone in between just follows it, else None.
+
+    With ``with_scale`` a bone in between that changes the scale it passes on breaks the chain too.
+    """
     pb = arm.pose.bones[name]
-    if not pb.bone.use_inherit_rotation:
+    if not pb.bone.use_inherit_rotation or (with_scale and pb.bone.inherit_scale != "FULL"):
         return None
     parent = pb.parent
     while parent is not None and parent.name not in mapped:
-        if _moves_rotation(parent):
+        if _moves_rotation(parent) or (with_scale and _moves_scale(parent)):
             return None
         parent = parent.parent
     return parent.name if parent is not None else None
 
 
-def evaluation_levels(arm: bpy.types.Object, parents: dict[str, str | None]) -> list[list[str]]:
+def evaluation_levels(arm: bpy.types.Object, parents: dict[str, str | None],
+                      with_scale: bool = False) -> list[list[str]]:
     """Mapped bones grouped so each group can be posed from one evaluation of the rig.
 
     Args:
         arm: The armature.
         parents: Mapped bone -> the mapped bone it hangs from in the role tree (None for the
             pelvis), parents first.
+        with_scale: The poses carry scale (a stretched limb): bones between that change the
+            scale passed on (inherit-scale modes, scale constraints) also need an evaluation.
 
     A bone that hangs from its role parent through plain bones joins its parent's group (its
     pose follows from the parent's by rest-pose arithmetic); any other bone, whose parent pose
@@ -92,7 +103,7 @@ def evaluation_levels(arm: bpy.types.Object, parents: dict[str, str | None]) -> 
     """
     level: dict[str, int] = {}
     for name, role_parent in parents.items():
-        anchor = _rigid_anchor(arm, name, set(parents))
+        anchor = _rigid_anchor(arm, name, set(parents), with_scale)
         if anchor is not None and anchor in level:
             level[name] = level[anchor]
         else:
@@ -110,14 +121,16 @@ def evaluated_basis(
     world: dict[str, np.ndarray],
     levels: Sequence[Sequence[str]],
     location_bones: set[str],
+    scale_bones: frozenset[str] | set[str] = frozenset(),
 ) -> dict[str, np.ndarray]:
     """Pose-bone ``matrix_basis`` (N, 4, 4) putting each bone at its world pose (N, 4, 4) on a control rig.
 
     Frame by frame, bones are posed group by group (see :func:`evaluation_levels`) and the
     scene re-evaluated in between, so each basis is computed from the pose its parent really
     has once the rig's constraints and drivers ran. Bones not in ``location_bones`` keep their
-    current location (only their rotation is solved). The caller restores the scene frame; the
-    bones' current bases are restored here.
+    current location (only their rotation is solved); bones in ``scale_bones`` take the scale
+    their world pose has (an IK limb that stretched), the others keep theirs. The caller
+    restores the scene frame; the bones' current bases are restored here.
     """
     n = len(frames)
     bones = [b for level in levels for b in level]
@@ -137,7 +150,8 @@ def evaluated_basis(
                     for name in level:
                         pb = arm.pose.bones[name]
                         frame_rest = _parent_frame(pb, posed, mapped)
-                        basis = _basis(pb, frame_rest, inv_obj @ world[name][i], name in location_bones)
+                        basis = _basis(pb, frame_rest, inv_obj @ world[name][i], name in location_bones,
+                                       name in scale_bones)
                         pb.matrix_basis = Matrix(basis.tolist())
                         posed[name] = frame_rest @ basis
                         out[name][i] = basis
@@ -173,12 +187,14 @@ def _parent_frame(pb: bpy.types.PoseBone, posed: dict[str, np.ndarray], mapped: 
     return pose @ _rest_relative(pb.bone)
 
 
-def _basis(pb: bpy.types.PoseBone, frame_rest: np.ndarray, target: np.ndarray, keep_location: bool) -> np.ndarray:
-    """Basis putting ``pb`` at armature-space ``target`` (rotation, and location if asked) in ``frame_rest``."""
+def _basis(pb: bpy.types.PoseBone, frame_rest: np.ndarray, target: np.ndarray, keep_location: bool,
+           keep_scale: bool = False) -> np.ndarray:
+    """Basis putting ``pb`` at armature-space ``target`` (rotation, location and scale as asked) in ``frame_rest``."""
     basis = np.linalg.solve(frame_rest, target)
-    R = basis[:3, :3] / np.linalg.norm(basis[:3, :3], axis=0)
     current = matrix_to_array(pb.matrix_basis)
-    basis[:3, :3] = R * np.linalg.norm(current[:3, :3], axis=0)
+    if not keep_scale:
+        R = basis[:3, :3] / np.linalg.norm(basis[:3, :3], axis=0)
+        basis[:3, :3] = R * np.linalg.norm(current[:3, :3], axis=0)
     if not keep_location:
         basis[:3, 3] = current[:3, 3]
     return basis
@@ -198,7 +214,15 @@ def ik_fk_switches(arm: bpy.types.Object, bones: Sequence[str]) -> list[bpy.type
 def key_fk(context: bpy.types.Context, arm: bpy.types.Object, owners: Sequence[bpy.types.PoseBone],
            start: int, end: int) -> None:
     """Key each switch to FK on ``start``..``end`` (constant keys), keeping its value just outside the range."""
-    if not owners:
+    paths = [f'pose.bones["{pb.name}"]["{IK_FK_PROPERTY}"]' for pb in owners]
+    key_constant(context, arm, paths, [FK_VALUE] * len(owners), start, end)
+
+
+def key_constant(context: bpy.types.Context, arm: bpy.types.Object, paths: Sequence[str],
+                 values: Sequence[float], start: int, end: int) -> None:
+    """Key each property (RNA path from ``arm``) to its value on ``start``..``end`` (constant keys), keeping
+    the value it has just outside the range (an IK/FK switch, a constraint's influence)."""
+    if not paths:
         return
     scene = context.scene
     current = scene.frame_current
@@ -206,11 +230,12 @@ def key_fk(context: bpy.types.Context, arm: bpy.types.Object, owners: Sequence[b
     try:
         for frame in (start - 1, end + 1):
             scene.frame_set(frame)
-            outside[frame] = [float(pb[IK_FK_PROPERTY]) for pb in owners]
+            outside[frame] = [float(arm.path_resolve(path)) for path in paths]
     finally:
         scene.frame_set(current)
     frames = np.array(sorted({start - 1, start, end, end + 1}), dtype=float)
-    values = np.array([outside[int(f)] if int(f) in outside else [FK_VALUE] * len(owners) for f in frames])
-    channels = [compat.Channel(f'pose.bones["{pb.name}"]["{IK_FK_PROPERTY}"]', 0, pb.name) for pb in owners]
+    table = np.array([outside[int(f)] if int(f) in outside else list(values) for f in frames])
+    groups = [path.split('"')[1] if path.startswith("pose.bones[") else "" for path in paths]
+    channels = [compat.Channel(path, 0, group) for path, group in zip(paths, groups)]
     compat.ensure_action(arm)
-    compat.write_channels(arm, channels, frames, values, interpolation="CONSTANT", replace=(start - 1, end + 1))
+    compat.write_channels(arm, channels, frames, table, interpolation="CONSTANT", replace=(start - 1, end + 1))

@@ -241,9 +241,11 @@ def world_to_basis(arm_obj: bpy.types.Object, bone_world: dict[str, np.ndarray])
 
 
 def write_bone_poses(
-    arm_obj: bpy.types.Object, frames: np.ndarray, basis: dict[str, np.ndarray], location_bones: set[str]
+    arm_obj: bpy.types.Object, frames: np.ndarray, basis: dict[str, np.ndarray], location_bones: set[str],
+    scale_bones: frozenset[str] | set[str] = frozenset(),
 ) -> int:
-    """Key rotations (each bone's mode) of every bone in ``basis``, and locations of ``location_bones``."""
+    """Key rotations (each bone's mode) of every bone in ``basis``, locations of ``location_bones``, scales of
+    ``scale_bones`` (the lengths of the basis' axes)."""
     names = list(basis)
     bones = [arm_obj.pose.bones[n] for n in names]
     R = np.stack([basis[n][:, :3, :3] for n in names], axis=1)
@@ -254,8 +256,35 @@ def write_bone_poses(
         if n in location_bones:
             channels += compat.bone_channels(n, "location", 3)
             columns.append(basis[n][:, :3, 3])
+        if n in scale_bones:
+            channels += compat.bone_channels(n, "scale", 3)
+            columns.append(np.linalg.norm(basis[n][:, :3, :3], axis=-2))
     if channels:
         compat.write_channels(arm_obj, channels, frames, np.concatenate(columns, axis=1),
                               replace=(frames[0], frames[-1]))
         keys += len(frames) * len(channels)
     return keys
+
+
+def write_object_poses(obj: bpy.types.Object, frames: np.ndarray, basis: np.ndarray) -> int:
+    """Key an object's location and rotation (its rotation mode) to ``matrix_basis`` frames (N, 4, 4); returns keys."""
+    R = rotation_part(basis)
+    mode = obj.rotation_mode
+    if mode == "QUATERNION":
+        rotation = rot.quat_make_continuous(rot.matrix_to_quat(R), axis=0)
+        channels = [compat.Channel("rotation_quaternion", i, "Object Transforms") for i in range(4)]
+    elif mode in EULER_ORDERS:
+        rotation = rot.matrix_to_euler(R, mode)
+        ref = np.array(obj.rotation_euler, dtype=float)
+        for i in range(len(rotation)):
+            rotation[i] = rot.euler_compatible(rotation[i], ref, mode)
+            ref = rotation[i]
+        channels = [compat.Channel("rotation_euler", i, "Object Transforms") for i in range(3)]
+    else:
+        raise BridgeError(f"object {obj.name!r}: keying rotation mode {mode!r} is not supported; use Euler or "
+                          "quaternion")
+    channels = [compat.Channel("location", i, "Object Transforms") for i in range(3)] + channels
+    values = np.concatenate([basis[:, :3, 3], rotation], axis=1)
+    compat.ensure_action(obj)
+    compat.write_channels(obj, channels, frames, values, replace=(frames[0], frames[-1]))
+    return values.size

@@ -128,3 +128,21 @@ def test_robot_check_and_export_headless(tmp_path, empty_scene, core):
     np.testing.assert_allclose(back.positions, q, atol=1e-6)
     proc = run_cli("check", str(blend), "--armature", "Nope", "--report", str(report), tmp_path=tmp_path)
     assert proc.returncode == 2 and arm.name in proc.stderr
+
+
+@pytest.mark.slow
+def test_ik_to_fk_and_back_headless(ik_rig_blend, tmp_path):
+    """`cli.py ik-to-fk` then `fk-to-ik` on a plain IK rig: exit 0, limb bones within 1 mm, reports written;
+    a rig with nothing to switch exits 2 naming what was looked for."""
+    fk, back, report = tmp_path / "fk.blend", tmp_path / "back.blend", tmp_path / "switch.json"
+    proc = run_cli("ik-to-fk", str(ik_rig_blend), "--armature", "Arm", "--frames", "1-20", "--out", str(fk),
+                   "--report", str(report), tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    data = json.loads(report.read_text())
+    assert data["direction"] == "ik_to_fk" and data["limbs"][0]["max_error_m"] < 1e-3
+    proc = run_cli("fk-to-ik", str(fk), "--armature", "Arm", "--frames", "1-20", "--out", str(back),
+                   "--report", str(report), tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert json.loads(report.read_text())["limbs"][0]["max_error_m"] < 1e-3 and back.is_file()
+    proc = run_cli("ik-to-fk", str(ik_rig_blend), "--armature", "Target", tmp_path=tmp_path)
+    assert proc.returncode == 2 and "Arm" in proc.stderr

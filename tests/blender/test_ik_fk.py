@@ -1,0 +1,150 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""IK to FK and back (issue 15 item 2), on Rigify's generated human rig and on a plain rig with IK constraints.
+
+Every check is by playback, and measured by these tests themselves (not the operators' reports):
+the limb bones' heads and tails after the switch against where they were before it.
+"""
+
+import json
+
+import bpy
+import numpy as np
+import parity_scenes as ps
+import pytest
+from test_honest_bakes import _animated_target, arm_of_three
+
+FRAMES = 40
+LIMB_BONES = {"arm": ("ORG-upper_arm", "ORG-forearm", "ORG-hand"),
+              "leg": ("ORG-thigh", "ORG-shin", "ORG-foot", "ORG-toe")}
+SWITCHES = [f"{limb}_parent.{side}" for limb in ("upper_arm", "thigh") for side in "LR"]
+
+
+@pytest.fixture(scope="module")
+def rigify_blend(addon, blend_from_script):
+    return blend_from_script(ps.RIGIFY_SCRIPT, "ik_fk_rigify", FRAMES)
+
+
+def _open(path):
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    rig = bpy.data.objects["rig"]
+    for obj in bpy.context.view_layer.objects:
+        obj.select_set(obj == rig)
+    bpy.context.view_layer.objects.active = rig
+    scene = bpy.context.scene
+    scene.articulate.frame_start, scene.articulate.frame_end = 1, FRAMES
+    return rig
+
+
+def _limb_points(rig, frames=FRAMES):
+    """(F, P, 3) heads and tails of every ORG limb bone, per frame, in playback."""
+    names = [f"{b}.{s}" for bones in LIMB_BONES.values() for b in bones for s in "LR"]
+    out = []
+    for f in range(1, frames + 1):
+        bpy.context.scene.frame_set(f)
+        mw = rig.matrix_world
+        out.append([tuple(mw @ getattr(rig.pose.bones[n], end)) for n in names for end in ("head", "tail")])
+    return np.array(out)
+
+
+def _switch_values(rig, frames):
+    out = []
+    for f in frames:
+        bpy.context.scene.frame_set(f)
+        out.append([rig.pose.bones[s]["IK_FK"] for s in SWITCHES])
+    return np.array(out)
+
+
+def test_rigify_ik_to_fk_then_back(rigify_blend, tmp_path):
+    """IK to FK on the generated human rig: with the switches keyed to FK, every hand, foot and limb bone plays
+    within 1 mm of where the IK controls put it, on every frame; then FK to IK puts the IK controls back so the
+    IK plays the FK pose within 1 mm, the switches keyed to IK. Keys outside the range keep the switch as it was."""
+    rig = _open(rigify_blend)
+    ik_points = _limb_points(rig)
+    report_path = tmp_path / "ik_fk.json"
+    assert bpy.ops.articulate.ik_to_fk(report_path=str(report_path)) == {"FINISHED"}
+    report = json.loads(report_path.read_text())
+    assert len(report["limbs"]) == 4
+    np.testing.assert_allclose(_switch_values(rig, range(1, FRAMES + 1)), 1.0)
+    fk_points = _limb_points(rig)
+    err = np.linalg.norm(fk_points - ik_points, axis=-1)
+    assert err.max() < 1e-3, err.max()
+    # the report's numbers are playback's
+    assert max(m["max_error_m"] for m in report["limbs"]) == pytest.approx(err.max(), abs=1e-5)
+    # and back: move the IK controls away first, so only the placement can bring the IK onto the FK pose
+    for name in ("hand_ik.L", "foot_ik.R"):
+        rig.pose.bones[name].location = (0.3, 0.2, 0.1)
+    assert bpy.ops.articulate.fk_to_ik(report_path=str(report_path)) == {"FINISHED"}
+    back = json.loads(report_path.read_text())
+    np.testing.assert_allclose(_switch_values(rig, range(1, FRAMES + 1)), 0.0)
+    ik_again = _limb_points(rig)
+    err = np.linalg.norm(ik_again - fk_points, axis=-1)
+    assert err.max() < 1e-3, (err.max(), back["notes"])
+
+
+def test_rigify_switch_keys_stay_outside_the_range(rigify_blend):
+    rig = _open(rigify_blend)
+    scene = bpy.context.scene
+    scene.articulate.frame_start, scene.articulate.frame_end = 10, 20
+    assert bpy.ops.articulate.ik_to_fk() == {"FINISHED"}
+    values = _switch_values(rig, [9, 10, 20, 21])
+    np.testing.assert_allclose(values, [[0.0] * 4, [1.0] * 4, [1.0] * 4, [0.0] * 4])
+
+
+def _plain_rig(use_pole: bool):
+    arm = arm_of_three()
+    target = _animated_target("T", (0.5, 0.3, 0.9), (-0.2, 0.5, 1.0), FRAMES)
+    con = arm.pose.bones["Wrist"].constraints.new("IK")
+    con.target, con.chain_count = target, 2
+    if use_pole:
+        pole = bpy.data.objects.new("Pole", None)
+        bpy.context.scene.collection.objects.link(pole)
+        pole.location = (0.0, 1.0, 0.7)
+        con.pole_target, con.pole_angle = pole, -1.5707963
+    arm.pose.bones["Shoulder"].rotation_mode = "XYZ"
+    for f in range(1, FRAMES + 1):  # the chain's parent moves too
+        arm.pose.bones["Shoulder"].rotation_euler = (0.3 * np.sin(0.2 * f), 0.0, 0.2 * np.cos(0.15 * f))
+        arm.pose.bones["Shoulder"].keyframe_insert("rotation_euler", frame=f)
+    bpy.context.view_layer.objects.active = arm
+    bpy.context.scene.articulate.frame_start, bpy.context.scene.articulate.frame_end = 1, FRAMES
+    return arm, con
+
+
+def _points(arm, names=("Elbow", "Wrist")):
+    out = []
+    for f in range(1, FRAMES + 1):
+        bpy.context.scene.frame_set(f)
+        out.append([tuple(arm.matrix_world @ getattr(arm.pose.bones[n], e)) for n in names for e in ("head", "tail")])
+    return np.array(out)
+
+
+@pytest.mark.parametrize("use_pole", [False, True])
+def test_plain_ik_constraint_to_fk_and_back(empty_scene, use_pole):
+    """A plain rig: IK to FK keys the chain bones to the IK's pose and the constraint's influence to 0 on the
+    range; FK to IK moves the target (and turns the pole) so the IK plays the FK pose again, influence keyed to 1."""
+    arm, con = _plain_rig(use_pole)
+    ik = _points(arm)
+    assert bpy.ops.articulate.ik_to_fk() == {"FINISHED"}
+    fk = _points(arm)
+    assert np.linalg.norm(fk - ik, axis=-1).max() < 1e-4
+    for f in (1, FRAMES):
+        bpy.context.scene.frame_set(f)
+        assert con.influence == 0.0
+    # move the target and the pole away: FK to IK must find them again
+    target = con.target
+    target.animation_data_clear()
+    target.location = (1.0, 1.0, 0.0)
+    if use_pole:
+        con.pole_target.location = (0.5, -1.0, 0.2)
+    assert bpy.ops.articulate.fk_to_ik() == {"FINISHED"}
+    for f in (1, FRAMES):
+        bpy.context.scene.frame_set(f)
+        assert con.influence == 1.0
+    back = _points(arm)
+    assert np.linalg.norm(back - fk, axis=-1).max() < 1e-3
+
+
+def test_nothing_to_switch_is_named(empty_scene):
+    arm = arm_of_three()
+    bpy.context.view_layer.objects.active = arm
+    with pytest.raises(RuntimeError, match="no IK/FK pair"):
+        bpy.ops.articulate.ik_to_fk()
