@@ -121,6 +121,12 @@ def cmd_bake(args: argparse.Namespace) -> int:
         for note in notes:
             print(f"articulate: note: {note}")
         print(f"articulate: {made} chain(s) from IK constraints")
+    if args.from_tracks:
+        aim_ops = importlib.import_module(f"{ensure_addon().__name__}.operators.aim_chains")
+        made, notes = aim_ops.convert_tracks(arm)
+        for note in notes:
+            print(f"articulate: note: {note}")
+        print(f"articulate: {made} aim chain(s) from Damped Track and Track To constraints")
     report_path = Path(args.report).resolve() if args.report else None
     try:
         result = bpy.ops.articulate.bake(
@@ -294,7 +300,10 @@ def build_parser() -> argparse.ArgumentParser:
     bake.add_argument("--frames", type=_parse_frames, help="range like 1-250 or 1-250:2 (default: the scene's)")
     bake.add_argument("--from-constraints", action="store_true",
                       help="first turn the armature's IK constraints into chains")
-    bake.add_argument("--keep-constraints", action="store_true", help="do not mute the converted IK constraints")
+    bake.add_argument("--from-tracks", action="store_true",
+                      help="first turn the armature's Damped Track and Track To constraints into aim chains")
+    bake.add_argument("--keep-constraints", action="store_true",
+                      help="do not mute the converted IK (and track) constraints")
     bake.add_argument("--solver", choices=SOLVERS,
                       help="solver for every chain (default: each chain's own; 'auto' for new and converted chains)")
     bake.add_argument("--reduce-keys", type=float, default=0.0, metavar="MM",

@@ -5,7 +5,8 @@ One concept per folder, each importing only the folders below it:
 
 - :mod:`.model`: rotations, the skeleton and its sub-chains, forward kinematics, poles.
 - :mod:`.limits`: joint limits and the projection of configurations onto them.
-- :mod:`.solvers`: one solver interface; FABRIK, CCD, DLS and two-bone families; reach; Auto.
+- :mod:`.solvers`: one solver interface; FABRIK, CCD, DLS and two-bone families; reach; Auto;
+  the aim solver of aim chains.
 - :mod:`.take`: whole takes, frame by frame, with repairs and global searches.
 - :mod:`.formats`: URDF and BVH files read into the model.
 - :mod:`.robots`: robot presets, the stored robot model, closed-form UR IK.
@@ -23,11 +24,14 @@ from .limits import ConeTwistLimit, EulerLimit, limit_violation, project_configu
 from .model.chains import sub_chain
 from .model.kinematics import effector_poses, forward_kinematics, jacobian
 from .model.skeleton import Effector, Joint, JointKind, Mimic, Skeleton
-from .solvers import SOLVER_NAMES, IKResult, Solver, make_solver, solve_sequence
+from .solvers import SOLVER_NAMES, AimResult, AimSolver, IKResult, Solver, make_solver, solve_sequence
+from .take.aim_track import track_aim
 from .take.tracking import solve_track, track_chain
 
 __all__ = [
     "SOLVER_NAMES",
+    "AimResult",
+    "AimSolver",
     "ArticulateError",
     "ConeTwistLimit",
     "EulerLimit",
@@ -56,5 +60,6 @@ __all__ = [
     "solve_sequence",
     "solve_track",
     "sub_chain",
+    "track_aim",
     "track_chain",
 ]

@@ -3,10 +3,10 @@
 
 import bpy
 
-from . import alternatives, bake, chains, fullbody, ik_fk, live, robots
+from . import aim_chains, alternatives, bake, chains, fullbody, ik_fk, live, robots
 
-classes = (*bake.classes, *chains.classes, *robots.classes, *fullbody.classes, *alternatives.classes,
-           *ik_fk.classes)
+classes = (*bake.classes, *chains.classes, *aim_chains.classes, *robots.classes, *fullbody.classes,
+           *alternatives.classes, *ik_fk.classes)
 
 _register, _unregister = bpy.utils.register_classes_factory(classes)
 

@@ -19,7 +19,7 @@ from ..ik_core.take.influence import blend_goals
 from ..ik_core.take.key_reduction import fewest_keys, interpolate_auto_clamped
 from ..ik_core.take.stretch import stretch_take
 from ..ik_core.take.tracking import to_base_frame, track_chain
-from . import bridge, playback
+from . import aiming, bridge, playback
 
 
 class BakeFailed(Exception):
@@ -133,12 +133,17 @@ def prepare_chains(
     robot = "articulate_robot" in arm
     for chain in chains:
         label = f"chain {chain.name!r}"
+        aim = aiming.is_aim(chain)
         try:
             bones = bridge.chain_bones(arm, chain)
-            name = chain_solver(chain, len(bones), robot, solver)
+            name = aiming.SOLVER_NAME if aim else chain_solver(chain, len(bones), robot, solver)
             skeleton = bridge.chain_skeleton(arm, bones, use_tail=chain.use_tail, hinge_middle=name == "two_bone")
+            if aim:
+                aiming.axes(chain)
         except (bridge.BridgeError, ArticulateError) as err:
             raise BakeFailed(f"{label}: {err}") from None
+        except aiming.AimSettingsError as err:
+            raise BakeFailed(str(err)) from None
         for pb in bones:
             if pb.name in owner and not shared_bones:
                 raise BakeFailed(
@@ -147,8 +152,9 @@ def prepare_chains(
                 )
             owner.setdefault(pb.name, chain.name)
         check_target(arm, chain, {b.name for b in bones})
-        source = bridge.ChainSource(arm, bones[0], chain.target, chain.target_bone, chain.pole, chain.pole_bone,
-                                    tip_bone=bones[-1].name, use_tail=chain.use_tail, influence=(chain, "influence"))
+        source = aiming.chain_source(arm, bones, chain) if aim else bridge.ChainSource(
+            arm, bones[0], chain.target, chain.target_bone, chain.pole, chain.pole_bone,
+            tip_bone=bones[-1].name, use_tail=chain.use_tail, influence=(chain, "influence"))
         prepared.append(PreparedChain(chain, bones, skeleton, source, name, requested=solver))
     for p in prepared:
         mine = {b.name for b in p.bones}
@@ -191,6 +197,9 @@ def solve_units(arm: bpy.types.Object, prepared: Sequence[PreparedChain]) -> lis
             units.append(SolveUnit(ks, prepared[ks[0]], ["tip"]))
             continue
         chains = [prepared[k] for k in ks]
+        if any(p.solver == aiming.SOLVER_NAME for p in chains):
+            raise BakeFailed(f"chains {', '.join(repr(p.settings.name) for p in chains)} share bones, and aim chains "
+                             "cannot share bones with other chains yet: give the aim chain bones of its own")
         union = {b.name: b for p in chains for b in p.bones}
 
         def depth(pb) -> int:
@@ -233,7 +242,8 @@ def _sample_units(scene, frames, units: Sequence[SolveUnit], prepared) -> list[l
     out = [[next(flat) for _ in group] for group in sources]
     for group in out:
         for s in group:
-            if s.influence is not None and np.any(s.influence < 1.0) and np.all(np.isfinite(s.free_tip)):
+            if (s.influence is not None and np.any(s.influence < 1.0) and s.free_tip is not None  # aim: no free tip
+                    and np.all(np.isfinite(s.free_tip))):
                 s.full_target = s.target
                 s.target = blend_goals(s.free_tip, s.target, np.nan_to_num(s.influence, nan=1.0))
     return out
@@ -510,7 +520,7 @@ def _mute_converted(arm: bpy.types.Object, prepared: Sequence[PreparedChain]) ->
             for child in p.bones[-1].children:  # use_tail off: the constraint sits on the bone below
                 if con is None and child.constraints.get(p.settings.constraint) is not None:
                     owner, con = child, child.constraints[p.settings.constraint]
-        if con is None or con.type != "IK":
+        if con is None or con.type not in ("IK", "DAMPED_TRACK", "TRACK_TO"):  # aim chains: their track constraints
             continue
         prefix = f'pose.bones["{owner.name}"].constraints["{con.name}"].'
         for fc in drivers:
@@ -544,6 +554,7 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
             if (s.pole is not None) and not np.all(np.isfinite(s.pole)):
                 raise BakeFailed(f"chain {name!r}: its pole has NaN or infinite values on some frames")
     results, solvers = [None] * len(prepared), [None] * len(prepared)
+    aimed = [None] * len(prepared)  # per aim chain, the aim solver's own result
     poses = [None] * len(units)  # per unit, the bones it moves and their (N, B, 3, 3) rotations
     reductions = [None] * len(units)
     stretches = [None] * len(units)  # per single-chain unit with Stretch: (N, B) bone scale factors, frames stretched
@@ -578,6 +589,11 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
                     poses[k] = (bones, R)
                     continue
                 smp = samples[k][0]
+                if p.solver == aiming.SOLVER_NAME:
+                    solvers[u.members[0]] = solver = aiming.solver_for(p, scale)
+                    results[u.members[0]], aimed[u.members[0]] = aiming.track(solver, p, smp, aiming.REST, progress)
+                    poses[k] = chain_rotations(p, results[u.members[0]].q)
+                    continue
                 solvers[u.members[0]] = solver = solver_for(p, scale)
                 # A closed-form solver needs no segments: its start only picks the bend side.
                 chain_segment = len(frames) if p.solver == "two_bone" else segment
@@ -607,6 +623,9 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
             wm.progress_end()
     t_solved = time.perf_counter()
     report = _report(arm, prepared, results, frames)
+    for p, entry, res in zip(prepared, report["chains"], aimed):
+        if res is not None:
+            entry.update(aiming.report_entry(p.settings, res))
     for k, entry in enumerate(report["chains"]):
         smp = _member_samples(units, samples, k)
         if smp.full_target is not None:
@@ -623,6 +642,8 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
     t_written = time.perf_counter()
     if write_keys:
         playback.verify(scene, list(frames), [
+            playback.aim_chain(p.settings, arm, [b.name for b in p.bones], s.tolerance + 2.0 * slack / (
+                p.bones[-1].bone.length * scale)) if p.solver == aiming.SOLVER_NAME else
             playback.PlaybackChain(p.settings.name, arm, [b.name for b in p.bones], p.bones[-1].name,
                                    p.settings.use_tail, p.settings.target, p.settings.target_bone,
                                    p.settings.use_rotation, p.settings.tolerance + slack, s.rotation_tolerance)
@@ -700,7 +721,7 @@ def pole_warnings(prepared: Sequence[PreparedChain]) -> list[str]:
     out = []
     by_name = {p.settings.name: p for p in prepared}
     for p in prepared:
-        if p.source.pole is None:
+        if p.source.pole is None or p.solver == aiming.SOLVER_NAME:  # an aim chain's "pole" is its up target
             continue
         others = {b.name for name in p.shares_with for b in by_name[name].bones}
         if p.bones[-1].name in others:

@@ -29,7 +29,7 @@ from ..ik_core.model.rotations import matrix_to_rotvec_unchecked
 from ..ik_core.solvers.two_bone.group import TwoBoneGroup
 from ..ik_core.solvers.two_bone.kernel import cross
 from ..ik_core.take.stretch import stretch_take
-from . import bridge
+from . import aiming, bridge
 from .baking import BakeFailed, PreparedChain, chain_rotations, initial_q, prepare_chains, solver_for, stretchy
 from .bridge.sampling import pose_matrices
 
@@ -43,6 +43,7 @@ _BONE_SETTINGS = tuple(
 _CHAIN_SETTINGS = (
     "name", "enabled", "tip_bone", "root_bone", "chain_length", "use_tail", "target_bone", "pole_bone", "pole_angle",
     "solver", "iterations", "tolerance", "weight_position", "use_rotation", "weight_rotation", "use_stretch",
+    "mode", "aim_axis", "up_axis", "aim_spread", "aim_tolerance",
 )
 
 
@@ -65,6 +66,7 @@ class _Rig:
     hinge_axis: np.ndarray | None = None  # (G, 3) hinge axis in the hinge bone's frame
     hinge_terms: tuple = ()  # (eye, K, KK), each (G, 3, 3): Rodrigues' terms of the axes
     last: list = field(default_factory=list)  # per chain, its inputs at the last solve
+    aim_chains: set = field(default_factory=set)  # chains in Aim mode
 
 
 _cache: dict[str, _Rig] = {}
@@ -91,7 +93,7 @@ def _signature(arm: bpy.types.Object, chains: list) -> tuple:
     parts = [arm.as_pointer(), len(arm.pose.bones)]
     for chain in chains:
         parts.append(tuple(getattr(chain, a) for a in _CHAIN_SETTINGS))
-        parts.append(tuple(o.as_pointer() if o is not None else 0 for o in (chain.target, chain.pole)))
+        parts.append(tuple(o.as_pointer() if o is not None else 0 for o in (chain.target, chain.pole, chain.up_target)))
         bone = arm.pose.bones.get(chain.tip_bone)
         while bone is not None:
             parts.append((bone.name, *(c.type for c in bone.constraints)))
@@ -102,7 +104,11 @@ def _signature(arm: bpy.types.Object, chains: list) -> tuple:
 def _build(arm: bpy.types.Object, chains: list, sig: tuple, settings: np.ndarray) -> _Rig:
     prepared = prepare_chains(arm, chains, shared_bones=False)
     scale = bridge.check_armature(arm)
-    solvers = [solver_for(p, scale) for p in prepared]
+    try:
+        solvers = [aiming.solver_for(p, scale) if p.solver == aiming.SOLVER_NAME else solver_for(p, scale)
+                   for p in prepared]
+    except aiming.AimSettingsError as err:
+        raise BakeFailed(str(err)) from None
     index = {b.name: k for k, b in enumerate(arm.pose.bones)}
     parents = [p.bones[0].parent for p in prepared]
     rig = _Rig(
@@ -115,6 +121,7 @@ def _build(arm: bpy.types.Object, chains: list, sig: tuple, settings: np.ndarray
         ]),
         last=[None] * len(prepared),
     )
+    rig.aim_chains = {c for c, p in enumerate(prepared) if p.solver == aiming.SOLVER_NAME}
     # Stretching chains solve one by one: a miss is solved again on longer bones (see solve_live).
     grouped = [c for c, s in enumerate(solvers)
                if s.name == "two_bone" and s.mode == "position" and not stretchy(prepared[c])]
@@ -203,7 +210,7 @@ def solve_live(arm: bpy.types.Object) -> int:
     inv_base = _affine_inverse(base)
     local = inv_base[:, None] @ world  # (C, 2, 4, 4): target and pole in each chain's base frame
     for c, p in enumerate(rig.prepared):
-        if changed[c] and p.source.pole is not None and p.settings.pole_angle:
+        if changed[c] and p.source.pole is not None and p.settings.pole_angle and c not in rig.aim_chains:
             local[c, 1, :3, 3] = turn_poles(
                 local[c, 1, :3, 3], chain_root(p.skeleton), local[c, 0, :3, 3], p.settings.pole_angle
             )
@@ -230,6 +237,14 @@ def solve_live(arm: bpy.types.Object) -> int:
     moved_scales: list = []  # (bones, (B,) uniform scales) of stretching chains
     for c, (p, solver) in enumerate(zip(rig.prepared, rig.solvers)):
         if not changed[c] or c in rig.grouped:
+            continue
+        if c in rig.aim_chains:  # from the rest pose, as the bake: what live shows is what the bake keys
+            up = world[c, 1, :3, 3][None] if p.source.pole is not None else None
+            samples = bridge.ChainSamples(base[c][None], world[c, 0][None], up)
+            result = aiming.track(solver, p, samples, aiming.REST)[0]
+            bones, R = chain_rotations(p, result.q)
+            moved_bones += bones
+            moved_R += list(R[0])
             continue
         if rotvecs is None:
             rotvecs = rot.matrix_to_rotvec(bridge.rotation_part(basis))
@@ -308,7 +323,7 @@ def _watched(arm: bpy.types.Object) -> set[str]:
     names = set()
     for chain in arm.articulate.chains:
         if chain.enabled:
-            for obj in (chain.target, chain.pole):
+            for obj in (chain.target, chain.pole, chain.up_target):
                 if obj is not None and obj != arm:
                     names.add(obj.name)
     return names

@@ -17,7 +17,7 @@ import bpy
 import numpy as np
 
 from ..ik_core.model.rotations import matrix_to_rotvec
-from . import bridge
+from . import aiming, bridge
 from .bridge.body_controls import driving_constraints
 
 # Blender evaluates poses in single precision: a solved pose keyed and played back lands within
@@ -41,6 +41,17 @@ class PlaybackChain:
     use_rotation: bool
     tolerance: float  # [m]
     rotation_tolerance: float  # [rad]
+    aim: aiming.AimCheck | None = None  # an aim chain: its axis against the direction to the target
+
+
+def aim_chain(settings, arm_obj: bpy.types.Object, bones: list[str], tolerance: float) -> PlaybackChain:
+    """An aim chain as playback measures it: the tip bone's aim axis, from its head, against the target.
+
+    Its position error is how far the aim line passes the target (not judged); its rotation
+    error is the aim angle, judged against ``tolerance`` [rad].
+    """
+    return PlaybackChain(settings.name, arm_obj, bones, bones[-1], False, settings.target, settings.target_bone,
+                         True, np.inf, tolerance, aiming.check_for(settings))
 
 
 def _active(con: bpy.types.Constraint) -> bool:
@@ -102,10 +113,18 @@ def measure(scene: bpy.types.Scene, frames: Sequence[int], chains: Sequence[Play
     """
     sources = [bridge.TipSource(c.arm_obj, c.tip_bone, c.use_tail, c.target, c.target_bone) for c in chains]
     goals = list(goals) + [None] * (len(chains) - len(goals))
+    # Aim chains with an up target: the target's world position too (as the target of a second source).
+    ups = [k for k, c in enumerate(chains) if c.aim is not None and c.aim.up_target is not None]
+    sampled = bridge.sample_tips(scene, frames, sources + [
+        bridge.TipSource(chains[k].arm_obj, chains[k].tip_bone, False, chains[k].aim.up_target) for k in ups])
+    up_points = {k: sampled[len(sources) + j][1][:, :3, 3] for j, k in enumerate(ups)}
     out = []
-    for chain, (tip, target), goal in zip(chains, bridge.sample_tips(scene, frames, sources), goals):
+    for k, (chain, (tip, target), goal) in enumerate(zip(chains, sampled, goals)):
         if goal is not None:
             target = goal
+        if chain.aim is not None:
+            out.append(aiming.playback_errors(chain.aim, tip, target, up_points.get(k)))
+            continue
         pos = np.linalg.norm(tip[:, :3, 3] - target[:, :3, 3], axis=-1)
         rot = np.zeros(len(pos))
         if chain.use_rotation:
@@ -128,8 +147,13 @@ def verify(scene: bpy.types.Scene, frames: Sequence[int], chains: Sequence[Playb
     ``overridden_frames``, with a reason naming what overrides the bones where found.
     """
     by_name = {c["chain"]: c for c in report["chains"]}
-    for chain, (pos, rot) in zip(chains, measure(scene, frames, chains, goals)):
+    for chain, measured in zip(chains, measure(scene, frames, chains, goals)):
+        pos, rot = measured[:2]
         entry = by_name[chain.name]
+        if chain.aim is not None:
+            entry.update(solver_aim_error_rad=entry["aim_error_rad"], solver_up_error_rad=entry["up_error_rad"],
+                         aim_error_rad=rot.tolist(), up_error_rad=measured[2].tolist(),
+                         aim_tolerance_rad=chain.rotation_tolerance)
         solver_ok = np.asarray(entry["converged"], dtype=bool)
         aim = "goal" if "influence" in entry else "target"
         shown = pos <= chain.tolerance + FLOAT_SLACK_M
@@ -141,7 +165,9 @@ def verify(scene: bpy.types.Scene, frames: Sequence[int], chains: Sequence[Playb
             "the rig's constraints or drivers change the keyed pose")
         reasons = list(entry["reasons"])
         for k in np.flatnonzero(overridden):
-            reasons[k] = f"overridden in playback: the tip ends {pos[k] * 1000:.3g} mm from the {aim} ({why})"
+            off = f"the aim is {np.degrees(rot[k]):.3g} deg off" if chain.aim is not None else (
+                f"the tip ends {pos[k] * 1000:.3g} mm from the {aim}")
+            reasons[k] = f"overridden in playback: {off} ({why})"
         entry.update(
             solver_converged=entry["converged"],
             solver_position_error_m=entry["position_error_m"],

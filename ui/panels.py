@@ -18,7 +18,7 @@ class ARTICULATE_UL_chains(bpy.types.UIList):
         row = layout.row(align=True)
         row.prop(item, "enabled", text="")
         row.prop(item, "name", text="", emboss=False, icon="CON_KINEMATIC")
-        row.label(text=item.solver.replace("_", "-").upper())
+        row.label(text="AIM" if item.mode == "AIM" else item.solver.replace("_", "-").upper())
 
 
 class ARTICULATE_UL_robot_chains(bpy.types.UIList):
@@ -59,6 +59,7 @@ class ARTICULATE_PT_main(_Panel, bpy.types.Panel):
         col.operator("articulate.chain_add", icon="ADD", text="")
         col.operator("articulate.chain_remove", icon="REMOVE", text="")
         layout.operator("articulate.chains_from_constraints", icon="CONSTRAINT_BONE")
+        layout.operator("articulate.aim_chains_from_tracks", icon="CON_TRACKTO")
         layout.prop(data, "live", toggle=True, icon="PLAY")
 
 
@@ -90,6 +91,18 @@ class ARTICULATE_PT_chain(_Panel, bpy.types.Panel):
         col.prop(chain, "target")
         if chain.target is not None and chain.target.type == "ARMATURE":
             col.prop_search(chain, "target_bone", chain.target.pose, "bones")
+        col.prop(chain, "mode")
+        if chain.mode == "AIM":
+            col.prop(chain, "aim_axis")
+            col.prop(chain, "up_axis")
+            sub = col.column()
+            sub.active = chain.up_axis != "NONE"
+            sub.prop(chain, "up_target")
+            col.prop(chain, "aim_spread")
+            col.prop(chain, "aim_tolerance")
+            col.prop(chain, "iterations")
+            col.prop(chain, "influence")
+            return
         col.prop(chain, "pole")
         if chain.pole is not None:
             if chain.pole.type == "ARMATURE":

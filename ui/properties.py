@@ -7,6 +7,13 @@ from ..ik_core.solvers import AUTO, SOLVER_CHOICES, SOLVER_LABELS
 from ..ik_core.solvers.choice import SOLVER_DESCRIPTIONS
 
 SOLVER_ITEMS = [(name, SOLVER_LABELS[name], SOLVER_DESCRIPTIONS[name]) for name in SOLVER_CHOICES]
+MODE_ITEMS = [
+    ("REACH", "Reach", "The chain's tip reaches the target"),
+    ("AIM", "Aim", "An axis of the tip bone points at the target (heads, eyes, a turning spine, a turret)"),
+]
+AXIS_ITEMS = [(key, label, f"The tip bone's {label} axis") for key, label in
+              (("X", "+X"), ("NEG_X", "-X"), ("Y", "+Y"), ("NEG_Y", "-Y"), ("Z", "+Z"), ("NEG_Z", "-Z"))]
+UP_AXIS_ITEMS = [("NONE", "None", "No up axis: the twist about the aim axis is left to the smallest turn")] + AXIS_ITEMS
 
 
 class ARTICULATE_PG_chain(bpy.types.PropertyGroup):
@@ -48,6 +55,25 @@ class ARTICULATE_PG_chain(bpy.types.PropertyGroup):
     )
     constraint: bpy.props.StringProperty(
         name="Constraint", description="The IK constraint this chain was created from (on the tip bone)"
+    )
+    mode: bpy.props.EnumProperty(name="Mode", items=MODE_ITEMS, default="REACH")
+    aim_axis: bpy.props.EnumProperty(
+        name="Aim Axis", items=AXIS_ITEMS, default="Y", description="Axis of the tip bone that points at the target"
+    )
+    up_axis: bpy.props.EnumProperty(
+        name="Up Axis", items=UP_AXIS_ITEMS, default="NONE",
+        description="Axis of the tip bone that turns toward the up direction (world +Z, or the Up Target)",
+    )
+    up_target: bpy.props.PointerProperty(
+        name="Up Target", type=bpy.types.Object, description="Object the up axis turns toward; empty for world +Z"
+    )
+    aim_spread: bpy.props.FloatProperty(
+        name="Spread", default=0.5, min=0.0, max=1.0, subtype="FACTOR",
+        description="How the turn is shared along the chain: 0 = the tip bone turns all it can first, 1 = evenly",
+    )
+    aim_tolerance: bpy.props.FloatProperty(
+        name="Aim Tolerance", default=0.000174533, min=1e-7, max=0.1, subtype="ANGLE", precision=3,
+        description="Largest angle between the aim axis and the target that counts as aimed",
     )
     tool_link: bpy.props.StringProperty(
         name="Tool Link", description="Robot rigs: the link whose frame reaches the target (solved on the stored model)"

@@ -1,5 +1,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""IK solvers sharing one interface (:class:`Solver`) and one result type (:class:`IKResult`)."""
+"""IK solvers sharing one interface (:class:`Solver`) and one result type (:class:`IKResult`).
+
+Reach solvers (FABRIK, CCD, DLS, two-bone) put an effector on a target and are made by name
+(:func:`make_solver`). Aim chains are a chain mode, not a reach solver: :class:`AimSolver`
+(module :mod:`.aim`) points an axis of the chain's last joint at the target, with its own result
+type (:class:`AimResult`), and is not in the registry of reach solvers.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ from collections.abc import Sequence
 
 from ..errors import UnknownNameError
 from ..model.skeleton import Skeleton
+from .aim import AimResult, AimSolver
 from .base import IKResult, Solver, Targets, as_targets, solve_sequence
 from .choice import AUTO, SOLVER_CHOICES, SOLVER_LABELS, auto_solver, resolve_solver
 
@@ -53,6 +60,8 @@ def make_solver(
 
 __all__ = [
     "AUTO",
+    "AimResult",
+    "AimSolver",
     "SOLVER_CHOICES",
     "SOLVER_LABELS",
     "SOLVER_NAMES",

@@ -2,6 +2,7 @@
 """Solving a whole take: every frame of an animation, smooth and on one IK branch.
 
 - :mod:`.tracking`: :func:`solve_track` and :func:`track_chain`, segments, retries and repairs.
+- :mod:`.aim_track`: an aim chain over a take (every frame from one start, jumps repaired).
 - :mod:`.steps`: how far a configuration moves between frames, and jump scores.
 - :mod:`.smoothing`: the look-ahead block solve that spreads a jump over a window.
 - :mod:`.horizon`: the receding-horizon pass for redundant chains.
