@@ -119,9 +119,11 @@ def build_robot_rig(
     info.update(metadata or {})
     arm["articulate_robot"] = json.dumps(info)
     arm[MODEL_KEY] = model.to_json()
+    # Geometry is placed at the rest pose W and keeps its place relative to its bone, so it is
+    # parented while the rig is still at rest; the home pose then moves it with the bones.
+    warnings = _add_geometry(arm, skeleton, W, moving, _joint_of_link(model), visuals, urdf_dir, package_dirs)
     set_joint_values(arm, skeleton, q_home)
     targets = [add_robot_chain(arm, model, link) for link in tool_links]
-    warnings = _add_geometry(arm, skeleton, W, moving, _joint_of_link(model), visuals, urdf_dir, package_dirs)
     bpy.context.view_layer.objects.active = previous or arm
     return arm, targets, warnings
 
@@ -302,15 +304,19 @@ def _primitive(name: str, kind: str, size: Sequence[float]) -> bpy.types.Mesh:
         verts = [(x, y, z) for x in (-sx, sx) for y in (-sy, sy) for z in (-sz, sz)]
         faces = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
     elif kind == "cylinder":
-        r, length, n = size[0], size[1], 20
+        r, length, n = size[0], size[1], 24
         a = np.linspace(0, 2 * np.pi, n, endpoint=False)
         ring = [(r * math.cos(t), r * math.sin(t)) for t in a]
-        verts = [(x, y, -length / 2) for x, y in ring] + [(x, y, length / 2) for x, y in ring]
+        # The caps get vertices of their own, so the smooth sides do not bend their normals.
+        verts = [(x, y, z) for z in (-length / 2, length / 2, -length / 2, length / 2) for x, y in ring]
         faces = [(k, (k + 1) % n, n + (k + 1) % n, n + k) for k in range(n)]
-        faces += [tuple(range(n))[::-1], tuple(range(n, 2 * n))]
+        faces += [tuple(range(2 * n, 3 * n))[::-1], tuple(range(3 * n, 4 * n))]
     else:
-        verts, _edges, faces = sphere_mesh_data(size[0])
+        verts, _edges, faces = sphere_mesh_data(size[0], rings=12, segments=24)
     mesh.from_pydata(verts, [], faces)
+    if kind != "box":
+        smooth = [kind == "sphere" or len(face) == 4 for face in faces]
+        mesh.polygons.foreach_set("use_smooth", smooth)
     return mesh
 
 
