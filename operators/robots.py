@@ -174,8 +174,8 @@ class ARTICULATE_OT_robot_import_urdf(FileBrowserMixin, bpy.types.Operator):
 _TOOL_ITEMS: list = []  # Blender reads dynamic enum strings after the callback returns: keep them alive
 
 
-def _tool_link_items(context) -> list:
-    """Links of the active robot rig's stored model that a chain can end on."""
+def _tool_link_items(_op, context) -> list:
+    """Links of the active robot rig's stored model that a chain can end on, likeliest first."""
     obj = context.object if context is not None else None
     try:
         model = robot_model(obj) if obj is not None and "articulate_robot" in obj else None
@@ -194,7 +194,9 @@ class ARTICULATE_OT_robot_chain_add(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     tool_link: bpy.props.EnumProperty(name="Tool Link", description="Link the chain's target drives",
-                                      items=lambda _self, context: _tool_link_items(context))
+                                      items=_tool_link_items)
+    # (A lambda calling _tool_link_items raised NameError when Blender called it: the annotation is
+    # a string under ``from __future__ import annotations``, evaluated outside this module's names.)
     base_link: bpy.props.StringProperty(name="Base Link", description="Link the chain starts from; empty for the root")
 
     @classmethod
