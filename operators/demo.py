@@ -144,18 +144,18 @@ ROBOT_PREVIEWS = (("ur5", (0.0, 0.0)), ("panda", (0.0, 0.9)))  # preset, (x, y) 
 
 
 def build_robot_previews(robots=ROBOT_PREVIEWS) -> list[str]:
-    """Replace the current file with robot presets side by side, each in its own collection; returns warnings."""
+    """Replace the current file with robot presets side by side, each in its own collection; returns the rigs."""
     bpy.ops.wm.read_homefile(use_empty=True)
-    warnings = []
+    rigs = []
     for preset, (x, y) in robots:
-        result = bpy.ops.articulate.robot_add(preset=preset)
-        if "FINISHED" not in result:
+        if "FINISHED" not in bpy.ops.articulate.robot_add(preset=preset):
             raise RuntimeError(f"could not add robot preset {preset!r}")
         arm = bpy.context.object
         for obj in arm.users_collection[0].objects:
             if obj.parent is None:  # the armature and its target; link meshes follow their bones
                 obj.location = (obj.location[0] + x, obj.location[1] + y, obj.location[2])
-    return warnings
+        rigs.append(arm.name)
+    return rigs
 
 
 def render_workbench(filepath: str, look_at=(0.1, 0.45, 0.45), location=(2.3, -0.9, 1.25),
