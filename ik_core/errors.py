@@ -44,6 +44,10 @@ class URDFError(ArticulateError, ValueError):
     """A URDF document is malformed; the message names the offending element."""
 
 
+class ColladaError(ArticulateError, ValueError):
+    """A Collada (.dae) document cannot be read; the message names the file and the element."""
+
+
 def require_finite(name: str, value: object) -> None:
     """Raise :class:`InvalidInputError` if ``value`` holds NaN or infinite entries.
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""A small example scene (a three-bone arm following a target) and the render helpers of the demos."""
+"""A small example scene (a three-bone arm following a target), robot previews, and the demos' render helpers."""
 
 from __future__ import annotations
 
@@ -135,6 +135,47 @@ def render_picture(filepath: str, frame: int, samples: int = 16) -> None:
     scene.cycles.device = "CPU"
     scene.cycles.samples = samples
     scene.render.resolution_x, scene.render.resolution_y = 640, 480
+    scene.render.image_settings.file_format = "PNG"
+    scene.render.filepath = filepath
+    bpy.ops.render.render(write_still=True)
+
+
+ROBOT_PREVIEWS = (("ur5", (0.0, 0.0)), ("panda", (0.0, 0.9)))  # preset, (x, y) of its base [m]
+
+
+def build_robot_previews(robots=ROBOT_PREVIEWS) -> list[str]:
+    """Replace the current file with robot presets side by side, each in its own collection; returns the rigs."""
+    bpy.ops.wm.read_homefile(use_empty=True)
+    rigs = []
+    for preset, (x, y) in robots:
+        if "FINISHED" not in bpy.ops.articulate.robot_add(preset=preset):
+            raise RuntimeError(f"could not add robot preset {preset!r}")
+        arm = bpy.context.object
+        for obj in arm.users_collection[0].objects:
+            if obj.parent is None:  # the armature and its target; link meshes follow their bones
+                obj.location = (obj.location[0] + x, obj.location[1] + y, obj.location[2])
+        rigs.append(arm.name)
+    return rigs
+
+
+def render_workbench(filepath: str, look_at=(0.1, 0.45, 0.45), location=(2.3, -0.9, 1.25),
+                     size: tuple[int, int] = (800, 500)) -> None:
+    """Render the current scene with Workbench (fast, headless) in the materials' colours to a PNG."""
+    scene = bpy.context.scene
+    cam = bpy.data.objects.new("PreviewCamera", bpy.data.cameras.new("PreviewCamera"))
+    scene.collection.objects.link(cam)
+    cam.location = location
+    d = np.array(look_at) - np.array(location)
+    cam.rotation_euler = (math.atan2(math.hypot(d[0], d[1]), -d[2]), 0.0, math.atan2(d[1], d[0]) - math.pi / 2)
+    cam.data.lens = 40
+    scene.camera = cam
+    bpy.ops.mesh.primitive_plane_add(size=4.0, location=(look_at[0], look_at[1], 0.0))
+    scene.render.engine = "BLENDER_WORKBENCH"
+    shading = scene.display.shading
+    shading.light, shading.color_type = "STUDIO", "MATERIAL"
+    shading.show_shadows = True
+    scene.render.resolution_x, scene.render.resolution_y = size
+    scene.render.resolution_percentage = 100
     scene.render.image_settings.file_format = "PNG"
     scene.render.filepath = filepath
     bpy.ops.render.render(write_still=True)

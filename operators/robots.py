@@ -69,8 +69,11 @@ class ARTICULATE_OT_robot_add(bpy.types.Operator):
         try:
             model = RobotModel.from_preset(self.preset)
             info = presets.preset_info(self.preset)
+            visuals_path = presets.preset_visuals(self.preset)
+            visuals = parse_visuals(visuals_path) if visuals_path is not None else ()
             arm, _targets, warnings = build_robot_rig(
-                model, info.get("display_name", self.preset).replace(" ", "_"),
+                model, info.get("display_name", self.preset).replace(" ", "_"), visuals=visuals,
+                urdf_dir=str(visuals_path.parent) if visuals_path is not None else None,
                 metadata={"preset": self.preset, "source": info.get("source"),
                           "acceleration": info.get("acceleration")},
             )
@@ -82,6 +85,43 @@ class ARTICULATE_OT_robot_add(bpy.types.Operator):
         return {"FINISHED"}
 
 
+AUTO_TOOL = "AUTO"
+_IMPORT_TOOL_ITEMS: list = []  # Blender reads dynamic enum strings after the callback returns: keep them alive
+_IMPORT_MODELS: dict = {}  # (path, mtime) -> RobotModel or None: the dialog redraws often
+
+
+def _file_model(filepath: str) -> RobotModel | None:
+    """The model of a URDF file for the import dialog, or None when it cannot be read (yet)."""
+    path = bpy.path.abspath(filepath) if filepath else ""
+    try:
+        key = (path, os.path.getmtime(path))
+    except OSError:
+        return None
+    if key not in _IMPORT_MODELS:
+        _IMPORT_MODELS.clear()
+        try:
+            _IMPORT_MODELS[key] = RobotModel.from_urdf(path)
+        except ArticulateError:
+            _IMPORT_MODELS[key] = None
+    return _IMPORT_MODELS[key]
+
+
+def _import_tool_items(op, _context) -> list:
+    """Automatic, then the links of the chosen URDF a chain can end on, likeliest first."""
+    model = _file_model(op.filepath) if op is not None else None
+    if model is None:
+        auto = "The end of the arm, or one chain per branch end"
+        links = []
+    else:
+        tip = model.serial_tool()
+        auto = (f"{tip}, the end of the single chain" if tip else
+                "One chain per branch end: " + ", ".join(model.default_tools()))
+        links = model.tool_candidates()
+    _IMPORT_TOOL_ITEMS[:] = [(AUTO_TOOL, "Automatic", auto)] + [
+        (link, link, f"One chain, from the robot's root to {link}") for link in links]
+    return _IMPORT_TOOL_ITEMS
+
+
 class ARTICULATE_OT_robot_import_urdf(FileBrowserMixin, bpy.types.Operator):
     """Build a robot rig from a whole URDF tree (kinematics, limits, link geometry where meshes resolve)"""
 
@@ -90,10 +130,14 @@ class ARTICULATE_OT_robot_import_urdf(FileBrowserMixin, bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     filepath: bpy.props.StringProperty(name="URDF", subtype="FILE_PATH")
-    filter_glob: bpy.props.StringProperty(default="*.urdf;*.xml", options={"HIDDEN"})
+    filter_glob: bpy.props.StringProperty(default="*.urdf;*.xml;*.xacro", options={"HIDDEN"})
+    tool_link: bpy.props.EnumProperty(
+        name="Tool Link", items=_import_tool_items,
+        description="Link the chain ends on; Automatic: the end of a single arm, else one chain per branch end",
+    )
     tip_link: bpy.props.StringProperty(
         name="Tool Links",
-        description="Comma-separated tool links, one chain each; empty for the end of every branch",
+        description="Comma-separated tool links, one chain each (overrides Tool Link); empty for Tool Link",
     )
     package_dir: bpy.props.StringProperty(
         name="Package Folder", description="Folder that package:// mesh paths are resolved against", subtype="DIR_PATH"
@@ -105,9 +149,11 @@ class ARTICULATE_OT_robot_import_urdf(FileBrowserMixin, bpy.types.Operator):
             if not os.path.isfile(path):
                 raise bridge.BridgeError(f"URDF file not found: {path!r}")
             model = RobotModel.from_urdf(path)
-            tools = [t.strip() for t in self.tip_link.split(",") if t.strip()] or None
+            tools = [t.strip() for t in self.tip_link.split(",") if t.strip()]
+            if not tools and self.tool_link not in ("", AUTO_TOOL):
+                tools = [self.tool_link]
             arm, _targets, warnings = build_robot_rig(
-                model, model.name, tools=tools, visuals=parse_visuals(path), urdf_dir=os.path.dirname(path),
+                model, model.name, tools=tools or None, visuals=parse_visuals(path), urdf_dir=os.path.dirname(path),
                 package_dirs=[bpy.path.abspath(self.package_dir)] if self.package_dir else [],
                 metadata={"urdf": path},
             )
@@ -116,7 +162,11 @@ class ARTICULATE_OT_robot_import_urdf(FileBrowserMixin, bpy.types.Operator):
         for w in warnings:
             self.report({"WARNING"}, w)
         chains = ", ".join(c.tool_link for c in arm.articulate.chains) or "none"
-        self.report({"INFO"}, f"Imported {model.name!r}: {len(model.joint_order)} joints, chains to {chains}")
+        how = ""
+        if not tools:
+            how = (" (the end of its single chain)" if model.serial_tool() else
+                   "; one per branch end: pick a Tool Link for a single chain")
+        self.report({"INFO"}, f"Imported {model.name!r}: {len(model.joint_order)} joints, chains to {chains}{how}")
         context.view_layer.objects.active = arm
         return {"FINISHED"}
 
@@ -124,14 +174,14 @@ class ARTICULATE_OT_robot_import_urdf(FileBrowserMixin, bpy.types.Operator):
 _TOOL_ITEMS: list = []  # Blender reads dynamic enum strings after the callback returns: keep them alive
 
 
-def _tool_link_items(context) -> list:
-    """Links of the active robot rig's stored model that a chain can end on."""
+def _tool_link_items(_op, context) -> list:
+    """Links of the active robot rig's stored model that a chain can end on, likeliest first."""
     obj = context.object if context is not None else None
     try:
         model = robot_model(obj) if obj is not None and "articulate_robot" in obj else None
     except bridge.BridgeError:
         model = None
-    links = model.links_below() if model is not None else []
+    links = model.tool_candidates() if model is not None else []
     _TOOL_ITEMS[:] = [(link, link, f"A chain from the robot's root to {link}") for link in links]
     return _TOOL_ITEMS
 
@@ -144,7 +194,9 @@ class ARTICULATE_OT_robot_chain_add(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     tool_link: bpy.props.EnumProperty(name="Tool Link", description="Link the chain's target drives",
-                                      items=lambda _self, context: _tool_link_items(context))
+                                      items=_tool_link_items)
+    # (A lambda calling _tool_link_items raised NameError when Blender called it: the annotation is
+    # a string under ``from __future__ import annotations``, evaluated outside this module's names.)
     base_link: bpy.props.StringProperty(name="Base Link", description="Link the chain starts from; empty for the root")
 
     @classmethod

@@ -12,7 +12,16 @@ from ..errors import URDFError
 from ..model.skeleton import Mimic, Skeleton
 from .urdf_model import SUPPORTED_JOINT_TYPES, UrdfJoint, UrdfModel, unsupported_type_message
 
-__all__ = ["SUPPORTED_JOINT_TYPES", "UrdfJoint", "UrdfModel", "chain_joint_names", "load_urdf", "parse_urdf"]
+__all__ = [
+    "SUPPORTED_JOINT_TYPES",
+    "UrdfJoint",
+    "UrdfModel",
+    "chain_joint_names",
+    "is_xacro",
+    "load_urdf",
+    "parse_urdf",
+    "read_urdf_xml",
+]
 
 
 def _number(elem: ET.Element | None, attr: str, default: float, where: str) -> float:
@@ -100,8 +109,31 @@ def _parse_joint(elem: ET.Element, number: int) -> UrdfJoint:
     return UrdfJoint(name, jtype, parent, child, xyz, rpy, axis, lower, upper, velocity, effort, mimic)
 
 
-def _read(source: str | os.PathLike) -> tuple[str, ET.Element]:
-    """The error-message prefix ("" for XML strings, else the path) and the root element."""
+XACRO_HINT = "expand it into a URDF first with ROS's xacro tool (`xacro robot.urdf.xacro > robot.urdf`)"
+
+
+def is_xacro(root: ET.Element) -> bool:
+    """Whether a parsed document still holds xacro macros (elements in the xacro namespace).
+
+    Expanded URDFs often keep the ``xmlns:xacro`` declaration; only xacro elements count.
+    """
+    return any(isinstance(e.tag, str) and e.tag.startswith("{") and "xacro" in e.tag.split("}")[0]
+               for e in root.iter())
+
+
+def read_urdf_xml(source: str | os.PathLike) -> tuple[str, ET.Element]:
+    """Parse a URDF file or XML string, refusing xacro files.
+
+    Args:
+        source: A file path, or a URDF XML string (recognised by its leading '<').
+
+    Returns:
+        The error-message prefix ("" for XML strings, else ``"<path>: "``) and the root element.
+
+    Raises:
+        URDFError: Missing or unreadable file, invalid XML (with its line number), or a xacro
+            file (by its .xacro extension or its xacro elements), with how to expand it.
+    """
     skipped = 0  # lines of leading whitespace dropped, so an <?xml?> declaration may follow them
     if isinstance(source, str) and source.lstrip().startswith("<"):
         prefix, data = "", source.lstrip()
@@ -114,6 +146,8 @@ def _read(source: str | os.PathLike) -> tuple[str, ET.Element]:
                 f"source must be a file path or a URDF XML string, got {type(source).__name__}"
             ) from None
         prefix = f"{path}: "
+        if path.lower().endswith(".xacro"):
+            raise URDFError(f"{prefix}this is a xacro file (ROS macros), not a URDF; {XACRO_HINT}")
         try:
             with open(path, "rb") as f:
                 data = f.read()
@@ -122,11 +156,16 @@ def _read(source: str | os.PathLike) -> tuple[str, ET.Element]:
         except OSError as e:
             raise URDFError(f"cannot read URDF file {path!r}: {e.strerror or e}") from None
     try:
-        return prefix, ET.fromstring(data)
+        root = ET.fromstring(data)
     except ET.ParseError as e:
+        if ("<xacro:" if isinstance(data, str) else b"<xacro:") in data:  # macros without xmlns:xacro
+            raise URDFError(f"{prefix}this is a xacro file (ROS macros), not a URDF; {XACRO_HINT}") from None
         line, column = e.position[0] + skipped, e.position[1]
         reason = str(e).rsplit(": line", 1)[0]
         raise URDFError(f"{prefix}XML parse error at line {line}, column {column}: {reason}") from None
+    if is_xacro(root):
+        raise URDFError(f"{prefix}this document holds xacro macros (ROS), it is not a URDF yet; {XACRO_HINT}")
+    return prefix, root
 
 
 def parse_urdf(source: str | os.PathLike) -> UrdfModel:
@@ -144,7 +183,7 @@ def parse_urdf(source: str | os.PathLike) -> UrdfModel:
         URDFError: Missing or unreadable file, invalid XML (with its line number), or a
             malformed robot; the message names the offending element.
     """
-    prefix, root = _read(source)
+    prefix, root = read_urdf_xml(source)
     try:
         if root.tag != "robot":
             raise URDFError(f"the root element is <{root.tag}>, expected <robot>")

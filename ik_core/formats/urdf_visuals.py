@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Visual geometry of URDF links (boxes, cylinders, spheres, meshes) and mesh path resolution."""
+"""Visual geometry of URDF links (boxes, cylinders, spheres, meshes), their colours, and mesh path resolution."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import URDFError
 from ..model.euler import make_transform, rpy_to_matrix
+from .urdf import read_urdf_xml
 
 KINDS = ("box", "cylinder", "sphere", "mesh")
 
@@ -27,6 +28,9 @@ class Visual:
         size: Box (x, y, z) [m]; cylinder (radius, length) [m] along local Z; sphere (radius,).
         filename: Mesh file name as written in the URDF (``package://...`` or a path).
         scale: (3,) mesh scale.
+        material: Name of the visual's ``<material>`` ("" when it has none).
+        color: RGBA in [0, 1] of that material (written inline, or on the robot's top-level
+            material of that name), or None when the URDF gives no colour.
     """
 
     link: str
@@ -35,6 +39,8 @@ class Visual:
     size: tuple[float, ...] = ()
     filename: str = ""
     scale: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    material: str = ""
+    color: tuple[float, float, float, float] | None = None
 
 
 def _floats(text: str | None, n: int, where: str, default: tuple[float, ...] | None = None) -> tuple[float, ...]:
@@ -51,8 +57,16 @@ def _floats(text: str | None, n: int, where: str, default: tuple[float, ...] | N
     return values
 
 
+def _rgba(material: ET.Element | None, where: str) -> tuple[float, float, float, float] | None:
+    color = material.find("color") if material is not None else None
+    if color is None:
+        return None
+    rgba = _floats(color.get("rgba"), 4, f"{where} <color rgba>")
+    return tuple(float(min(max(c, 0.0), 1.0)) for c in rgba)  # type: ignore[return-value]
+
+
 def parse_visuals(source: str | os.PathLike) -> list[Visual]:
-    """Every link visual of a URDF file (or XML string).
+    """Every link visual of a URDF file (or XML string), with its material colour.
 
     Args:
         source: A URDF file path, or the XML text itself.
@@ -61,13 +75,18 @@ def parse_visuals(source: str | os.PathLike) -> list[Visual]:
         The visuals in file order.
 
     Raises:
-        URDFError: Unreadable XML or a malformed visual, naming the link and element.
+        URDFError: Unreadable XML, a xacro file, or a malformed visual or material, naming
+            the link and element.
     """
-    text = str(source)
+    prefix, root = read_urdf_xml(source)
     try:
-        root = ET.fromstring(text) if text.lstrip().startswith("<") else ET.parse(text).getroot()
-    except (ET.ParseError, OSError) as err:
-        raise URDFError(f"cannot read URDF visuals from {text[:80]!r}: {err}") from None
+        return _visuals(root)
+    except URDFError as err:
+        raise URDFError(f"{prefix}{err}") from None
+
+
+def _visuals(root: ET.Element) -> list[Visual]:
+    named = {m.get("name"): _rgba(m, f"material {m.get('name')!r}") for m in root.findall("material")}
     visuals = []
     for link in root.findall("link"):
         name = link.get("name", "?")
@@ -78,25 +97,33 @@ def parse_visuals(source: str | os.PathLike) -> list[Visual]:
             xyz = _floats(attrs.get("xyz"), 3, f"{where} <origin xyz>", (0.0, 0.0, 0.0))
             rpy = _floats(attrs.get("rpy"), 3, f"{where} <origin rpy>", (0.0, 0.0, 0.0))
             origin = make_transform(rpy_to_matrix(np.array(rpy)), np.array(xyz))
+            material_el = vis.find("material")
+            material = material_el.get("name", "") if material_el is not None else ""
+            color = _rgba(material_el, f"{where} <material>")
+            if color is None:
+                color = named.get(material)
+            paint = {"material": material, "color": color}
             geom = vis.find("geometry")
             shape = next(iter(geom), None) if geom is not None else None
             if shape is None or shape.tag not in KINDS:
                 tag = None if shape is None else shape.tag
                 raise URDFError(f"{where}: <geometry> needs one of {', '.join(KINDS)}, got {tag!r}")
             if shape.tag == "box":
-                visuals.append(Visual(name, "box", origin, _floats(shape.get("size"), 3, f"{where} <box size>")))
+                size = _floats(shape.get("size"), 3, f"{where} <box size>")
+                visuals.append(Visual(name, "box", origin, size, **paint))
             elif shape.tag == "cylinder":
                 r = _floats(shape.get("radius"), 1, f"{where} <cylinder radius>")
                 length = _floats(shape.get("length"), 1, f"{where} <cylinder length>")
-                visuals.append(Visual(name, "cylinder", origin, r + length))
+                visuals.append(Visual(name, "cylinder", origin, r + length, **paint))
             elif shape.tag == "sphere":
-                visuals.append(Visual(name, "sphere", origin, _floats(shape.get("radius"), 1, f"{where} <sphere>")))
+                radius = _floats(shape.get("radius"), 1, f"{where} <sphere>")
+                visuals.append(Visual(name, "sphere", origin, radius, **paint))
             else:
                 filename = shape.get("filename")
                 if not filename:
                     raise URDFError(f"{where}: <mesh> needs a filename")
                 scale = _floats(shape.get("scale"), 3, f"{where} <mesh scale>", (1.0, 1.0, 1.0))
-                visuals.append(Visual(name, "mesh", origin, (), filename, scale))  # type: ignore[arg-type]
+                visuals.append(Visual(name, "mesh", origin, (), filename, scale, **paint))  # type: ignore[arg-type]
     return visuals
 
 

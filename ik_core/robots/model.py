@@ -209,6 +209,42 @@ class RobotModel:
         tools = named + [leaf for _score, leaf in best.values()]
         return sorted(tools, key=order.__getitem__)
 
+    def serial_tool(self) -> str | None:
+        """The tool link when the robot is one serial chain with one clear end, else None.
+
+        Serial means no link carries two moving joints, counted through fixed joints (mimic
+        joints count: a gripper's fingers branch the tree); links hanging from the chain by
+        fixed joints only, such as the Panda's self-collision links, do not branch it. The end
+        is :meth:`default_tools`' single link (the deepest leaf rigidly attached below the
+        last moving joint, or a tool-like name); two candidate ends give None.
+        """
+        by_child = {j.child: j for j in self.urdf.joints}
+
+        def moving_parent(link: str) -> str | None:
+            while link in by_child:
+                if by_child[link].type != "fixed":
+                    return by_child[link].name
+                link = by_child[link].parent
+            return None
+
+        parents = [moving_parent(j.parent) for j in self.urdf.joints if j.type != "fixed"]
+        if len(parents) != len(set(parents)):
+            return None
+        tools = self.default_tools()
+        return tools[0] if len(tools) == 1 else None
+
+    def tool_candidates(self) -> list[str]:
+        """Links a chain from the root can end on, likeliest first.
+
+        :meth:`default_tools` first, then the other leaf links, then every other link below a
+        moving joint, each group in document order.
+        """
+        below = self.links_below()
+        leaves = set(self.urdf.leaf_links())
+        first = [link for link in self.default_tools() if link in below]
+        return first + [link for link in below if link in leaves and link not in first] + [
+            link for link in below if link not in leaves and link not in first]
+
     def chain_skeleton(self, tools: str | Sequence[str], base_link: str | None = None) -> Skeleton:
         """The sub-tree from ``base_link`` to one or more tool links, as a skeleton to solve on.
 

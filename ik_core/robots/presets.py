@@ -12,6 +12,8 @@ One file per robot in ``presets/robots/<name>.json`` (next to the ``ik_core`` fo
       "source": "citation: URL or document title and version the numbers come from",
       "notes": "caveats: which numbers are uncertain, rounded or chosen by Articulate",
       "base_link": "base_link",           # name of the world (base) frame
+      "visuals": "meshes/ur5/ur5_visuals.urdf",  # optional: a URDF (relative to this folder)
+                                          # whose link <visual>s draw the robot's links
       "joints": [                         # serial chain, base to tip; each joint's parent is
         {                                 # the previous joint (the base for the first one)
           "name": "shoulder_pan_joint",
@@ -91,6 +93,25 @@ def preset_path(name: str, folder: str | os.PathLike | None = None) -> Path:
     if key not in lookup:
         raise UnknownNameError("robot preset", str(name), names)
     return _folder(folder) / f"{lookup[key]}.json"
+
+
+def preset_visuals(name: str, folder: str | os.PathLike | None = None) -> Path | None:
+    """The URDF whose link visuals draw a preset (its ``"visuals"`` key), or None when it has none.
+
+    Its mesh paths are relative to its own folder; its link names are the preset's.
+
+    Raises:
+        UnknownNameError: No preset has that name.
+        SkeletonError: The preset names a visuals file that does not exist.
+    """
+    path = preset_path(name, folder)
+    relative = _read(path).get("visuals")
+    if not relative:
+        return None
+    visuals = path.parent / str(relative)
+    if not visuals.is_file():
+        raise _fail(path, "visuals", f"names {str(relative)!r}, which is not a file next to the preset")
+    return visuals
 
 
 def _fail(path: Path, where: str, problem: str) -> SkeletonError:

@@ -8,6 +8,7 @@
 - :mod:`.matching`: controls placed by evaluation; properties held while sampling.
 - :mod:`.body_controls`: solved poses onto control rigs, IK/FK switches.
 - :mod:`.build`: armatures created from numpy arrays.
+- :mod:`.meshes`: robot link meshes (Collada from the core's arrays, STL/OBJ by Blender's importers), colours.
 """
 
 from .build import create_armature

@@ -12,10 +12,12 @@ import bpy
 import numpy as np
 
 from ...ik_core import ArticulateError, JointKind, Skeleton, effector_poses, forward_kinematics
+from ...ik_core.errors import ColladaError
 from ...ik_core.formats.urdf_visuals import Visual, resolve_mesh
 from ...ik_core.robots.model import RobotModel
 from .build import sphere_mesh_data
 from .errors import BridgeError
+from .meshes import DEFAULT_PAINT, colour_material, import_mesh_file
 
 HINGE_ORDER = "YZX"  # Y (the joint axis) is not the middle angle: it spans (-pi, pi] without flips
 TOOL_BONE = "tool"
@@ -46,6 +48,11 @@ def tool_bone_name(arm: bpy.types.Object, link: str) -> str:
     return TOOL_BONE if TOOL_BONE not in arm.data.bones else f"{TOOL_BONE}.{link}"
 
 
+def robot_collection(arm: bpy.types.Object) -> bpy.types.Collection:
+    """The collection holding a robot rig (its own since rigs got one; the scene's for older rigs)."""
+    return arm.users_collection[0] if arm.users_collection else bpy.context.scene.collection
+
+
 def build_robot_rig(
     model: RobotModel,
     name: str,
@@ -65,7 +72,9 @@ def build_robot_rig(
     constraints (exact, for hand posing) and to the bone's IK settings. Each tool link (by
     default :meth:`RobotModel.default_tools`) gets a tool bone, a target empty on it and a
     chain from the robot's root. The model itself is stored on the armature
-    (:func:`robot_model`): bakes, checks and exports solve on it, not on the bones.
+    (:func:`robot_model`): bakes, checks and exports solve on it, not on the bones. The
+    armature, its targets and its link geometry go into a new collection named after the
+    robot, linked to the scene.
 
     Raises:
         BridgeError: No moving joint, or an unknown tool link (the message lists the valid ones).
@@ -84,7 +93,9 @@ def build_robot_rig(
     bone_length = _bone_length(W)
     data = bpy.data.armatures.new(name)
     arm = bpy.data.objects.new(name, data)
-    bpy.context.scene.collection.objects.link(arm)
+    collection = bpy.data.collections.new(name)
+    bpy.context.scene.collection.children.link(collection)
+    collection.objects.link(arm)
     previous = bpy.context.view_layer.objects.active
     with _edit_mode(arm):
         edit = {}
@@ -108,9 +119,11 @@ def build_robot_rig(
     info.update(metadata or {})
     arm["articulate_robot"] = json.dumps(info)
     arm[MODEL_KEY] = model.to_json()
+    # Geometry is placed at the rest pose W and keeps its place relative to its bone, so it is
+    # parented while the rig is still at rest; the home pose then moves it with the bones.
+    warnings = _add_geometry(arm, skeleton, W, moving, _joint_of_link(model), visuals, urdf_dir, package_dirs)
     set_joint_values(arm, skeleton, q_home)
     targets = [add_robot_chain(arm, model, link) for link in tool_links]
-    warnings = _add_geometry(arm, skeleton, W, moving, _joint_of_link(model), visuals, urdf_dir, package_dirs)
     bpy.context.view_layer.objects.active = previous or arm
     return arm, targets, warnings
 
@@ -180,7 +193,7 @@ def add_robot_chain(arm: bpy.types.Object, model: RobotModel, tool_link: str, ba
     target = bpy.data.objects.new(f"{arm.name}_target" if bone_name == TOOL_BONE else f"{arm.name}_{tool_link}_target",
                                   None)
     target.empty_display_type, target.empty_display_size = "ARROWS", _bone_length(W)
-    bpy.context.scene.collection.objects.link(target)
+    robot_collection(arm).objects.link(target)
     target.matrix_world = arm.matrix_world @ _to_matrix(effector_poses(skeleton, q, tool_link))
 
     chain = arm.articulate.chains.add()
@@ -283,12 +296,6 @@ def set_joint_values(arm: bpy.types.Object, skeleton: Skeleton, q: np.ndarray) -
             pb.rotation_euler = (0.0, value, 0.0)
 
 
-def _material(name: str, rgb: tuple[float, float, float]) -> bpy.types.Material:
-    mat = bpy.data.materials.get(name) or bpy.data.materials.new(name)
-    mat.diffuse_color = (*rgb, 1.0)
-    return mat
-
-
 def _primitive(name: str, kind: str, size: Sequence[float]) -> bpy.types.Mesh:
     """A box, a cylinder along local Z, or a sphere, centred on the origin [m]."""
     mesh = bpy.data.meshes.new(name)
@@ -297,40 +304,27 @@ def _primitive(name: str, kind: str, size: Sequence[float]) -> bpy.types.Mesh:
         verts = [(x, y, z) for x in (-sx, sx) for y in (-sy, sy) for z in (-sz, sz)]
         faces = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
     elif kind == "cylinder":
-        r, length, n = size[0], size[1], 20
+        r, length, n = size[0], size[1], 24
         a = np.linspace(0, 2 * np.pi, n, endpoint=False)
         ring = [(r * math.cos(t), r * math.sin(t)) for t in a]
-        verts = [(x, y, -length / 2) for x, y in ring] + [(x, y, length / 2) for x, y in ring]
+        # The caps get vertices of their own, so the smooth sides do not bend their normals.
+        verts = [(x, y, z) for z in (-length / 2, length / 2, -length / 2, length / 2) for x, y in ring]
         faces = [(k, (k + 1) % n, n + (k + 1) % n, n + k) for k in range(n)]
-        faces += [tuple(range(n))[::-1], tuple(range(n, 2 * n))]
+        faces += [tuple(range(2 * n, 3 * n))[::-1], tuple(range(3 * n, 4 * n))]
     else:
-        verts, _edges, faces = sphere_mesh_data(size[0])
+        verts, _edges, faces = sphere_mesh_data(size[0], rings=12, segments=24)
     mesh.from_pydata(verts, [], faces)
+    if kind != "box":
+        smooth = [kind == "sphere" or len(face) == 4 for face in faces]
+        mesh.polygons.foreach_set("use_smooth", smooth)
     return mesh
 
 
-def _import_mesh(path: Path) -> list[bpy.types.Object] | None:
-    """Objects imported by Blender's own importer for this file type, or None if none applies."""
-    ext = path.suffix.lower()
-    ops = {".stl": ("wm", "stl_import"), ".obj": ("wm", "obj_import"), ".dae": ("wm", "collada_import")}
-    if ext not in ops:
-        return None
-    module, op_name = ops[ext]
-    op = getattr(getattr(bpy.ops, module), op_name)
-    try:
-        op.get_rna_type()  # raises KeyError where the importer is gone (Collada in Blender 5.0)
-    except KeyError:
-        return None
-    before = set(bpy.data.objects)
-    op(filepath=str(path))
-    return [o for o in bpy.data.objects if o not in before]
-
-
 def _add_geometry(arm, skeleton, W, moving, joint_of_link, visuals, urdf_dir, package_dirs) -> list[str]:
-    """Link geometry parented to bones; simple link shapes where files are missing."""
+    """Link geometry parented to bones, coloured; simple link shapes where files are missing."""
     warnings: list[str] = []
     missing: list[str] = []
-    link_mat = _material("RobotLink", (0.75, 0.75, 0.78))
+    collection = robot_collection(arm)
     index = {j.name: i for i, j in enumerate(skeleton.joints)}
     for vis_i, vis in enumerate(visuals):
         joint_name = joint_of_link.get(vis.link)
@@ -339,34 +333,50 @@ def _add_geometry(arm, skeleton, W, moving, joint_of_link, visuals, urdf_dir, pa
         bone = skeleton.joints[owner].name if owner >= 0 else None
         link_world = W[j] if j >= 0 else np.eye(4)
         world = link_world @ vis.origin
-        objs = None
+        paint = (vis.material or DEFAULT_PAINT[0], vis.color) if vis.color else DEFAULT_PAINT
         if vis.kind == "mesh":
             path = resolve_mesh(vis.filename, urdf_dir, package_dirs)
             if path is None:
                 missing.append(vis.filename)
                 continue
-            objs = _import_mesh(path)
+            try:
+                objs = import_mesh_file(path, f"{vis.link}.{Path(path).stem}", paint)
+            except ColladaError as err:
+                warnings.append(f"link {vis.link!r} drawn simply: {err}")
+                missing.append(vis.filename)
+                continue
             if objs is None:
                 warnings.append(f"no importer for {path.name} in this Blender; link {vis.link!r} drawn simply")
                 missing.append(vis.filename)
                 continue
             scale = np.diag([*vis.scale, 1.0])
             for o in objs:
+                _move_to(o, collection)
                 o.matrix_world = _to_matrix(world @ scale) @ o.matrix_world
                 _parent_keep(o, arm, bone)
         else:
             mesh = _primitive(f"{vis.link}.visual", vis.kind, vis.size)
             obj = bpy.data.objects.new(f"{vis.link}.visual{vis_i}", mesh)
-            obj.data.materials.append(link_mat)
-            bpy.context.scene.collection.objects.link(obj)
+            obj.data.materials.append(colour_material(*paint))
+            collection.objects.link(obj)
             obj.matrix_world = _to_matrix(world)
             _parent_keep(obj, arm, bone)
     if missing:
-        warnings.insert(0, f"{len(missing)} mesh file(s) not found, simple link shapes drawn instead: "
-                        + ", ".join(sorted(set(missing))[:8]) + (" ..." if len(set(missing)) > 8 else ""))
+        warnings.insert(0, f"{len(missing)} mesh file(s) not found or unreadable, simple link shapes drawn "
+                        "instead: " + ", ".join(sorted(set(missing))[:8])
+                        + (" ..." if len(set(missing)) > 8 else ""))
     if not visuals or missing:
-        _simple_links(arm, skeleton, W, moving, link_mat)
+        _simple_links(arm, skeleton, W, moving, colour_material(*DEFAULT_PAINT))
     return warnings
+
+
+def _move_to(obj: bpy.types.Object, collection: bpy.types.Collection) -> None:
+    """Make ``collection`` the only one holding ``obj`` (importers link into the active collection)."""
+    for other in list(obj.users_collection):
+        if other != collection:
+            other.objects.unlink(obj)
+    if collection not in obj.users_collection:
+        collection.objects.link(obj)
 
 
 def _parent_keep(obj: bpy.types.Object, arm: bpy.types.Object, bone: str | None) -> None:
@@ -381,6 +391,7 @@ def _parent_keep(obj: bpy.types.Object, arm: bpy.types.Object, bone: str | None)
 
 def _simple_links(arm, skeleton, W, moving, material) -> None:
     """A cylinder from each moving joint to the next one, and a ball on every joint."""
+    collection = robot_collection(arm)
     reach = float(np.max(np.linalg.norm(W[:, :3, 3] - W[0, :3, 3], axis=1), initial=0.5))
     radius = max(0.01, 0.035 * reach)
     for i in moving:
@@ -392,7 +403,7 @@ def _simple_links(arm, skeleton, W, moving, material) -> None:
         ]
         ball = bpy.data.objects.new(f"{name}.joint", _primitive(f"{name}.joint", "sphere", (radius * 1.3,)))
         ball.data.materials.append(material)
-        bpy.context.scene.collection.objects.link(ball)
+        collection.objects.link(ball)
         ball.matrix_world = _to_matrix(W[i])
         _parent_keep(ball, arm, name)
         for k, end in enumerate(ends):
@@ -407,7 +418,7 @@ def _simple_links(arm, skeleton, W, moving, material) -> None:
             M[:3, 3] = start + d / 2
             link = bpy.data.objects.new(f"{name}.link{k}", _primitive(f"{name}.link", "cylinder", (radius, length)))
             link.data.materials.append(material)
-            bpy.context.scene.collection.objects.link(link)
+            collection.objects.link(link)
             link.matrix_world = _to_matrix(M)
             _parent_keep(link, arm, name)
 

@@ -483,3 +483,35 @@ def test_bad_chain_requests_raise_skeleton_error() -> None:
         load_urdf(TOY, base_link="tip")
     with pytest.raises(SkeletonError, match="outside|mimicked by 'follow'"):
         load_urdf(TOY, base_link="wheel")  # follow mimics spin, which is above the base
+
+
+# --- xacro files are recognised and refused with the way out ---------------------------------
+
+XACRO = """<?xml version="1.0"?>
+<robot name="arm" xmlns:xacro="http://www.ros.org/wiki/xacro">
+  <xacro:property name="length" value="0.5"/>
+  <link name="base"/>
+</robot>"""
+
+
+@pytest.mark.parametrize("variant", ["extension", "elements", "no_namespace"])
+def test_xacro_is_refused_with_how_to_expand_it(tmp_path: Path, variant: str) -> None:
+    """A .xacro file, or macros in any file, give a URDFError saying to run xacro first."""
+    if variant == "extension":
+        path = tmp_path / "arm.urdf.xacro"
+        path.write_text(TOY)  # even a plain URDF inside: the extension says it is a template
+    elif variant == "elements":
+        path = tmp_path / "arm.urdf"
+        path.write_text(XACRO)
+    else:  # macros without the xmlns:xacro declaration are not even well-formed XML
+        path = tmp_path / "arm.urdf"
+        path.write_text(XACRO.replace(' xmlns:xacro="http://www.ros.org/wiki/xacro"', ""))
+    with pytest.raises(URDFError, match=r"xacro.*`xacro robot.urdf.xacro > robot.urdf`"):
+        parse_urdf(path)
+
+
+def test_expanded_urdf_keeping_the_xacro_namespace_reads() -> None:
+    """Expanded files often keep xmlns:xacro on <robot> (the official iiwa does): they are URDFs."""
+    text = TOY.replace("<robot ", '<robot xmlns:xacro="http://wiki.ros.org/xacro" ', 1)
+    assert text != TOY
+    assert parse_urdf(text).links == parse_urdf(TOY).links

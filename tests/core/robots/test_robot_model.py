@@ -119,3 +119,32 @@ def test_wrap_into_limits_moves_whole_turns_only():
     stuck = wrap_into_limits(np.array([[3.0, 0, 0, 0]]), np.array([-1.0, 0, 0, 0]), np.array([1.0, 0, 0, 0]),
                              revolute)
     assert stuck[0, 0] == 3.0  # no turn brings 3 rad into [-1, 1]: left for the limit check to report
+
+
+def test_serial_tool_is_the_tip_of_a_single_chain():
+    """A single arm's tool is picked by structure; a tree, or a chain with two tool-like ends, has none."""
+    assert RobotModel.from_urdf(rail_arm_urdf()).serial_tool() == "tool0"
+    assert RobotModel.from_urdf(dual_arm_urdf()).serial_tool() is None
+    # The Panda's self-collision links hang from every link by fixed joints: still one chain.
+    assert RobotModel.from_urdf(shared_file("robots", "panda.urdf")).serial_tool() == "panda_link8"
+    two_ends = rail_arm_urdf().replace("</robot>", '<link name="tcp"/><joint name="tcp_joint" type="fixed">'
+                                                   '<parent link="l6"/><child link="tcp"/></joint></robot>')
+    model = RobotModel.from_urdf(two_ends)
+    assert model.default_tools() == ["tool0", "tcp"] and model.serial_tool() is None
+    # Fingers (a prismatic joint and its mimic) branch the chain below the wrist.
+    fingers = rail_arm_urdf().replace("</robot>", "".join(
+        f'<link name="f{k}"/><joint name="f{k}_joint" type="prismatic"><parent link="l6"/><child link="f{k}"/>'
+        '<axis xyz="0 1 0"/><limit lower="0" upper="0.04" effort="1" velocity="1"/></joint>'
+        for k in (1, 2)) + "</robot>")
+    assert RobotModel.from_urdf(fingers).serial_tool() is None
+
+
+def test_tool_candidates_put_the_default_tools_first():
+    """Every link a chain can end on, once each: default tools, then the other leaves, then the rest."""
+    model = RobotModel.from_urdf(dual_arm_urdf())
+    candidates = model.tool_candidates()
+    assert candidates[:2] == model.default_tools() == ["l_tool", "r_tool"]
+    assert sorted(candidates) == sorted(model.links_below())
+    leaves = set(model.urdf.leaf_links())
+    ranks = [0 if c in model.default_tools() else 1 if c in leaves else 2 for c in candidates]
+    assert ranks == sorted(ranks)

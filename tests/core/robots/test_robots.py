@@ -212,3 +212,38 @@ def test_robots_module_imports_nothing_outside_ik_core():
         elif isinstance(node, ast.ImportFrom) and node.level == 0:
             roots.add(node.module.split(".")[0])
     assert roots <= {"__future__", "copy", "json", "math", "os", "pathlib", "typing", "numpy"}
+
+
+def test_preset_visuals_are_bundled_and_name_preset_links() -> None:
+    """Presets with a "visuals" URDF draw links they have; its meshes are bundled next to it."""
+    from ik_core.formats.urdf_visuals import parse_visuals, resolve_mesh
+    from ik_core.robots.model import RobotModel
+    from ik_core.robots.presets import preset_visuals
+
+    drawn = {}
+    for name in list_presets():
+        path = preset_visuals(name)
+        if path is None:
+            continue
+        visuals = parse_visuals(path)
+        links = set(RobotModel.from_preset(name).urdf.links)
+        assert visuals and {v.link for v in visuals} <= links, name
+        for v in visuals:
+            if v.kind == "mesh":
+                assert resolve_mesh(v.filename, path.parent) is not None, (name, v.filename)
+        assert (path.parent / "LICENSE").is_file()
+        drawn[name] = {v.kind for v in visuals}
+    assert drawn["ur5"] == {"mesh"} and drawn["panda"] == {"cylinder", "sphere"}
+
+
+def test_preset_naming_a_missing_visuals_file_is_refused(tmp_path: Path) -> None:
+    from ik_core.robots.presets import preset_visuals
+
+    data = json.loads((PRESETS_FOLDER / "ur5.json").read_text())
+    data["visuals"] = "meshes/none.urdf"
+    (tmp_path / "ur5.json").write_text(json.dumps(data))
+    with pytest.raises(SkeletonError, match="visuals.*'meshes/none.urdf', which is not a file"):
+        preset_visuals("ur5", tmp_path)
+    del data["visuals"]
+    (tmp_path / "ur5.json").write_text(json.dumps(data))
+    assert preset_visuals("ur5", tmp_path) is None

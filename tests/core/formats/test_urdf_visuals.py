@@ -1,0 +1,63 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Tests of URDF link visuals: shapes, origins, material colours and mesh paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from shared_data import shared_file
+
+from ik_core.errors import URDFError
+from ik_core.formats.urdf_visuals import parse_visuals, resolve_mesh
+
+PAINTED = """<robot name="painted">
+  <material name="Orange"><color rgba="1 0.5 0 1"/></material>
+  <link name="base">
+    <visual><geometry><box size="0.1 0.2 0.3"/></geometry><material name="Orange"/></visual>
+    <visual><origin xyz="0 0 1"/><geometry><sphere radius="0.05"/></geometry>
+      <material name="Inline"><color rgba="0 0 1 0.5"/></material></visual>
+    <visual><geometry><cylinder radius="0.02" length="0.4"/></geometry></visual>
+    <visual><geometry><mesh filename="package://pkg/m/arm.dae" scale="0.001 0.001 0.001"/></geometry>
+      <material name="Unknown"/></visual>
+  </link>
+</robot>"""
+
+
+def test_material_colours_inline_or_by_name() -> None:
+    """A visual's colour is written inline, or found on the top-level material it names; else None."""
+    box, sphere, cylinder, mesh = parse_visuals(PAINTED)
+    assert (box.material, box.color) == ("Orange", (1.0, 0.5, 0.0, 1.0))
+    assert (sphere.material, sphere.color) == ("Inline", (0.0, 0.0, 1.0, 0.5))
+    assert (cylinder.material, cylinder.color) == ("", None)
+    assert (mesh.material, mesh.color) == ("Unknown", None)
+    assert mesh.scale == (0.001, 0.001, 0.001) and mesh.filename == "package://pkg/m/arm.dae"
+    np.testing.assert_allclose(sphere.origin[:3, 3], [0, 0, 1])
+
+
+def test_bad_colour_names_the_visual() -> None:
+    with pytest.raises(URDFError, match=r"link 'base' visual 1 <material> <color rgba>.*4 finite"):
+        parse_visuals(PAINTED.replace('rgba="0 0 1 0.5"', 'rgba="0 0 1"'))
+
+
+def test_official_ur5_visuals_are_light_grey_meshes() -> None:
+    visuals = parse_visuals(shared_file("robots", "ur5.urdf"))
+    assert len(visuals) == 7 and all(v.kind == "mesh" and v.filename.endswith(".dae") for v in visuals)
+    assert {(v.material, v.color) for v in visuals} == {("LightGrey", (0.7, 0.7, 0.7, 1.0))}
+
+
+def test_package_paths_resolve_against_package_folders(tmp_path: Path) -> None:
+    mesh = tmp_path / "pkgs" / "pkg" / "m" / "arm.dae"
+    mesh.parent.mkdir(parents=True)
+    mesh.write_text("<COLLADA/>")
+    assert resolve_mesh("package://pkg/m/arm.dae", None, [str(tmp_path / "pkgs")]) == mesh
+    assert resolve_mesh("package://pkg/m/arm.dae", None, []) is None
+    assert resolve_mesh("m/arm.dae", tmp_path / "pkgs" / "pkg") == mesh
+
+
+def test_xacro_visuals_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "arm.urdf.xacro"
+    path.write_text(PAINTED)
+    with pytest.raises(URDFError, match="xacro"):
+        parse_visuals(path)
