@@ -7,13 +7,15 @@ Works both inside Blender and with the ``bpy`` module::
     python cli.py demo --out out/demo
 
 Exit codes: 0 every frame converged; 3 some frames missed their target; 2 bad arguments or
-input; 1 any other error.
+input; 1 any other error. Errors are one line on stderr (``ARTICULATE_TRACEBACK=1`` adds the
+traceback); ``--help`` works on any Python, with or without Blender.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -25,8 +27,14 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_MISSED = 0, 1, 2, 3
 # ik_core.solvers.SOLVER_CHOICES, spelled out: this file must parse arguments before the add-on
 # (and numpy) can be imported, and inside Blender its folder is not on sys.path.
 SOLVERS = ("auto", "fabrik", "ccd", "dls", "two_bone")
+# `--solver chain` and `--frames scene` spell out the defaults, so a farm job template (whose
+# arguments cannot vanish) can always pass both options.
+KEEP_SOLVER, SCENE_FRAMES = "chain", "scene"
 ADDON_ID = "articulate"
 HERE = Path(__file__).resolve().parent
+# What a .blend file starts with: Blender's header, or the gzip or Zstandard frame of a
+# compressed one (Blender writes Zstandard since 3.0 and still reads gzip).
+BLEND_MAGICS = (b"BLENDER", b"\x1f\x8b", b"\x28\xb5\x2f\xfd")
 
 
 def _script_args(argv: list[str]) -> list[str]:
@@ -96,14 +104,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_MISSED if missed else EXIT_OK
 
 
-def _parse_frames(text: str) -> tuple[int, int, int]:
-    """'1-250' or '1-250:2' -> (start, end, step)."""
+def _parse_frames(text: str) -> tuple[int, int, int] | None:
+    """'1-250' or '1-250:2' -> (start, end, step); 'scene' -> None (the scene's range)."""
+    if text == SCENE_FRAMES:
+        return None
     try:
         span, _, step = text.partition(":")
         start, _, end = span.partition("-")
         start_i, end_i, step_i = int(start), int(end or start), int(step or 1)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"frames must look like 1-250 or 1-250:2, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"frames must look like 1-250 or 1-250:2 (or '{SCENE_FRAMES}'), got {text!r}") from None
     if end_i < start_i or step_i < 1:
         raise argparse.ArgumentTypeError(f"frame range {text!r} is empty or reversed; the end must be >= the start")
     return start_i, end_i, step_i
@@ -127,20 +138,23 @@ def cmd_bake(args: argparse.Namespace) -> int:
         for note in notes:
             print(f"articulate: note: {note}")
         print(f"articulate: {made} aim chain(s) from Damped Track and Track To constraints")
-    report_path = Path(args.report).resolve() if args.report else None
+    stem = Path(args.blend or bpy.data.filepath or "untitled").stem
+    out = _output_path(args.out, args.out_dir, stem, ".blend")
+    report_path = _output_path(args.report, args.report_dir, stem, ".json")
     try:
         result = bpy.ops.articulate.bake(
             use_scene_settings=False, frame_start=start, frame_end=end, frame_step=step,
             mute_constraints=not args.keep_constraints, mark_missed=True,
-            report_path=str(report_path) if report_path else "", solver=args.solver or "",
+            report_path=str(report_path) if report_path else "",
+            solver="" if args.solver in (None, KEEP_SOLVER) else args.solver,
             key_tolerance=max(args.reduce_keys, 0.0) / 1000.0,
         )
     except RuntimeError as err:  # the operator reported an error: bad input
         print(f"articulate: error: {str(err).removeprefix('Error: ').strip()}", file=sys.stderr)
         return EXIT_USAGE
     if "FINISHED" not in result:
+        print("articulate: error: the bake was cancelled", file=sys.stderr)
         return EXIT_ERROR
-    out = Path(args.out).resolve() if args.out else None
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         bpy.ops.wm.save_as_mainfile(filepath=str(out), compress=True)
@@ -161,6 +175,46 @@ def cmd_bake(args: argparse.Namespace) -> int:
     return EXIT_MISSED if missed else EXIT_OK
 
 
+def _output_path(path: str | None, folder: str | None, stem: str, suffix: str) -> Path | None:
+    """``path`` itself, or ``folder/<stem><suffix>`` (one output per input file on a farm), or None."""
+    if folder:
+        return (Path(folder) / f"{stem}{suffix}").resolve()
+    return Path(path).resolve() if path else None
+
+
+def check_blend_file(path: str) -> Path:
+    """``path`` resolved, once it is a readable file that starts like a .blend.
+
+    Raises:
+        _UsageError: No such file, a folder, unreadable, or not a .blend (the message names it).
+    """
+    file = Path(path)
+    if file.is_dir():
+        raise _UsageError(f"{path} is a folder, not a .blend file")
+    if not file.is_file():
+        raise _UsageError(f"no such .blend file: {path}")
+    try:
+        with file.open("rb") as fh:
+            head = fh.read(len(BLEND_MAGICS[0]))
+    except OSError as err:
+        raise _UsageError(f"cannot read {path}: {err.strerror}") from None
+    if not head.startswith(BLEND_MAGICS):
+        raise _UsageError(f"{path} is not a .blend file (it does not start with Blender's header)")
+    return file.resolve()
+
+
+def _open_blend(path: str) -> None:
+    """Open a .blend, turning Blender's refusal (a corrupt or truncated file) into bad input."""
+    import bpy
+
+    file = check_blend_file(path)
+    try:
+        bpy.ops.wm.open_mainfile(filepath=str(file))
+    except RuntimeError as err:
+        reason = str(err).removeprefix("Error: ").strip().splitlines()[0]
+        raise _UsageError(f"cannot open {path} as a .blend (corrupt or truncated?): {reason}") from None
+
+
 def _open_armature(args: argparse.Namespace, robot: bool = False):
     """Open the .blend (if given), enable the add-on, and make the named armature (or robot rig) active.
 
@@ -170,9 +224,7 @@ def _open_armature(args: argparse.Namespace, robot: bool = False):
     import bpy
 
     if args.blend:
-        if not Path(args.blend).is_file():
-            raise _UsageError(f"no such .blend file: {args.blend}")
-        bpy.ops.wm.open_mainfile(filepath=str(Path(args.blend).resolve()))
+        _open_blend(args.blend)
     ensure_addon()
 
     def fits(obj) -> bool:
@@ -297,20 +349,26 @@ def build_parser() -> argparse.ArgumentParser:
     bake = sub.add_parser("bake", help="bake an armature's chains in a .blend")
     bake.add_argument("blend", nargs="?", help=".blend to open (omit inside 'blender -b file.blend')")
     bake.add_argument("--armature", required=True, help="name of the armature object")
-    bake.add_argument("--frames", type=_parse_frames, help="range like 1-250 or 1-250:2 (default: the scene's)")
+    bake.add_argument("--frames", type=_parse_frames,
+                      help=f"range like 1-250 or 1-250:2, or '{SCENE_FRAMES}' for the scene's (the default)")
     bake.add_argument("--from-constraints", action="store_true",
                       help="first turn the armature's IK constraints into chains")
     bake.add_argument("--from-tracks", action="store_true",
                       help="first turn the armature's Damped Track and Track To constraints into aim chains")
     bake.add_argument("--keep-constraints", action="store_true",
                       help="do not mute the converted IK (and track) constraints")
-    bake.add_argument("--solver", choices=SOLVERS,
-                      help="solver for every chain (default: each chain's own; 'auto' for new and converted chains)")
+    bake.add_argument("--solver", choices=(*SOLVERS, KEEP_SOLVER),
+                      help=f"solver for every chain; '{KEEP_SOLVER}' (the default) keeps each chain's own "
+                           "('auto' for new and converted chains)")
     bake.add_argument("--reduce-keys", type=float, default=0.0, metavar="MM",
                       help="key only the frames needed for every chain tip to stay within MM millimetres of the "
                            "full bake (default 0: every frame)")
-    bake.add_argument("--out", help="save the baked file here (default: do not save)")
-    bake.add_argument("--report", help="write the JSON report (per frame and chain) here")
+    outputs = bake.add_mutually_exclusive_group()
+    outputs.add_argument("--out", help="save the baked file here (default: do not save)")
+    outputs.add_argument("--out-dir", metavar="DIR", help="save the baked file as DIR/<name of the .blend>.blend")
+    reports = bake.add_mutually_exclusive_group()
+    reports.add_argument("--report", help="write the JSON report (per frame and chain) here")
+    reports.add_argument("--report-dir", metavar="DIR", help="write the JSON report as DIR/<name of the .blend>.json")
     bake.set_defaults(func=cmd_bake)
     check = sub.add_parser("check", help="check a robot rig's trajectory: limits, velocity, singularities, jumps")
     check.add_argument("blend", nargs="?", help=".blend to open (omit inside 'blender -b file.blend')")
@@ -358,16 +416,23 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(_script_args(sys.argv if argv is None else argv))
     except SystemExit as exc:  # argparse exits 2 on bad usage and 0 for --help
         return int(exc.code or 0)
+    if "bpy" not in sys.modules and importlib.util.find_spec("bpy") is None:
+        print(f"articulate: error: '{args.command}' needs Blender: run 'blender -b --python cli.py -- "
+              f"{args.command} ...', or use a Python with the bpy module (pip install bpy)", file=sys.stderr)
+        return EXIT_ERROR
     try:
         return args.func(args)
     except _UsageError as exc:
         print(f"articulate: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except Exception as exc:  # the farm needs a code and a message, not a hang
-        import traceback
+    except Exception as exc:  # the farm needs a code and one readable line, not a hang or a traceback
+        if os.environ.get("ARTICULATE_TRACEBACK"):
+            import traceback
 
-        traceback.print_exc()
-        print(f"articulate: error: {exc}", file=sys.stderr)
+            traceback.print_exc()
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else "(no message)"
+        print(f"articulate: error: {type(exc).__name__}: {message} (ARTICULATE_TRACEBACK=1 shows where)",
+              file=sys.stderr)
         return EXIT_ERROR
 
 
@@ -377,13 +442,13 @@ def _exit(code: int) -> None:
     Inside Blender, ``sys.exit`` from a ``--python`` script ends Blender with that code. Under the
     ``bpy`` module of Blender 4.2, interpreter teardown segfaults once Rigify has been enabled
     (a Blender bug, also without Articulate), which would turn a success into exit 139: every
-    output is written by now, so the process ends without the teardown.
+    output is written by now, so the process ends without the teardown. A run that never
+    imported bpy (``--help``, bad arguments, a Python without Blender) ends normally.
     """
     sys.stdout.flush()
     sys.stderr.flush()
-    import bpy
-
-    if not bpy.app.binary_path and bpy.app.version < (4, 3, 0):
+    bpy = sys.modules.get("bpy")
+    if bpy is not None and not bpy.app.binary_path and bpy.app.version < (4, 3, 0):
         os._exit(code)
     sys.exit(code)
 

@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # Create (idempotently) the project's virtual environments and print their interpreters.
 #
-#   dev/envs.sh [core|5.0.1|4.5.15|4.2.23|all]...   (default: all)
+#   dev/envs.sh [core|5.0.1|4.5.15|4.2.23|openjd|all]...   (default: all)
 #
 # Each environment holds a pinned Blender-as-a-module (bpy) or, for "core", plain numpy 2.x,
-# plus the pinned test tools. A stamp file records the requirements it was built from, so a
-# second call is a no-op that returns in milliseconds.
+# plus the pinned test tools; "openjd" holds only Open Job Description's CLI (the farm tests).
+# A stamp file records the requirements it was built from, so a second call is a no-op that
+# returns in milliseconds.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -26,7 +27,8 @@ requirements_for() {
   case "$1" in
     core) echo "numpy==2.4.6" ;;
     5.0.1|4.5.15|4.2.23) echo "bpy==$1" ;;
-    *) echo "envs.sh: unknown environment '$1' (valid: core ${blender_versions[*]} all)" >&2; return 2 ;;
+    openjd) cat "$here/requirements-openjd.txt"; return 0 ;;
+    *) echo "envs.sh: unknown environment '$1' (valid: core ${blender_versions[*]} openjd all)" >&2; return 2 ;;
   esac
   cat "$here/requirements-tools.txt"
 }
@@ -48,7 +50,7 @@ ensure_env() {
 }
 
 targets=("$@")
-[[ ${#targets[@]} -eq 0 || " ${targets[*]} " == *" all "* ]] && targets=(core "${blender_versions[@]}")
+[[ ${#targets[@]} -eq 0 || " ${targets[*]} " == *" all "* ]] && targets=(core "${blender_versions[@]}" openjd)
 for target in "${targets[@]}"; do
   ensure_env "$target"
 done

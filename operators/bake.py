@@ -7,7 +7,7 @@ import bpy
 
 from . import bridge, compat
 from .baking import BakeFailed, bake_chains, frame_range, frame_runs, summary_line
-from .files import write_report
+from .files import stable_numbers, write_report
 from .robot_bake import bake_robot, is_model_rig
 
 
@@ -121,7 +121,7 @@ class ARTICULATE_OT_bake(_ChainOperator, bpy.types.Operator):
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
         if self.report_path:
-            write_report(self.report_path, report)
+            write_report(self.report_path, stable_numbers(report))
         settings.last_summary = summary_line(report)
         _report_warnings(self, report)
         reduced = report.get("key_reduction")

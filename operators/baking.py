@@ -430,8 +430,14 @@ def _write_scales(arm, p: PreparedChain, factors: np.ndarray, frames, write_keys
 
 
 def progress_callback(label: str, total: int, wm: bpy.types.WindowManager | None):
-    """Window-manager progress in the UI, a terminal line in background."""
-    last = [0.0]
+    """Window-manager progress in the UI; in background, progress on the terminal.
+
+    On a terminal one line updates in place (twice a second at most); when the output goes to a
+    file or a farm's log, plain lines every few seconds and one at the end, so logs stay readable.
+    """
+    in_place = sys.stdout.isatty()
+    last = [0.0 if in_place else time.perf_counter()]
+    interval = 0.5 if in_place else 5.0
     if wm is not None:
         wm.progress_begin(0, total)
 
@@ -439,11 +445,14 @@ def progress_callback(label: str, total: int, wm: bpy.types.WindowManager | None
         if wm is not None:
             wm.progress_update(done)
         now = time.perf_counter()
-        if bpy.app.background and (done == total or now - last[0] > 0.5):
-            last[0] = now
-            sys.stdout.write(f"\r{label}: {done}/{total} frames")
-            sys.stdout.write("\n" if done == total else "")
-            sys.stdout.flush()
+        if not bpy.app.background or not (done == total or now - last[0] > interval):
+            return
+        last[0] = now
+        if in_place:
+            sys.stdout.write(f"\r{label}: {done}/{total} frames" + ("\n" if done == total else ""))
+        else:
+            sys.stdout.write(f"{label}: {done}/{total} frames\n")
+        sys.stdout.flush()
 
     return update
 

@@ -33,6 +33,27 @@ def report_json(data: dict) -> str:
     return "{\n " + ",\n ".join(lines) + "\n}\n"
 
 
+# Reported values are rounded to this many decimals (1e-12 m, 1e-12 rad): far below any tolerance,
+# far above the last-bit noise of float64 maths, which differs between CPUs (numpy and OpenBLAS
+# pick SIMD kernels by CPU), so the same bake reports the same numbers on every machine.
+REPORT_DECIMALS = 12
+
+
+def stable_numbers(data, decimals: int = REPORT_DECIMALS):
+    """``data`` (dicts, lists, numbers, strings) with every float rounded to ``decimals`` places.
+
+    Negative zero becomes zero (rounding noise around 0 gives both signs); ints, bools and
+    strings are kept. The ``seconds`` timings are rounded too but still differ from run to run.
+    """
+    if isinstance(data, float):
+        return round(data, decimals) + 0.0  # + 0.0 turns -0.0 into 0.0
+    if isinstance(data, dict):
+        return {key: stable_numbers(value, decimals) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [stable_numbers(value, decimals) for value in data]
+    return data
+
+
 def write_report(path: str, data: dict | str) -> str:
     """Write a report (a dict as JSON, or ready text such as CSV) to a Blender path; returns the path."""
     path = bpy.path.abspath(path)

@@ -8,6 +8,7 @@ BLENDER_USER_RESOURCES pointing at an empty folder; prints one JSON object on it
 import importlib
 import json
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -28,6 +29,8 @@ report["zips"] = [z.name for z in zips]
 zip_path = zips[0]
 report["validate_zip_rc"] = bl_extension_cli.cli_extension_handler(["validate", str(zip_path)])
 report["zip_names"] = zipfile.ZipFile(zip_path).namelist()
+# The manifest as the built zip ships it, read by Blender's own TOML reader.
+report["zip_manifest"] = tomllib.loads(zipfile.ZipFile(zip_path).read("blender_manifest.toml").decode())
 
 module = "bl_ext.user_default.articulate"
 bpy.ops.extensions.package_install_files(filepath=str(zip_path), repo="user_default", enable_on_install=True)

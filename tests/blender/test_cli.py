@@ -3,6 +3,8 @@
 
 import json
 import os
+import pty
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -146,3 +148,76 @@ def test_ik_to_fk_and_back_headless(ik_rig_blend, tmp_path):
     assert json.loads(report.read_text())["limbs"][0]["max_error_m"] < 1e-3 and back.is_file()
     proc = run_cli("ik-to-fk", str(ik_rig_blend), "--armature", "Target", tmp_path=tmp_path)
     assert proc.returncode == 2 and "Arm" in proc.stderr
+
+
+def python_without_bpy() -> list[str]:
+    """The interpreter this venv was made from, without site-packages: a Python with no bpy."""
+    base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    return [str(base), "-S"]
+
+
+@pytest.mark.parametrize("args", [["--help"], ["bake", "--help"], ["ik-to-fk", "--help"], ["check", "--help"]])
+def test_help_works_on_a_python_without_blender(args, tmp_path):
+    """--help of the tool and of each command prints the help and exits 0 where bpy cannot be imported."""
+    proc = subprocess.run([*python_without_bpy(), str(CLI), *args], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: cli.py") and proc.stderr == ""
+
+
+def test_a_command_on_a_python_without_blender_says_what_it_needs(tmp_path):
+    """A bake where bpy is missing: one line saying how to run it, exit 1, no traceback."""
+    proc = subprocess.run([*python_without_bpy(), str(CLI), "bake", "x.blend", "--armature", "Rig"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1 and "needs Blender" in proc.stderr and "pip install bpy" in proc.stderr
+
+
+@pytest.mark.slow
+def test_bad_files_are_bad_input_naming_the_file(ik_rig_blend, tmp_path):
+    """Not a .blend, a truncated .blend, a folder: exit 2 and one line naming the file, never a traceback."""
+    text = tmp_path / "notes.blend"
+    text.write_text("hello\n")
+    truncated = tmp_path / "truncated.blend"
+    truncated.write_bytes(ik_rig_blend.read_bytes()[:4000])
+    for bad, what in ((text, "is not a .blend file"), (truncated, "corrupt or truncated"),
+                      (tmp_path, "is a folder")):
+        proc = run_cli("bake", str(bad), "--armature", "Arm", tmp_path=tmp_path)
+        assert proc.returncode == 2, (bad, proc.stderr)
+        errors = [line for line in proc.stderr.splitlines() if line.startswith("articulate: error:")]
+        assert len(errors) == 1 and str(bad) in errors[0] and what in errors[0]
+        assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_other_errors_are_one_line(ik_rig_blend, tmp_path):
+    """An error nobody planned for (saving into a folder that cannot be written) is one line, exit 1."""
+    proc = run_cli("bake", str(ik_rig_blend), "--armature", "Arm", "--frames", "1-3", "--from-constraints",
+                   "--out", "/proc/articulate/baked.blend", tmp_path=tmp_path)
+    assert proc.returncode == 1
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("articulate: error:")]
+    assert len(errors) == 1 and "/proc/articulate" in errors[0] and "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_progress_is_plain_lines_in_a_log_and_one_updating_line_on_a_terminal(ik_rig_blend, tmp_path):
+    """Piped output (a farm log) has no carriage returns; a terminal gets one line rewritten in place."""
+    args = ("bake", str(ik_rig_blend), "--armature", "Arm", "--frames", "1-20", "--from-constraints")
+    proc = run_cli(*args, tmp_path=tmp_path)
+    assert proc.returncode == 0 and "\r" not in proc.stdout
+    assert re.search(r"^Articulate Arm:Wrist IK: 20/20 frames$", proc.stdout, re.MULTILINE)
+    primary, secondary = pty.openpty()
+    env = {**os.environ, "BLENDER_USER_RESOURCES": str(tmp_path / "user")}
+    child = subprocess.Popen([sys.executable, str(CLI), *args], stdout=secondary, stderr=subprocess.DEVNULL, env=env)
+    os.close(secondary)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(primary, 4096)
+        except OSError:  # the terminal closed: the child is gone
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(primary)
+    assert child.wait(timeout=300) == 0
+    assert re.search(rb"\rArticulate Arm:Wrist IK: 20/20 frames", seen)

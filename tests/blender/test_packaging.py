@@ -37,6 +37,18 @@ def test_manifest_and_zip_validate(report):
 
 
 @pytest.mark.slow
+def test_manifest_declares_permissions_and_website(report):
+    """The shipped manifest declares file access (and only that) with a reason, and a website."""
+    manifest = report["zip_manifest"]
+    assert set(manifest["permissions"]) == {"files"}
+    reason = manifest["permissions"]["files"]
+    for fmt in ("URDF", "CSV", "JSON", "BVH"):
+        assert fmt in reason
+    assert "write" in reason and len(reason) <= 64
+    assert manifest["website"].startswith("https://")
+
+
+@pytest.mark.slow
 def test_zip_ships_the_addon_and_nothing_else(report):
     """The zip holds the add-on's packages and no tests, benchmarks, CI or development files."""
     names = report["zip_names"]
