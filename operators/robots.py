@@ -8,6 +8,7 @@ from pathlib import Path
 
 import bpy
 import numpy as np
+from bpy_extras.io_utils import ExportHelper
 
 from ..ik_core import ArticulateError
 from ..ik_core.formats.urdf_visuals import parse_visuals
@@ -511,7 +512,7 @@ class ARTICULATE_OT_trajectory_export(ExportFile, bpy.types.Operator):
     def check(self, context: bpy.types.Context) -> bool:
         # The chosen format's extension replaces the file's (Blender's own exporters do the same).
         self.filename_ext = FORMAT_EXTENSIONS[self.file_format]
-        return super().check(context)
+        return ExportHelper.check(self, context)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         try:

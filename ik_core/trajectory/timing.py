@@ -16,10 +16,11 @@ MAX_FRAME_RATE = 32767
 def sample_rate(times: np.ndarray, *, tolerance: float = 0.1, share: float = 0.9) -> float | None:
     """The rate a file was recorded at [Hz], or ``None`` when its samples are not evenly spaced.
 
-    The rate is one over the median time step. A file counts as evenly sampled when at least
-    ``share`` of its steps lie within ``tolerance`` (relative) of that median, so a log with
-    jitter or a few dropped samples still has its rate while sparse waypoints (steps of 1 s,
-    then 4 s) do not.
+    A file counts as evenly sampled when at least ``share`` of its steps lie within
+    ``tolerance`` (relative) of the median step, so a log with jitter or a few dropped samples
+    still has its rate while sparse waypoints (steps of 1 s, then 4 s) do not. The rate is the
+    number of median steps the file spans (a dropped sample's gap counts two) over its duration:
+    time stamps rounded to 4 decimals at 60 Hz still give 60 Hz, not the 59.88 of one step.
 
     Args:
         times: (N,) strictly increasing sample times [s].
@@ -37,7 +38,9 @@ def sample_rate(times: np.ndarray, *, tolerance: float = 0.1, share: float = 0.9
     if not median > 0:
         return None
     even = np.abs(steps - median) <= tolerance * median
-    return 1.0 / median if np.mean(even) >= share else None
+    if np.mean(even) < share:
+        return None
+    return float(np.sum(np.maximum(np.round(steps / median), 1.0)) / (t[-1] - t[0]))
 
 
 def frame_rate_parts(rate_hz: float) -> tuple[int, float]:
