@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import bpy
 import numpy as np
@@ -49,12 +50,12 @@ class ExportFile(ExportHelper):
 
 
 def default_export_path(context: bpy.types.Context, name: str, ext: str) -> str:
-    """``<folder of the saved .blend>/<name><ext>``, with ``name`` made safe for file systems.
+    """``<folder of the saved .blend>/<name><ext>``, ``name`` made safe for file systems ("UR5 (CB3)": "UR5_CB3").
 
     An unsaved file gives a bare name, which the file browser puts in its current folder.
     """
     blend = context.blend_data.filepath
-    filename = bpy.path.clean_name(name) + ext
+    filename = re.sub("_+", "_", bpy.path.clean_name(name)).strip("_") + ext
     return os.path.join(os.path.dirname(blend), filename) if blend else filename
 
 
