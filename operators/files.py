@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from typing import NamedTuple
 
 import bpy
 import numpy as np
@@ -59,6 +60,20 @@ def default_export_path(context: bpy.types.Context, name: str, ext: str) -> str:
     return os.path.join(os.path.dirname(blend), filename) if blend else filename
 
 
+class KeyRate(NamedTuple):
+    """The frame rate samples are keyed at (``fps / fps_base``), whether it is the file's, and why not."""
+
+    fps: int
+    fps_base: float
+    from_file: bool
+    warning: str
+
+    @property
+    def rate(self) -> float:
+        """Frames per second [Hz]."""
+        return self.fps / self.fps_base
+
+
 class TimedImport(ImportFile):
     """An import of time-stamped samples: where they start, and whether the scene takes the file's clock."""
 
@@ -70,29 +85,30 @@ class TimedImport(ImportFile):
                     "and only extend its range to cover them",
     )
 
-    def key_rate(self, scene: bpy.types.Scene, times: np.ndarray) -> tuple[tuple[int, float], str]:
-        """((fps, fps_base) to key the samples at, a warning or ""): the file's rate when it has one.
+    def key_rate(self, scene: bpy.types.Scene, times: np.ndarray) -> KeyRate:
+        """The rate to key the samples at: the file's when the option is on and the file has one.
 
         A file has its own rate when its time steps are even (see ``sample_rate``); uneven
-        waypoints, a single sample or a rate beyond what a scene can hold keep the scene's.
+        waypoints, a single sample or a rate beyond what a scene can hold keep the scene's,
+        with a warning.
         """
         render = scene.render
-        current = (render.fps, render.fps_base)
+        kept = f"kept the scene's {render.fps / render.fps_base:.4g} fps"
         if not self.use_file_timing:
-            return current, ""
+            return KeyRate(render.fps, render.fps_base, False, "")
         rate = sample_rate(times)
         if rate is None:
-            return current, (f"the file's {len(times)} samples are not evenly spaced in time: "
-                             f"kept the scene's {render.fps / render.fps_base:.4g} fps")
+            return KeyRate(render.fps, render.fps_base, False,
+                           f"the file's {len(times)} samples are not evenly spaced in time: {kept}")
         try:
-            return frame_rate_parts(rate), ""
+            return KeyRate(*frame_rate_parts(rate), True, "")
         except TrajectoryError as err:
-            return current, f"{err}: kept the scene's {render.fps / render.fps_base:.4g} fps"
+            return KeyRate(render.fps, render.fps_base, False, f"{err}: {kept}")
 
-    def apply_timing(self, scene: bpy.types.Scene, rate: tuple[int, float], last_frame: int) -> None:
+    def apply_timing(self, scene: bpy.types.Scene, rate: KeyRate, last_frame: int) -> None:
         """Give the scene the file's rate and frame range, or only stretch its range to ``last_frame``."""
         if self.use_file_timing:
-            scene.render.fps, scene.render.fps_base = rate
+            scene.render.fps, scene.render.fps_base = rate.fps, rate.fps_base
             scene.frame_start, scene.frame_end = self.start_frame, max(self.start_frame, last_frame)
         else:
             scene.frame_end = max(scene.frame_end, last_frame)

@@ -327,8 +327,10 @@ class ARTICULATE_OT_trackers_import(TimedImport, bpy.types.Operator):
         except BodyFailed as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
-        rate, warning = self.key_rate(scene, times)
-        frames = self.start_frame + (times - times[0]) * rate[0] / rate[1]
+        rate = self.key_rate(scene, times)
+        frames = self.start_frame + (times - times[0]) * rate.rate
+        if rate.from_file:  # each sample is a frame: rounded or jittering stamps snap onto theirs
+            frames = np.round(frames)
         self.apply_timing(scene, rate, int(np.ceil(frames[-1])))
         arm = context.object if context.object is not None and context.object.type == "ARMATURE" else None
         for name, values in poses.items():
@@ -343,8 +345,8 @@ class ARTICULATE_OT_trackers_import(TimedImport, bpy.types.Operator):
             compat.write_channels(empty, channels, frames, values)
             if arm is not None:
                 setattr(arm.articulate.body, name, empty)
-        if warning:
-            self.report({"WARNING"}, warning)
+        if rate.warning:
+            self.report({"WARNING"}, rate.warning)
         self.report({"INFO"}, f"Imported {len(poses)} trackers, {len(times)} samples")
         return {"FINISHED"}
 

@@ -208,8 +208,8 @@ class ARTICULATE_OT_trajectory_import(TimedImport, bpy.types.Operator):
             path = bpy.path.abspath(self.filepath)
             reader = read_joint_json if path.lower().endswith(".json") else read_joint_csv
             raw = reader(path, names)
-            rate, warning = self.key_rate(scene, raw.times)
-            fps = rate[0] / rate[1]
+            rate = self.key_rate(scene, raw.times)
+            fps = rate.rate
             traj = resample(raw, fps)
             frames = self.start_frame + np.round((traj.times - traj.times[0]) * fps)
         except (ArticulateError, bridge.BridgeError, OSError) as err:
@@ -217,8 +217,8 @@ class ARTICULATE_OT_trajectory_import(TimedImport, bpy.types.Operator):
         self.apply_timing(scene, rate, int(frames[-1]))
         write_joint_values(arm, frames, traj.positions)
         store_trajectory(arm, StoredTrajectory(Path(path).name, "joints", self.start_frame, int(frames[-1]), fps, raw))
-        if warning:
-            self.report({"WARNING"}, warning)
+        if rate.warning:
+            self.report({"WARNING"}, rate.warning)
         self.report({"INFO"}, f"Keyed {len(names)} joints on frames {self.start_frame}..{int(frames[-1])} at "
                               f"{fps:.4g} fps from {len(raw)} samples of {Path(path).name}")
         return {"FINISHED"}
@@ -272,8 +272,8 @@ class ARTICULATE_OT_cartesian_import(TimedImport, bpy.types.Operator):
             poses = read_pose_csv(path)
             if self.pose_frame == "BASE":
                 poses = base_to_world(arm, poses)
-            rate, warning = self.key_rate(scene, poses.times)
-            fps = rate[0] / rate[1]
+            rate = self.key_rate(scene, poses.times)
+            fps = rate.rate
             poses = resample(poses, fps)
         except (ArticulateError, bridge.BridgeError, OSError) as err:
             return _fail(self, err)
@@ -287,8 +287,8 @@ class ARTICULATE_OT_cartesian_import(TimedImport, bpy.types.Operator):
         values = np.hstack([poses.positions, quat_make_continuous(poses.quaternions)])
         compat.write_channels(target, channels, frames, values)
         store_trajectory(arm, StoredTrajectory(Path(path).name, "poses", self.start_frame, int(frames[-1]), fps))
-        if warning:
-            self.report({"WARNING"}, warning)
+        if rate.warning:
+            self.report({"WARNING"}, rate.warning)
         if self.bake:
             return bpy.ops.articulate.bake(use_scene_settings=False, frame_start=int(frames[0]),
                                            frame_end=int(frames[-1]), mark_missed=True)

@@ -254,19 +254,25 @@ def test_cartesian_poses_in_world_or_robot_base(ur5, core, tmp_path, pose_frame)
         np.testing.assert_allclose(got[:3, :3], want_R, atol=1e-5)
 
 
-def test_tracker_import_takes_the_files_clock(empty_scene, tmp_path):
-    """The 60 Hz tracker example (rounded stamps) sets 60 fps exactly and frames 1..4, keyed on whole frames."""
+def test_tracker_import_takes_the_files_clock(empty_scene, tmp_path, addon_module):
+    """The 60 Hz tracker example (stamps rounded to 0.1 ms) sets 60 fps exactly and frames 1..4, keyed on
+    whole frames; with the option off, the samples keep their times at the scene's 24 fps."""
     scene = bpy.context.scene
+    compat = addon_module("operators.compat")
     assert bpy.ops.articulate.trackers_import(filepath=str(EXAMPLES / "trackers.csv")) == {"FINISHED"}
     assert _timing(scene) == (60, 1.0, 1, 4)
-    head = bpy.data.objects["tracker.hand_l"]
-    fc = next(c for c in head.animation_data.action.fcurves if c.data_path == "location" and c.array_index == 1) \
-        if hasattr(head.animation_data.action, "fcurves") else None
-    if fc is not None:  # 4.2-4.4: curves on the action; 5.0 keeps them in a channelbag (checked by playback below)
-        assert [round(k.co[0], 6) for k in fc.keyframe_points] == [1.0, 2.0, 3.0, 4.0]
+    hand = bpy.data.objects["tracker.hand_l"]
+    assert [k.co[0] for k in compat.find_fcurve(hand, "location", 1).keyframe_points] == [1.0, 2.0, 3.0, 4.0]
     for frame, y in ((1, 0.30), (4, 0.33)):
         scene.frame_set(frame)
-        assert head.matrix_world.translation.y == pytest.approx(y, abs=1e-6)
+        assert hand.matrix_world.translation.y == pytest.approx(y, abs=1e-6)
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    scene.render.fps, scene.render.fps_base = 24, 1.0
+    assert bpy.ops.articulate.trackers_import(filepath=str(EXAMPLES / "trackers.csv"),
+                                              use_file_timing=False) == {"FINISHED"}
+    keys = [k.co[0] for k in compat.find_fcurve(bpy.data.objects["tracker.hand_l"], "location", 1).keyframe_points]
+    np.testing.assert_allclose(keys, [1.0, 1.0 + 0.0167 * 24, 1.0 + 0.0333 * 24, 1.0 + 0.05 * 24], atol=1e-5)
 
 
 def test_joint_example_imports_at_its_10_hz(ur5, core, tmp_path):
