@@ -46,8 +46,18 @@ class ExportFile(ExportHelper):
     def invoke(self, context: bpy.types.Context, event) -> set[str]:
         if not self.filepath:
             self.filepath = default_export_path(context, self.default_name(context), self.filename_ext)
+            self.check(context)  # a format chosen last time puts its own extension on the name
         context.window_manager.fileselect_add(self)
         return {"RUNNING_MODAL"}
+
+
+def ensure_extension(op: bpy.types.Operator, ext: str) -> bool:
+    """Put ``ext`` on ``op.filepath`` in place of its extension; True when the path changed (what ``check`` returns)."""
+    path = op.filepath
+    if not os.path.basename(path):
+        return False
+    op.filepath = bpy.path.ensure_ext(os.path.splitext(path)[0], ext)
+    return op.filepath != path
 
 
 def default_export_path(context: bpy.types.Context, name: str, ext: str) -> str:
@@ -81,7 +91,8 @@ class TimedImport(ImportFile):
     use_file_timing: bpy.props.BoolProperty(
         name="Scene Timing from File", default=True,
         description="Set the scene's frame rate to the file's sample rate and its frame range to the file's "
-                    "samples from Start Frame. Off: keep the scene's rate (the samples are resampled to it) "
+                    "samples from Start Frame. Off: keep the scene's rate (samples go where their times fall; joint "
+                    "and pose files are resampled onto its frames) "
                     "and only extend its range to cover them",
     )
 

@@ -310,8 +310,7 @@ def read_tracker_csv(path: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
 
 
 class ARTICULATE_OT_trackers_import(TimedImport, bpy.types.Operator):
-    """Import a tracker recording (CSV: time, then position and quaternion per tracker) as animated empties, at
-    the file's own frame rate or the scene's"""
+    """Import a tracker recording (CSV: time, then position and quaternion per tracker) as animated empties"""
 
     bl_idname = "articulate.trackers_import"
     bl_label = "Import Trackers"

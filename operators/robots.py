@@ -8,7 +8,6 @@ from pathlib import Path
 
 import bpy
 import numpy as np
-from bpy_extras.io_utils import ExportHelper
 
 from ..ik_core import ArticulateError
 from ..ik_core.formats.urdf_visuals import parse_visuals
@@ -43,7 +42,7 @@ from .bridge.robot import (
     write_joint_values,
 )
 from .bridge.robot_trajectory import StoredTrajectory, store_trajectory, stored_trajectory
-from .files import ExportFile, ImportFile, TimedImport, write_report
+from .files import ExportFile, ImportFile, TimedImport, ensure_extension, write_report
 
 CHECK_MARKER = "Robot check"
 
@@ -186,8 +185,7 @@ def _poll_robot(cls, context: bpy.types.Context) -> bool:
 
 
 class ARTICULATE_OT_trajectory_import(TimedImport, bpy.types.Operator):
-    """Key a joint trajectory on the active robot (CSV: time then one column per joint; or ROS JointTrajectory
-    JSON), at the file's own frame rate or resampled to the scene's"""
+    """Key a joint trajectory (CSV: time, then a column per joint; or ROS JSON) at the file's rate or the scene's"""
 
     bl_idname = "articulate.trajectory_import"
     bl_label = "Import Joint Trajectory"
@@ -232,7 +230,11 @@ POSE_FRAMES = (
 
 
 def base_to_world(arm: bpy.types.Object, poses: PoseTrajectory) -> PoseTrajectory:
-    """Poses given in the rig's base frame, placed in the world by the rig's current transform (scale ignored)."""
+    """Poses given in the rig's base frame placed in the world by its current transform.
+
+    Positions take the whole transform (a rig scaled 2x reaches twice as far); rotations only
+    its rotation.
+    """
     M = bridge.matrix_to_array(arm.matrix_world)
     R = rotation_part(M)
     positions = poses.positions @ M[:3, :3].T + M[:3, 3]
@@ -241,8 +243,7 @@ def base_to_world(arm: bpy.types.Object, poses: PoseTrajectory) -> PoseTrajector
 
 
 class ARTICULATE_OT_cartesian_import(TimedImport, bpy.types.Operator):
-    """Animate the robot's target from a CSV of tool poses (time, x, y, z, qw, qx, qy, qz) in world or robot-base
-    coordinates, ready to bake"""
+    """Animate the robot's target from a CSV of tool poses (time, x, y, z, qw, qx, qy, qz), ready to bake"""
 
     bl_idname = "articulate.cartesian_import"
     bl_label = "Import Cartesian Path"
@@ -340,18 +341,14 @@ FRAME_RANGES = (
 )
 
 
-def checked_range(context: bpy.types.Context, arm: bpy.types.Object, choice: str) -> tuple[int, int, str]:
+def checked_range(context: bpy.types.Context, stored: StoredTrajectory | None, choice: str) -> tuple[int, int, str]:
     """(first, last, what they are) of the frames a check or export covers.
 
     ``choice`` "TRAJECTORY" gives the stored trajectory's frames when the rig has one, else the
     scene's; "SCENE" the scene's.
-
-    Raises:
-        BridgeError: A damaged stored trajectory.
     """
     scene = context.scene
-    stored = stored_trajectory(arm) if choice == "TRAJECTORY" else None
-    if stored is not None:
+    if stored is not None and choice == "TRAJECTORY":
         return stored.frame_start, stored.frame_end, f"the trajectory from {stored.source}"
     return scene.frame_start, scene.frame_end, "the scene's range"
 
@@ -377,14 +374,13 @@ def _chain_limits(info: dict, order: list[int]) -> dict:
     return {"velocity_limits": [info["joints"][k]["velocity"] for k in order], "acceleration_limits": accel}
 
 
-def file_sample_check(arm: bpy.types.Object, start: int, end: int,
-                      **thresholds) -> tuple[StoredTrajectory, np.ndarray, TrajectoryReport] | None:
+def file_sample_check(arm: bpy.types.Object, stored: StoredTrajectory | None, start: int, end: int,
+                      **thresholds) -> tuple[np.ndarray, TrajectoryReport] | None:
     """The check of the joint file's own samples falling on frames ``start..end`` (None without any).
 
     The keys are the file resampled to the scene's rate; a spike between two frames is not in
-    them, but it is in these samples. Returns (stored trajectory, (M,) sample frames, report).
+    them, but it is in these samples. Returns ((M,) sample frames, report).
     """
-    stored = stored_trajectory(arm)
     if stored is None or stored.samples is None:
         return None
     frames = stored.sample_frames()
@@ -398,7 +394,7 @@ def file_sample_check(arm: bpy.types.Object, start: int, end: int,
     samples = stored.samples.select(skeleton.moving_joint_names)
     picked = JointTrajectory(samples.joint_names, samples.times[inside], samples.positions[inside])
     report = check_trajectory(picked, skeleton, effector, **_chain_limits(info, order), **thresholds)
-    return stored, frames[inside], report
+    return frames[inside], report
 
 
 def _issues(report: TrajectoryReport) -> str:
@@ -406,8 +402,7 @@ def _issues(report: TrajectoryReport) -> str:
 
 
 class ARTICULATE_OT_trajectory_check(bpy.types.Operator):
-    """Check the robot's keyed trajectory, and the joint file's own samples, for limits, velocity, acceleration,
-    singularities and jumps; flagged frames get timeline markers"""
+    """Check the robot's keys and the joint file's own samples: limits, velocity, acceleration, singularities, jumps"""
 
     bl_idname = "articulate.trajectory_check"
     bl_label = "Check Trajectory"
@@ -429,15 +424,16 @@ class ARTICULATE_OT_trajectory_check(bpy.types.Operator):
         thresholds = {"singularity_threshold": self.singularity_threshold, "jump_threshold": self.jump_threshold}
         try:
             arm = _robot(context)
-            start, end, what = checked_range(context, arm, self.frame_range)
+            stored = stored_trajectory(arm)
+            start, end, what = checked_range(context, stored, self.frame_range)
             frames, report = robot_check(context, arm, start, end, **thresholds)
-            file_check = file_sample_check(arm, start, end, **thresholds)
+            file_check = file_sample_check(arm, stored, start, end, **thresholds)
         except (ArticulateError, bridge.BridgeError) as err:
             return _fail(self, err)
         keyed_bad = ~np.asarray(report.frame_ok)
         file_bad = np.zeros(len(frames), dtype=bool)
         if file_check is not None:
-            _stored, sample_frames, file_report = file_check
+            sample_frames, file_report = file_check
             nearest = np.clip(np.floor(sample_frames + 0.5), start, end).astype(int)
             file_bad[nearest[~file_report.frame_ok] - start] = True
         for m in [m for m in scene.timeline_markers if m.name.startswith(CHECK_MARKER)]:
@@ -454,11 +450,11 @@ class ARTICULATE_OT_trajectory_check(bpy.types.Operator):
                         "flagged" + (f": {file_issues}" if file_issues else ""))
         scene.articulate.last_summary = summary
         if self.report_path:
-            self._write(arm, frames, report, file_bad, file_check, start, end, what)
+            self._write(arm, frames, report, file_bad, stored, file_check, start, end, what)
         self.report({"WARNING"} if bad.any() else {"INFO"}, summary)
         return {"FINISHED"}
 
-    def _write(self, arm, frames, report, file_bad, file_check, start, end, what) -> None:
+    def _write(self, arm, frames, report, file_bad, stored, file_check, start, end, what) -> None:
         """The report: per frame the keyed check and whether a flagged file sample falls there."""
         if self.report_path.lower().endswith(".csv"):
             lines = report.to_csv().splitlines()
@@ -471,7 +467,7 @@ class ARTICULATE_OT_trajectory_check(bpy.types.Operator):
         data["frames"]["file_sample_flagged"] = file_bad.tolist()
         head = {"armature": arm.name, "frame_range": {"start": start, "end": end, "source": what}}
         if file_check is not None:
-            stored, sample_frames, file_report = file_check
+            sample_frames, file_report = file_check
             head["file_samples"] = {"source": stored.source, "frame": sample_frames.tolist(), **file_report.to_dict()}
         write_report(self.report_path, {**head, **data})
 
@@ -484,8 +480,7 @@ FORMAT_EXTENSIONS = {"CSV": ".csv", "JSON": ".json"}
 
 
 class ARTICULATE_OT_trajectory_export(ExportFile, bpy.types.Operator):
-    """Export the robot's keyed joint trajectory over the imported trajectory's frames (or the scene's), as CSV or
-    ROS JointTrajectory JSON, at a chosen rate"""
+    """Export the robot's keyed joint trajectory (CSV or ROS JointTrajectory JSON) at a chosen rate"""
 
     bl_idname = "articulate.trajectory_export"
     bl_label = "Export Joint Trajectory"
@@ -511,14 +506,13 @@ class ARTICULATE_OT_trajectory_export(ExportFile, bpy.types.Operator):
 
     def check(self, context: bpy.types.Context) -> bool:
         # The chosen format's extension replaces the file's (Blender's own exporters do the same).
-        self.filename_ext = FORMAT_EXTENSIONS[self.file_format]
-        return ExportHelper.check(self, context)
+        return ensure_extension(self, FORMAT_EXTENSIONS[self.file_format])
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         try:
             arm = _robot(context)
             path = export_path(self.filepath, self.file_format)
-            start, end, what = checked_range(context, arm, self.frame_range)
+            start, end, what = checked_range(context, stored_trajectory(arm), self.frame_range)
             traj = export_trajectory(context, arm, start, end, self.rate)
             (write_joint_json if path.lower().endswith(".json") else write_joint_csv)(path, traj)
         except (ArticulateError, bridge.BridgeError, OSError) as err:

@@ -114,12 +114,13 @@ def test_exporter_filter_extension_and_format(addon):
 def test_choosing_the_format_changes_the_extension(addon):
     """In the browser, switching to ROS JSON turns 'ur5_trajectory.csv' into 'ur5_trajectory.json' and back."""
     check = bpy.types.ARTICULATE_OT_trajectory_export.check
-    op = types.SimpleNamespace(filepath="/tmp/ur5_trajectory.csv", file_format="JSON", filename_ext=".csv",
-                               check_extension=True)
+    op = types.SimpleNamespace(filepath="/tmp/ur5_trajectory.csv", file_format="JSON")
     assert check(op, bpy.context) is True and op.filepath == "/tmp/ur5_trajectory.json"
     op.file_format = "CSV"
     assert check(op, bpy.context) is True and op.filepath == "/tmp/ur5_trajectory.csv"
     assert check(op, bpy.context) is False
+    op.filepath = "/tmp/"  # a folder, no file name yet: left alone
+    assert check(op, bpy.context) is False and op.filepath == "/tmp/"
 
 
 def test_export_default_file_name(empty_scene, addon_module, tmp_path):
