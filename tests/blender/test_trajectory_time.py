@@ -181,6 +181,11 @@ def test_file_samples_catch_a_spike_the_resampling_misses(ur5, core, tmp_path):
     assert [(m.name, m.frame) for m in scene.timeline_markers] == [("Robot check: file sample", 14)]
     summary = scene.articulate.last_summary
     assert summary.startswith("1 of 49 frames flagged") and "the file's own samples:" in summary and "jump 2" in summary
+    csv_report = tmp_path / "check.csv"
+    assert bpy.ops.articulate.trajectory_check(report_path=str(csv_report)) == {"FINISHED"}
+    rows = csv_report.read_text().splitlines()
+    assert rows[0].endswith(",file_sample_flagged") and len(rows) == 50
+    assert [k + 1 for k, row in enumerate(rows[1:]) if row.endswith(",1")] == [14]
 
 
 def test_file_samples_survive_save_and_reload(ur5, core, tmp_path):
