@@ -1,20 +1,128 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""What operators share about files: the file browser, and writing reports."""
+"""What operators share about files: the file browser, a timed file's clock, and writing reports."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+from typing import NamedTuple
 
 import bpy
+import numpy as np
+from bpy_extras.io_utils import ExportHelper, ImportHelper
+
+from ..ik_core.trajectory import TrajectoryError, frame_rate_parts, sample_rate
 
 
-class FileBrowserMixin:
-    """Opens the file browser when invoked from the UI; ``execute`` reads ``self.filepath``."""
+class ImportFile(ImportHelper):
+    """Opens the file browser from a menu or button; ``execute`` reads ``self.filepath``.
+
+    A file given up front (dropped on the viewport through a file handler, or passed by a
+    script invoking the operator) skips the browser: a dialog shows the options instead.
+    """
+
+    # SKIP_SAVE: a remembered path would make the next menu click look like a dropped file.
+    filepath: bpy.props.StringProperty(
+        name="File Path", description="File to import", maxlen=1024, subtype="FILE_PATH",
+        options={"SKIP_SAVE", "HIDDEN"},
+    )
 
     def invoke(self, context: bpy.types.Context, event) -> set[str]:
+        if self.filepath:
+            return context.window_manager.invoke_props_dialog(
+                self, title=os.path.basename(self.filepath), confirm_text=self.bl_label)
         context.window_manager.fileselect_add(self)
         return {"RUNNING_MODAL"}
+
+
+class ExportFile(ExportHelper):
+    """Opens the file browser on ``default_name(context) + filename_ext`` beside the saved .blend."""
+
+    def default_name(self, context: bpy.types.Context) -> str:
+        """File name without extension that the browser proposes; subclasses name what they export."""
+        return "untitled"
+
+    def invoke(self, context: bpy.types.Context, event) -> set[str]:
+        if not self.filepath:
+            self.filepath = default_export_path(context, self.default_name(context), self.filename_ext)
+            self.check(context)  # a format chosen last time puts its own extension on the name
+        context.window_manager.fileselect_add(self)
+        return {"RUNNING_MODAL"}
+
+
+def ensure_extension(op: bpy.types.Operator, ext: str) -> bool:
+    """Put ``ext`` on ``op.filepath`` in place of its extension; True when the path changed (what ``check`` returns)."""
+    path = op.filepath
+    if not os.path.basename(path):
+        return False
+    op.filepath = bpy.path.ensure_ext(os.path.splitext(path)[0], ext)
+    return op.filepath != path
+
+
+def default_export_path(context: bpy.types.Context, name: str, ext: str) -> str:
+    """``<folder of the saved .blend>/<name><ext>``, ``name`` made safe for file systems ("UR5 (CB3)": "UR5_CB3").
+
+    An unsaved file gives a bare name, which the file browser puts in its current folder.
+    """
+    blend = context.blend_data.filepath
+    filename = re.sub("_+", "_", bpy.path.clean_name(name)).strip("_") + ext
+    return os.path.join(os.path.dirname(blend), filename) if blend else filename
+
+
+class KeyRate(NamedTuple):
+    """The frame rate samples are keyed at (``fps / fps_base``), whether it is the file's, and why not."""
+
+    fps: int
+    fps_base: float
+    from_file: bool
+    warning: str
+
+    @property
+    def rate(self) -> float:
+        """Frames per second [Hz]."""
+        return self.fps / self.fps_base
+
+
+class TimedImport(ImportFile):
+    """An import of time-stamped samples: where they start, and whether the scene takes the file's clock."""
+
+    start_frame: bpy.props.IntProperty(name="Start Frame", default=1, description="Frame of the file's first sample")
+    use_file_timing: bpy.props.BoolProperty(
+        name="Scene Timing from File", default=True,
+        description="Set the scene's frame rate to the file's sample rate and its frame range to the file's "
+                    "samples from Start Frame. Off: keep the scene's rate (samples go where their times fall; joint "
+                    "and pose files are resampled onto its frames) "
+                    "and only extend its range to cover them",
+    )
+
+    def key_rate(self, scene: bpy.types.Scene, times: np.ndarray) -> KeyRate:
+        """The rate to key the samples at: the file's when the option is on and the file has one.
+
+        A file has its own rate when its time steps are even (see ``sample_rate``); uneven
+        waypoints, a single sample or a rate beyond what a scene can hold keep the scene's,
+        with a warning.
+        """
+        render = scene.render
+        kept = f"kept the scene's {render.fps / render.fps_base:.4g} fps"
+        if not self.use_file_timing:
+            return KeyRate(render.fps, render.fps_base, False, "")
+        rate = sample_rate(times)
+        if rate is None:
+            return KeyRate(render.fps, render.fps_base, False,
+                           f"the file's {len(times)} samples are not evenly spaced in time: {kept}")
+        try:
+            return KeyRate(*frame_rate_parts(rate), True, "")
+        except TrajectoryError as err:
+            return KeyRate(render.fps, render.fps_base, False, f"{err}: {kept}")
+
+    def apply_timing(self, scene: bpy.types.Scene, rate: KeyRate, last_frame: int) -> None:
+        """Give the scene the file's rate and frame range, or only stretch its range to ``last_frame``."""
+        if self.use_file_timing:
+            scene.render.fps, scene.render.fps_base = rate.fps, rate.fps_base
+            scene.frame_start, scene.frame_end = self.start_frame, max(self.start_frame, last_frame)
+        else:
+            scene.frame_end = max(scene.frame_end, last_frame)
 
 
 def report_json(data: dict) -> str:

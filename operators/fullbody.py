@@ -14,7 +14,7 @@ from ..ik_core import ArticulateError
 from ..ik_core.humanoid import TRACKER_ROLES, TRACKERS, RoleMap, calibrate, detect_roles, solve_body
 from . import bridge, compat
 from .bridge import body_controls
-from .files import FileBrowserMixin, write_report
+from .files import TimedImport, write_report
 
 REQUIRED_TRACKERS = TRACKERS[:3]
 
@@ -309,31 +309,34 @@ def read_tracker_csv(path: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     return times, {name: data[:, idx] for name, idx in cols.items()}
 
 
-class ARTICULATE_OT_trackers_import(FileBrowserMixin, bpy.types.Operator):
+class ARTICULATE_OT_trackers_import(TimedImport, bpy.types.Operator):
     """Import a tracker recording (CSV: time, then position and quaternion per tracker) as animated empties"""
 
     bl_idname = "articulate.trackers_import"
     bl_label = "Import Trackers"
     bl_options = {"REGISTER", "UNDO"}
 
-    filepath: bpy.props.StringProperty(name="File", subtype="FILE_PATH")
+    filename_ext = ".csv"
     filter_glob: bpy.props.StringProperty(default="*.csv", options={"HIDDEN"})
-    start_frame: bpy.props.IntProperty(name="Start Frame", default=1)
 
     def execute(self, context):
+        scene = context.scene
         try:
             times, poses = read_tracker_csv(bpy.path.abspath(self.filepath))
         except BodyFailed as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
-        fps = context.scene.render.fps / context.scene.render.fps_base
-        frames = self.start_frame + (times - times[0]) * fps
+        rate = self.key_rate(scene, times)
+        frames = self.start_frame + (times - times[0]) * rate.rate
+        if rate.from_file:  # each sample is a frame: rounded or jittering stamps snap onto theirs
+            frames = np.round(frames)
+        self.apply_timing(scene, rate, int(np.ceil(frames[-1])))
         arm = context.object if context.object is not None and context.object.type == "ARMATURE" else None
         for name, values in poses.items():
             empty = bpy.data.objects.new(f"tracker.{name}", None)
             empty.empty_display_type, empty.empty_display_size = "ARROWS", 0.1
             empty.rotation_mode = "QUATERNION"
-            context.scene.collection.objects.link(empty)
+            scene.collection.objects.link(empty)
             channels = [compat.Channel("location", i, "Object Transforms") for i in range(3)]
             channels += [compat.Channel("rotation_quaternion", i, "Object Transforms") for i in range(4)]
             # NaN samples (dropouts) are keyed as they are: the body solve holds the last good
@@ -341,7 +344,8 @@ class ARTICULATE_OT_trackers_import(FileBrowserMixin, bpy.types.Operator):
             compat.write_channels(empty, channels, frames, values)
             if arm is not None:
                 setattr(arm.articulate.body, name, empty)
-        context.scene.frame_end = max(context.scene.frame_end, int(np.ceil(frames[-1])))
+        if rate.warning:
+            self.report({"WARNING"}, rate.warning)
         self.report({"INFO"}, f"Imported {len(poses)} trackers, {len(times)} samples")
         return {"FINISHED"}
 

@@ -11,6 +11,8 @@ import numpy as np
 
 from ..ik_core import ArticulateError
 from ..ik_core.formats.urdf_visuals import parse_visuals
+from ..ik_core.model.euler import quat_make_continuous
+from ..ik_core.model.rotations import matrix_to_quat, quat_to_matrix
 from ..ik_core.robots import presets
 from ..ik_core.robots.model import RobotModel
 from ..ik_core.solvers import make_solver
@@ -18,6 +20,8 @@ from ..ik_core.solvers.branches import distinct_solutions
 from ..ik_core.take.tracking import to_base_frame
 from ..ik_core.trajectory import (
     JointTrajectory,
+    PoseTrajectory,
+    TrajectoryReport,
     check_trajectory,
     read_joint_csv,
     read_joint_json,
@@ -27,6 +31,7 @@ from ..ik_core.trajectory import (
     write_joint_json,
 )
 from . import bridge, compat
+from .bridge.keys import rotation_part
 from .bridge.robot import (
     add_robot_chain,
     build_robot_rig,
@@ -36,7 +41,8 @@ from .bridge.robot import (
     robot_model,
     write_joint_values,
 )
-from .files import FileBrowserMixin, write_report
+from .bridge.robot_trajectory import StoredTrajectory, store_trajectory, stored_trajectory
+from .files import ExportFile, ImportFile, TimedImport, ensure_extension, write_report
 
 CHECK_MARKER = "Robot check"
 
@@ -122,14 +128,15 @@ def _import_tool_items(op, _context) -> list:
     return _IMPORT_TOOL_ITEMS
 
 
-class ARTICULATE_OT_robot_import_urdf(FileBrowserMixin, bpy.types.Operator):
+class ARTICULATE_OT_robot_import_urdf(ImportFile, bpy.types.Operator):
     """Build a robot rig from a whole URDF tree (kinematics, limits, link geometry where meshes resolve)"""
 
     bl_idname = "articulate.robot_import_urdf"
     bl_label = "Import URDF"
     bl_options = {"REGISTER", "UNDO"}
 
-    filepath: bpy.props.StringProperty(name="URDF", subtype="FILE_PATH")
+    filename_ext = ".urdf"
+    # .xacro is listed so that choosing one says it must be expanded first, instead of hiding it
     filter_glob: bpy.props.StringProperty(default="*.urdf;*.xml;*.xacro", options={"HIDDEN"})
     tool_link: bpy.props.EnumProperty(
         name="Tool Link", items=_import_tool_items,
@@ -219,49 +226,86 @@ class ARTICULATE_OT_robot_chain_add(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class ARTICULATE_OT_trajectory_import(FileBrowserMixin, bpy.types.Operator):
-    """Key a joint trajectory (CSV: time then one column per joint; or ROS JointTrajectory JSON)"""
+POLL_ROBOT = "select a robot rig first (Add Robot or Import URDF makes one)"
+
+
+def _poll_robot(cls, context: bpy.types.Context) -> bool:
+    obj = context.object
+    if obj is not None and "articulate_robot" in obj:
+        return True
+    cls.poll_message_set(POLL_ROBOT)
+    return False
+
+
+class ARTICULATE_OT_trajectory_import(TimedImport, bpy.types.Operator):
+    """Key a joint trajectory (CSV: time, then a column per joint; or ROS JSON) at the file's rate or the scene's"""
 
     bl_idname = "articulate.trajectory_import"
     bl_label = "Import Joint Trajectory"
     bl_options = {"REGISTER", "UNDO"}
 
-    filepath: bpy.props.StringProperty(name="File", subtype="FILE_PATH")
+    filename_ext = ".csv"
     filter_glob: bpy.props.StringProperty(default="*.csv;*.json", options={"HIDDEN"})
-    start_frame: bpy.props.IntProperty(name="Start Frame", default=1)
 
     @classmethod
     def poll(cls, context):
-        return context.object is not None and "articulate_robot" in context.object
+        return _poll_robot(cls, context)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
+        scene = context.scene
         try:
             arm = _robot(context)
             names = [j["name"] for j in robot_info(arm)["joints"]]
             path = bpy.path.abspath(self.filepath)
             reader = read_joint_json if path.lower().endswith(".json") else read_joint_csv
-            traj = reader(path, names)
-            fps = context.scene.render.fps / context.scene.render.fps_base
-            traj = resample(traj, fps)
+            raw = reader(path, names)
+            rate = self.key_rate(scene, raw.times)
+            fps = rate.rate
+            traj = resample(raw, fps)
             frames = self.start_frame + np.round((traj.times - traj.times[0]) * fps)
         except (ArticulateError, bridge.BridgeError, OSError) as err:
             return _fail(self, err)
+        self.apply_timing(scene, rate, int(frames[-1]))
         write_joint_values(arm, frames, traj.positions)
-        context.scene.frame_end = max(context.scene.frame_end, int(frames[-1]))
-        self.report({"INFO"}, f"Keyed {len(frames)} frames of {len(names)} joints from {Path(path).name}")
+        store_trajectory(arm, StoredTrajectory(Path(path).name, "joints", self.start_frame, int(frames[-1]), fps, raw))
+        if rate.warning:
+            self.report({"WARNING"}, rate.warning)
+        self.report({"INFO"}, f"Keyed {len(names)} joints on frames {self.start_frame}..{int(frames[-1])} at "
+                              f"{fps:.4g} fps from {len(raw)} samples of {Path(path).name}")
         return {"FINISHED"}
 
 
-class ARTICULATE_OT_cartesian_import(FileBrowserMixin, bpy.types.Operator):
-    """Animate the robot's target from a CSV of poses (time, x, y, z, qw, qx, qy, qz), ready to bake"""
+POSE_FRAMES = (
+    ("WORLD", "World", "The poses are world placements of the tool: the target is keyed at them as they are"),
+    ("BASE", "Robot Base", "The poses are relative to the robot's base (the rig object: the URDF's root link), as "
+                           "robot controllers report them; placed in the world by the rig's transform at import"),
+)
+
+
+def base_to_world(arm: bpy.types.Object, poses: PoseTrajectory) -> PoseTrajectory:
+    """Poses given in the rig's base frame placed in the world by its current transform.
+
+    Positions take the whole transform (a rig scaled 2x reaches twice as far); rotations only
+    its rotation.
+    """
+    M = bridge.matrix_to_array(arm.matrix_world)
+    R = rotation_part(M)
+    positions = poses.positions @ M[:3, :3].T + M[:3, 3]
+    quaternions = matrix_to_quat(R @ quat_to_matrix(poses.quaternions))
+    return PoseTrajectory(poses.times, positions, quaternions)
+
+
+class ARTICULATE_OT_cartesian_import(TimedImport, bpy.types.Operator):
+    """Animate the robot's target from a CSV of tool poses (time, x, y, z, qw, qx, qy, qz), ready to bake"""
 
     bl_idname = "articulate.cartesian_import"
     bl_label = "Import Cartesian Path"
     bl_options = {"REGISTER", "UNDO"}
 
-    filepath: bpy.props.StringProperty(name="File", subtype="FILE_PATH")
+    filename_ext = ".csv"
     filter_glob: bpy.props.StringProperty(default="*.csv", options={"HIDDEN"})
-    start_frame: bpy.props.IntProperty(name="Start Frame", default=1)
+    pose_frame: bpy.props.EnumProperty(name="Poses In", items=POSE_FRAMES, default="WORLD",
+                                       description="Frame the file's positions and rotations are given in")
     chain: bpy.props.StringProperty(
         name="Chain", description="Chain whose target follows the poses; empty for the active chain"
     )
@@ -269,28 +313,36 @@ class ARTICULATE_OT_cartesian_import(FileBrowserMixin, bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return context.object is not None and "articulate_robot" in context.object
+        return _poll_robot(cls, context)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
+        scene = context.scene
         try:
             arm = _robot(context)
             chain = _named_chain(arm, self.chain)
             if chain.target is None:
                 raise bridge.BridgeError(f"chain {chain.name!r} of robot {arm.name!r} has no target to drive")
-            poses = read_pose_csv(bpy.path.abspath(self.filepath))
-            fps = context.scene.render.fps / context.scene.render.fps_base
+            path = bpy.path.abspath(self.filepath)
+            poses = read_pose_csv(path)
+            if self.pose_frame == "BASE":
+                poses = base_to_world(arm, poses)
+            rate = self.key_rate(scene, poses.times)
+            fps = rate.rate
             poses = resample(poses, fps)
         except (ArticulateError, bridge.BridgeError, OSError) as err:
             return _fail(self, err)
         target = chain.target
         frames = self.start_frame + np.round((poses.times - poses.times[0]) * fps)
+        self.apply_timing(scene, rate, int(frames[-1]))
         target.rotation_mode = "QUATERNION"
         channels = [compat.Channel("location", i, "Object Transforms") for i in range(3)]
         channels += [compat.Channel("rotation_quaternion", i, "Object Transforms") for i in range(4)]
-        values = np.hstack([poses.positions, poses.quaternions])
+        # q and -q are one rotation, but keys interpolate componentwise: neighbours must agree in sign.
+        values = np.hstack([poses.positions, quat_make_continuous(poses.quaternions)])
         compat.write_channels(target, channels, frames, values)
-        scene = context.scene
-        scene.frame_end = max(scene.frame_end, int(frames[-1]))
+        store_trajectory(arm, StoredTrajectory(Path(path).name, "poses", self.start_frame, int(frames[-1]), fps))
+        if rate.warning:
+            self.report({"WARNING"}, rate.warning)
         if self.bake:
             return bpy.ops.articulate.bake(use_scene_settings=False, frame_start=int(frames[0]),
                                            frame_end=int(frames[-1]), mark_missed=True)
@@ -335,6 +387,25 @@ def robot_chain_model(arm: bpy.types.Object):
     return skeleton, chain.tool_link, [arm.pose.bones[n] for n in skeleton.moving_joint_names]
 
 
+FRAME_RANGES = (
+    ("TRAJECTORY", "Trajectory", "The frames of the trajectory last imported onto the robot (joint or Cartesian "
+                                 "file); the scene's range when none was imported"),
+    ("SCENE", "Scene", "The scene's frame range"),
+)
+
+
+def checked_range(context: bpy.types.Context, stored: StoredTrajectory | None, choice: str) -> tuple[int, int, str]:
+    """(first, last, what they are) of the frames a check or export covers.
+
+    ``choice`` "TRAJECTORY" gives the stored trajectory's frames when the rig has one, else the
+    scene's; "SCENE" the scene's.
+    """
+    scene = context.scene
+    if stored is not None and choice == "TRAJECTORY":
+        return stored.frame_start, stored.frame_end, f"the trajectory from {stored.source}"
+    return scene.frame_start, scene.frame_end, "the scene's range"
+
+
 def robot_check(context: bpy.types.Context, arm: bpy.types.Object, start: int, end: int, **thresholds):
     """The core's per-frame trajectory check of the active chain's keyed joints, frames ``start..end``."""
     info = robot_info(arm)
@@ -345,15 +416,46 @@ def robot_check(context: bpy.types.Context, arm: bpy.types.Object, start: int, e
     values = read_joint_values(arm, frames)
     order = [names.index(n) for n in skeleton.moving_joint_names]
     traj = JointTrajectory(skeleton.moving_joint_names, (frames - frames[0]) / fps, values[:, order])
+    return frames, check_trajectory(traj, skeleton, effector, **_chain_limits(info, order), **thresholds)
+
+
+def _chain_limits(info: dict, order: list[int]) -> dict:
+    """Velocity and acceleration limits of the rig's joints at ``order``, for ``check_trajectory``."""
     accel = [info["joints"][k].get("acceleration") for k in order]
     if not any(a is not None for a in accel) and info.get("acceleration"):  # rigs built before joints carried it
         accel = [info["acceleration"][k] for k in order]
-    return frames, check_trajectory(traj, skeleton, effector, velocity_limits=[info["joints"][k]["velocity"]
-                                    for k in order], acceleration_limits=accel, **thresholds)
+    return {"velocity_limits": [info["joints"][k]["velocity"] for k in order], "acceleration_limits": accel}
+
+
+def file_sample_check(arm: bpy.types.Object, stored: StoredTrajectory | None, start: int, end: int,
+                      **thresholds) -> tuple[np.ndarray, TrajectoryReport] | None:
+    """The check of the joint file's own samples falling on frames ``start..end`` (None without any).
+
+    The keys are the file resampled to the scene's rate; a spike between two frames is not in
+    them, but it is in these samples. Returns ((M,) sample frames, report).
+    """
+    if stored is None or stored.samples is None:
+        return None
+    frames = stored.sample_frames()
+    inside = np.flatnonzero((frames >= start - 0.5) & (frames < end + 0.5))
+    if inside.size == 0:
+        return None
+    info = robot_info(arm)
+    skeleton, effector, _bones = robot_chain_model(arm)
+    names = [j["name"] for j in info["joints"]]
+    order = [names.index(n) for n in skeleton.moving_joint_names]
+    samples = stored.samples.select(skeleton.moving_joint_names)
+    picked = JointTrajectory(samples.joint_names, samples.times[inside], samples.positions[inside])
+    report = check_trajectory(picked, skeleton, effector, **_chain_limits(info, order), **thresholds)
+    return frames[inside], report
+
+
+def _issues(report: TrajectoryReport) -> str:
+    return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in report.summary()["frames_per_issue"].items() if v)
 
 
 class ARTICULATE_OT_trajectory_check(bpy.types.Operator):
-    """Check the robot's keyed trajectory: limits, velocity, acceleration, singularities, jumps"""
+    """Check the robot's keys and the joint file's own samples: limits, velocity, acceleration, singularities, jumps"""
 
     bl_idname = "articulate.trajectory_check"
     bl_label = "Check Trajectory"
@@ -361,71 +463,139 @@ class ARTICULATE_OT_trajectory_check(bpy.types.Operator):
 
     report_path: bpy.props.StringProperty(name="Report", subtype="FILE_PATH",
                                           description="Write the per-frame report (.json or .csv)")
+    frame_range: bpy.props.EnumProperty(name="Frames", items=FRAME_RANGES, default="TRAJECTORY",
+                                        description="Frames to check")
     singularity_threshold: bpy.props.FloatProperty(name="Singularity Threshold", default=1e-2, min=0.0)
     jump_threshold: bpy.props.FloatProperty(name="Jump Threshold", default=0.5, min=1e-6, subtype="ANGLE")
 
     @classmethod
     def poll(cls, context):
-        return context.object is not None and "articulate_robot" in context.object
+        return _poll_robot(cls, context)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         scene = context.scene
+        thresholds = {"singularity_threshold": self.singularity_threshold, "jump_threshold": self.jump_threshold}
         try:
             arm = _robot(context)
-            frames, report = robot_check(context, arm, scene.frame_start, scene.frame_end,
-                                         singularity_threshold=self.singularity_threshold,
-                                         jump_threshold=self.jump_threshold)
+            stored = stored_trajectory(arm)
+            start, end, what = checked_range(context, stored, self.frame_range)
+            frames, report = robot_check(context, arm, start, end, **thresholds)
+            file_check = file_sample_check(arm, stored, start, end, **thresholds)
         except (ArticulateError, bridge.BridgeError) as err:
             return _fail(self, err)
+        keyed_bad = ~np.asarray(report.frame_ok)
+        file_bad = np.zeros(len(frames), dtype=bool)
+        if file_check is not None:
+            sample_frames, file_report = file_check
+            nearest = np.clip(np.floor(sample_frames + 0.5), start, end).astype(int)
+            file_bad[nearest[~file_report.frame_ok] - start] = True
         for m in [m for m in scene.timeline_markers if m.name.startswith(CHECK_MARKER)]:
             scene.timeline_markers.remove(m)
-        bad = ~np.asarray(report.frame_ok)
-        for f in frames[bad]:
-            scene.timeline_markers.new(f"{CHECK_MARKER}", frame=int(f))
-        summary = report.summary()
-        issues = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in summary["frames_per_issue"].items() if v)
-        scene.articulate.last_summary = f"{int(bad.sum())} of {len(frames)} frames flagged" + (
-            f": {issues}" if issues else ""
-        )
+        for f, keyed in zip(frames[keyed_bad | file_bad], keyed_bad[keyed_bad | file_bad]):
+            scene.timeline_markers.new(CHECK_MARKER if keyed else f"{CHECK_MARKER}: file sample", frame=int(f))
+        bad = keyed_bad | file_bad
+        issues = _issues(report)
+        summary = f"{int(bad.sum())} of {len(frames)} frames flagged ({start}..{end}, {what})" + (
+            f": {issues}" if issues else "")
+        if file_check is not None:
+            file_issues = _issues(file_report)
+            summary += (f"; the file's own samples: {int((~file_report.frame_ok).sum())} of {len(sample_frames)} "
+                        "flagged" + (f": {file_issues}" if file_issues else ""))
+        scene.articulate.last_summary = summary
         if self.report_path:
-            if self.report_path.lower().endswith(".csv"):
-                write_report(self.report_path, report.to_csv())
-            else:
-                data = report.to_dict()
-                data["frames"]["frame"] = frames.astype(int).tolist()
-                write_report(self.report_path, {"armature": arm.name, **data})
-        self.report({"WARNING"} if bad.any() else {"INFO"}, scene.articulate.last_summary)
+            self._write(arm, frames, report, file_bad, stored, file_check, start, end, what)
+        self.report({"WARNING"} if bad.any() else {"INFO"}, summary)
         return {"FINISHED"}
 
+    def _write(self, arm, frames, report, file_bad, stored, file_check, start, end, what) -> None:
+        """The report: per frame the keyed check and whether a flagged file sample falls there."""
+        if self.report_path.lower().endswith(".csv"):
+            lines = report.to_csv().splitlines()
+            rows = [lines[0] + ",file_sample_flagged"]
+            rows += [f"{line},{int(flag)}" for line, flag in zip(lines[1:], file_bad)]
+            write_report(self.report_path, "\n".join(rows) + "\n")
+            return
+        data = report.to_dict()
+        data["frames"]["frame"] = frames.astype(int).tolist()
+        data["frames"]["file_sample_flagged"] = file_bad.tolist()
+        head = {"armature": arm.name, "frame_range": {"start": start, "end": end, "source": what}}
+        if file_check is not None:
+            sample_frames, file_report = file_check
+            head["file_samples"] = {"source": stored.source, "frame": sample_frames.tolist(), **file_report.to_dict()}
+        write_report(self.report_path, {**head, **data})
 
-class ARTICULATE_OT_trajectory_export(FileBrowserMixin, bpy.types.Operator):
+
+EXPORT_FORMATS = (
+    ("CSV", "CSV (.csv)", "A header 'time,<joint>,...', then a row per sample: seconds, radians or metres"),
+    ("JSON", "ROS JSON (.json)", "Shaped like ROS trajectory_msgs/JointTrajectory: joint_names and points"),
+)
+FORMAT_EXTENSIONS = {"CSV": ".csv", "JSON": ".json"}
+
+
+class ARTICULATE_OT_trajectory_export(ExportFile, bpy.types.Operator):
     """Export the robot's keyed joint trajectory (CSV or ROS JointTrajectory JSON) at a chosen rate"""
 
     bl_idname = "articulate.trajectory_export"
     bl_label = "Export Joint Trajectory"
     bl_options = {"REGISTER"}
 
-    filepath: bpy.props.StringProperty(name="File", subtype="FILE_PATH")
+    filename_ext = ".csv"
+    filter_glob: bpy.props.StringProperty(default="*.csv;*.json", options={"HIDDEN"})
+    file_format: bpy.props.EnumProperty(
+        name="Format", items=EXPORT_FORMATS, default="CSV",
+        description="File format; a file name ending in .csv or .json decides it",
+    )
+    frame_range: bpy.props.EnumProperty(name="Frames", items=FRAME_RANGES, default="TRAJECTORY",
+                                        description="Frames to export")
     rate: bpy.props.FloatProperty(name="Rate (Hz)", default=0.0, min=0.0,
                                   description="Samples per second; 0 for the scene's frame rate")
 
     @classmethod
     def poll(cls, context):
-        return context.object is not None and "articulate_robot" in context.object
+        return _poll_robot(cls, context)
+
+    def default_name(self, context: bpy.types.Context) -> str:
+        return export_name(context.object)
+
+    def check(self, context: bpy.types.Context) -> bool:
+        # The chosen format's extension replaces the file's (Blender's own exporters do the same).
+        return ensure_extension(self, FORMAT_EXTENSIONS[self.file_format])
 
     def execute(self, context: bpy.types.Context) -> set[str]:
-        scene = context.scene
         try:
             arm = _robot(context)
-            if not self.filepath:
-                raise bridge.BridgeError("choose a file to export to (.csv or .json)")
-            traj = export_trajectory(context, arm, scene.frame_start, scene.frame_end, self.rate)
-            path = bpy.path.abspath(self.filepath)
+            path = export_path(self.filepath, self.file_format)
+            start, end, what = checked_range(context, stored_trajectory(arm), self.frame_range)
+            traj = export_trajectory(context, arm, start, end, self.rate)
             (write_joint_json if path.lower().endswith(".json") else write_joint_csv)(path, traj)
         except (ArticulateError, bridge.BridgeError, OSError) as err:
             return _fail(self, err)
-        self.report({"INFO"}, f"Wrote {len(traj.times)} samples of {len(traj.joint_names)} joints to {path}")
+        self.report({"INFO"}, f"Wrote {len(traj.times)} samples of {len(traj.joint_names)} joints, frames "
+                              f"{start}..{end} ({what}), to {path}")
         return {"FINISHED"}
+
+
+def export_name(arm: bpy.types.Object | None) -> str:
+    """File name (without extension) an export of ``arm``'s trajectory proposes: ``<robot>_trajectory``."""
+    return f"{arm.name if arm is not None else 'robot'}_trajectory"
+
+
+def export_path(filepath: str, file_format: str) -> str:
+    """The absolute file to write: ``filepath`` as given when it ends in .csv or .json, else with the format's.
+
+    Raises:
+        BridgeError: No path, or a path with another extension (the message lists the valid ones).
+    """
+    if not filepath:
+        raise bridge.BridgeError("choose a file to export to (.csv or .json)")
+    path = bpy.path.abspath(filepath)
+    ext = os.path.splitext(path)[1].lower()
+    if ext in FORMAT_EXTENSIONS.values():
+        return path
+    if ext:
+        raise bridge.BridgeError(f"cannot export to {os.path.basename(path)!r}: the extension {ext!r} is neither "
+                                 "'.csv' (CSV) nor '.json' (ROS JSON)")
+    return path + FORMAT_EXTENSIONS[file_format]
 
 
 def export_trajectory(context, arm, start: int, end: int, rate: float = 0.0) -> JointTrajectory:

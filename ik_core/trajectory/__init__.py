@@ -7,18 +7,23 @@ from .check import TrajectoryReport, check_trajectory, finite_differences
 from .io import read_joint_csv, read_joint_json, read_pose_csv, write_joint_csv, write_joint_json, write_pose_csv
 from .model import JointTrajectory, PoseTrajectory, TrajectoryError
 from .resample import resample, uniform_times
+from .timing import MAX_FRAME_RATE, frame_rate_parts, sample_frames, sample_rate
 
 __all__ = [
+    "MAX_FRAME_RATE",
     "JointTrajectory",
     "PoseTrajectory",
     "TrajectoryError",
     "TrajectoryReport",
     "check_trajectory",
     "finite_differences",
+    "frame_rate_parts",
     "read_joint_csv",
     "read_joint_json",
     "read_pose_csv",
     "resample",
+    "sample_frames",
+    "sample_rate",
     "uniform_times",
     "write_joint_csv",
     "write_joint_json",
