@@ -10,6 +10,7 @@ import bpy
 import numpy as np
 
 from ..ik_core import ArticulateError
+from ..ik_core.errors import name_hint
 from ..ik_core.formats.urdf_visuals import parse_visuals
 from ..ik_core.robots import presets
 from ..ik_core.robots.model import RobotModel
@@ -37,12 +38,24 @@ from .bridge.robot import (
     write_joint_values,
 )
 from .files import FileBrowserMixin, write_report
+from .polls import robot_poll
 
 CHECK_MARKER = "Robot check"
 
 
+_PRESET_ITEMS: list = []  # Blender reads dynamic enum strings after the callback returns: keep them alive
+
+
 def _preset_items(_self, _context):
-    return [(name, presets.preset_info(name).get("display_name", name), "") for name in presets.list_presets()]
+    items = []
+    for name in presets.list_presets():
+        info = presets.preset_info(name)
+        label = info.get("display_name", name)
+        maker = f"{info['manufacturer']} " if info.get("manufacturer") else ""
+        items.append((name, label, f"{maker}{label}: {len(info.get('joints', []))} joints, with their published "
+                                   "kinematics and joint limits"))
+    _PRESET_ITEMS[:] = items
+    return _PRESET_ITEMS
 
 
 def _robot(context: bpy.types.Context) -> bpy.types.Object:
@@ -63,7 +76,7 @@ class ARTICULATE_OT_robot_add(bpy.types.Operator):
     bl_label = "Add Robot"
     bl_options = {"REGISTER", "UNDO"}
 
-    preset: bpy.props.EnumProperty(name="Robot", items=_preset_items)
+    preset: bpy.props.EnumProperty(name="Robot", items=_preset_items, description="The robot arm to add")
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         try:
@@ -149,7 +162,7 @@ class ARTICULATE_OT_robot_chain_add(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return context.object is not None and "articulate_robot" in context.object
+        return robot_poll(cls, context)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         try:
@@ -249,7 +262,7 @@ def _named_chain(arm: bpy.types.Object, name: str):
     """The chain called ``name``, or the active chain for "".
 
     Raises:
-        BridgeError: No chains, or no chain of that name (the message lists them).
+        BridgeError: No chains, or no chain of that name (the message suggests the nearest).
     """
     data = arm.articulate
     if not data.chains:
@@ -259,8 +272,8 @@ def _named_chain(arm: bpy.types.Object, name: str):
     for chain in data.chains:
         if chain.name == name:
             return chain
-    raise bridge.BridgeError(f"robot {arm.name!r} has no chain {name!r}; its chains: "
-                             + ", ".join(c.name for c in data.chains))
+    raise bridge.BridgeError(f"robot {arm.name!r} has no chain {name!r}; "
+                             + name_hint(name, (c.name for c in data.chains), "chain"))
 
 
 def robot_chain_model(arm: bpy.types.Object):
@@ -396,11 +409,14 @@ class ARTICULATE_OT_robot_branches(bpy.types.Operator):
     bl_label = "Find IK Branches"
     bl_options = {"REGISTER", "UNDO"}
 
-    seeds: bpy.props.IntProperty(name="Seeds", default=64, min=1, max=4096)
+    seeds: bpy.props.IntProperty(
+        name="Seeds", default=64, min=1, max=4096,
+        description="Random joint configurations to solve from; more find rarer branches, and take longer",
+    )
 
     @classmethod
     def poll(cls, context):
-        return context.object is not None and "articulate_robot" in context.object
+        return robot_poll(cls, context)
 
     def execute(self, context):
         try:
@@ -444,8 +460,12 @@ class ARTICULATE_OT_robot_use_branch(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        obj = context.object
-        return obj is not None and "articulate_robot" in obj and len(obj.articulate.branches) > 0
+        if not robot_poll(cls, context):
+            return False
+        if not len(context.object.articulate.branches):
+            cls.poll_message_set("The branch list is empty: Find IK Branches first")
+            return False
+        return True
 
     def execute(self, context):
         arm = context.object
