@@ -46,7 +46,8 @@ CHECK_MARKER = "Robot check"
 _PRESET_ITEMS: list = []  # Blender reads dynamic enum strings after the callback returns: keep them alive
 
 
-def _preset_items(_self, _context):
+def preset_items(_self, _context) -> list:
+    """The robot presets as enum items: id, display name and a line saying what the arm is."""
     items = []
     for name in presets.list_presets():
         info = presets.preset_info(name)
@@ -76,7 +77,7 @@ class ARTICULATE_OT_robot_add(bpy.types.Operator):
     bl_label = "Add Robot"
     bl_options = {"REGISTER", "UNDO"}
 
-    preset: bpy.props.EnumProperty(name="Robot", items=_preset_items, description="The robot arm to add")
+    preset: bpy.props.EnumProperty(name="Robot", items=preset_items, description="The robot arm to add")
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         try:
