@@ -35,8 +35,9 @@ def chain_poll(cls, context: bpy.types.Context) -> bool:
         return False
     data = context.object.articulate
     if not 0 <= data.active_chain < len(data.chains):
-        cls.poll_message_set(f"Armature {context.object.name!r} has no Articulate chain: add one (the + button "
-                             "of the Articulate panel) or convert its IK constraints")
+        how = ("select one in the Articulate panel's list" if len(data.chains) else
+               "add one (the + button of the Articulate panel) or convert its IK constraints")
+        cls.poll_message_set(f"Armature {context.object.name!r} has no active chain: {how}")
         return False
     return True
 

@@ -163,7 +163,8 @@ class StrictLayout:
         check = getattr(type(self), f"_check_{name}", None)
         result = check(self, where, bound) if check is not None else None
         outputs = [p for p in LAYOUT_RNA.functions[name].parameters if p.is_output]
-        if result is None and outputs and outputs[0].type == "POINTER" and outputs[0].fixed_type.identifier == "UILayout":
+        makes_layout = outputs and outputs[0].type == "POINTER" and outputs[0].fixed_type.identifier == "UILayout"
+        if result is None and makes_layout:
             return StrictLayout(self._log, self._context)
         return result
 
@@ -188,7 +189,8 @@ class StrictLayout:
 
     def _check_operator_menu_enum(self, where, bound):
         rna = _operator_rna(where, bound["operator"])
-        assert bound["property"] in rna.properties, f"{where}: {bound['operator']} has no property {bound['property']!r}"
+        prop = bound["property"]
+        assert prop in rna.properties, f"{where}: {bound['operator']} has no property {prop!r}"
         assert rna.properties[bound["property"]].type == "ENUM", f"{where}: {bound['property']!r} is not an enum"
         return OperatorProperties(bound["operator"], rna, self._log)
 
