@@ -3,7 +3,86 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import difflib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+# Names listed in full up to this many; beyond it only the nearest ones are suggested.
+LIST_ALL_UP_TO = 20
+_SEPARATORS = re.compile(r"[._\-\s:|]+")
+_SIDE_END = re.compile(r"(?:^|[._\-\s:|])(left|right|l|r)$")
+_SIDE_START = re.compile(r"^(left|right|l|r)[._\-\s:|]")
+
+
+def _side_and_stem(name: str) -> tuple[str, str]:
+    """('l', 'r' or '', the name without side, separators or namespace), lower case: ``hand.L`` -> ('l', 'hand')."""
+    low = name.lower().rsplit(":", 1)[-1]  # without a namespace such as Mixamo's "mixamorig:"
+    side, stem = "", low
+    if match := _SIDE_END.search(low):
+        side, stem = match.group(1)[0], low[: match.start()]
+    elif match := _SIDE_START.match(low):
+        side, stem = match.group(1)[0], low[match.end():]
+    else:
+        for word in ("left", "right"):
+            if word in low:
+                side, stem = word[0], low.replace(word, "", 1)
+                break
+    return side, _SEPARATORS.sub("", stem)
+
+
+def close_names(name: str, valid: Iterable[str], n: int = 3) -> list[str]:
+    """The names in ``valid`` nearest to ``name``, best first (at most ``n``; none when nothing is near).
+
+    Case is ignored, and sides are understood in the usual spellings (``hand.L``, ``hand_l``,
+    ``LeftHand``, ``L_hand``): a name that differs only in case or separators comes first, then
+    the same name on the other side, then names that are alike letter by letter (``difflib``).
+    """
+    name = str(name)
+    side, stem = _side_and_stem(name)
+    ranked: list[tuple[int, float, str]] = []
+    for v in dict.fromkeys(str(v) for v in valid):
+        v_side, v_stem = _side_and_stem(v)
+        if v.lower() == name.lower():
+            tier = 0
+        elif v_stem == stem and v_side == side:
+            tier = 1
+        elif v_stem == stem and stem:
+            tier = 2
+        else:
+            tier = 3
+        ratio = difflib.SequenceMatcher(None, f"{stem}{side}", f"{v_stem}{v_side}").ratio()
+        if tier < 3 or ratio >= 0.6:
+            # Same side first among names alike letter by letter: hnd.L suggests hand.L before hand.R.
+            ranked.append((tier, -ratio - 0.01 * (v_side == side), v))
+    ranked.sort()
+    # A name that matches but for case, separators or side hides the merely similar ones.
+    best = ranked[0][0] if ranked else 3
+    return [v for tier, _ratio, v in ranked[:n] if best == 3 or tier <= best + 1]
+
+
+def _quoted_list(names: Sequence[str], last: str = "or") -> str:
+    quoted = [repr(v) for v in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} {last} {quoted[-1]}"
+
+
+def name_hint(name: str, valid: Iterable[str], kind: str) -> str:
+    """The end of an unknown-name message: the valid names when few, else the nearest ones.
+
+    ``"valid bones: 'a', 'b'; did you mean 'a'?"`` for a short list,
+    ``"did you mean 'hand.L' or 'hand.R'? (159 bones)"`` for a long one, and a few examples
+    when no name is near. ``kind`` is singular ("bone"); it gets an "s" for the plural.
+    """
+    valid = tuple(dict.fromkeys(str(v) for v in valid))
+    if not valid:
+        return f"there are no {kind}s"
+    near = close_names(name, valid)
+    guess = f"did you mean {_quoted_list(near)}?" if near else ""
+    if len(valid) <= LIST_ALL_UP_TO:
+        listed = f"valid {kind}s: {', '.join(repr(v) for v in valid)}"
+        return f"{listed}; {guess}" if guess else listed
+    if guess:
+        return f"{guess} ({len(valid)} {kind}s)"
+    return f"no {kind} has a similar name ({len(valid)} {kind}s, such as {_quoted_list(valid[:5])})"
 
 
 class ArticulateError(Exception):
@@ -25,16 +104,15 @@ class LimitError(ArticulateError, ValueError):
 class UnknownNameError(ArticulateError, LookupError):
     """A joint, effector, role or preset name does not exist.
 
-    The message lists the valid names so the caller can correct the typo.
+    The message lists the valid names when they are few and the nearest ones otherwise (see
+    :func:`name_hint`), so the caller can correct the typo.
     """
 
     def __init__(self, kind: str, name: str, valid: Iterable[str]) -> None:
         self.kind = kind
         self.name = name
         self.valid = tuple(valid)
-        shown = ", ".join(repr(v) for v in self.valid[:40])
-        more = "" if len(self.valid) <= 40 else f", ... ({len(self.valid)} in all)"
-        super().__init__(f"unknown {kind} {name!r}; valid {kind}s: {shown}{more}")
+        super().__init__(f"unknown {kind} {name!r}; {name_hint(name, self.valid, kind)}")
 
     def __str__(self) -> str:  # LookupError would otherwise repr() the message
         return str(self.args[0])

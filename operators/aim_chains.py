@@ -14,6 +14,7 @@ from __future__ import annotations
 import bpy
 
 from .chains import copy_influence
+from .polls import armature_poll
 
 TRACK_TYPES = ("DAMPED_TRACK", "TRACK_TO")
 _AXIS = {"TRACK_X": "X", "TRACK_Y": "Y", "TRACK_Z": "Z", "TRACK_NEGATIVE_X": "NEG_X", "TRACK_NEGATIVE_Y": "NEG_Y",
@@ -93,7 +94,7 @@ class ARTICULATE_OT_aim_chains_from_tracks(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
-        return context.object is not None and context.object.type == "ARMATURE"
+        return armature_poll(cls, context)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         arm = context.object

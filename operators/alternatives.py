@@ -13,7 +13,9 @@ from ..ik_core.solvers.alternatives import AlternativePoses, alternative_poses
 from ..ik_core.take.tracking import to_base_frame
 from . import bridge
 from .baking import BakeFailed, PreparedChain, chain_rotations, initial_q, prepare_chains
+from .polls import chain_poll, list_poll
 from .robot_bake import is_model_rig
+from .wording import angles_in_degrees
 
 MAX_VALUES = 32  # size of ARTICULATE_PG_alternative.values
 
@@ -166,17 +168,18 @@ class ARTICULATE_OT_chain_alternatives(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return context.object is not None and context.object.type == "ARMATURE"
+        return chain_poll(cls, context)
 
     def execute(self, context):
         try:
             arm, chain = active_chain(context)
             _p, found = find_alternatives(context, arm, chain, self.count, self.separation, self.random_starts)
         except AlternativesFailed as err:
-            self.report({"ERROR"}, str(err))
+            self.report({"ERROR"}, angles_in_degrees(str(err)))
             return {"CANCELLED"}
         if not len(found):
-            self.report({"ERROR"}, f"chain {chain.name!r}: no pose reaches its target on this frame: {found.reason}")
+            self.report({"ERROR"}, f"chain {chain.name!r}: no pose reaches its target on this frame: "
+                                   + angles_in_degrees(found.reason))
             return {"CANCELLED"}
         store_alternatives(arm, chain.name, context.scene.frame_current, found)
         self.report({"INFO"}, f"{len(found)} alternative pose(s) for chain {chain.name!r}, best first")
@@ -192,8 +195,7 @@ class ARTICULATE_OT_chain_use_alternative(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        obj = context.object
-        return obj is not None and obj.type == "ARMATURE" and len(obj.articulate.alternatives) > 0
+        return list_poll(cls, context, "alternatives", "find alternative poses")
 
     def execute(self, context):
         arm = context.object

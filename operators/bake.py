@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import bpy
 
+from ..ik_core.errors import name_hint
 from . import bridge, compat
-from .baking import BakeFailed, bake_chains, frame_range, frame_runs, summary_line
+from .baking import MARKER_PREFIX, BakeFailed, bake_chains, frame_runs, summary_line
 from .files import stable_numbers, write_report
+from .frames import FrameRangeOptions
+from .polls import armature_poll
 from .robot_bake import bake_robot, is_model_rig
+from .wording import angles_in_degrees, missed_chains
 
 
 def _armature(context: bpy.types.Context, name: str) -> bpy.types.Object:
@@ -19,8 +23,8 @@ def _armature(context: bpy.types.Context, name: str) -> bpy.types.Object:
     """
     obj = bpy.data.objects.get(name) if name else context.object
     if name and obj is None:
-        armatures = ", ".join(o.name for o in bpy.data.objects if o.type == "ARMATURE") or "none"
-        raise BakeFailed(f"no object named {name!r}; armatures in this file: {armatures}")
+        armatures = [o.name for o in bpy.data.objects if o.type == "ARMATURE"]
+        raise BakeFailed(f"no object named {name!r}; " + name_hint(name, armatures, "armature"))
     try:
         bridge.check_armature(obj)
     except bridge.BridgeError as err:
@@ -38,12 +42,18 @@ def _chains(arm: bpy.types.Object, only_active: bool) -> list:
 
 
 class _ChainOperator:
-    armature: bpy.props.StringProperty(name="Armature", description="Armature object; empty for the active object")
-    only_selected: bpy.props.BoolProperty(name="Active Chain Only", description="Only the active chain")
+    # Set by scripts and cli.py, never remembered for the next run from the panel.
+    armature: bpy.props.StringProperty(
+        name="Armature", description="Armature object to work on; empty for the active object",
+        options={"HIDDEN", "SKIP_SAVE"},
+    )
+    only_selected: bpy.props.BoolProperty(
+        name="Active Chain Only", description="Only the active chain (else every enabled chain)"
+    )
 
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
-        return context.object is not None and context.object.type == "ARMATURE"
+        return armature_poll(cls, context)
 
 
 def bake(context: bpy.types.Context, arm: bpy.types.Object, chains: list, frames: range, **options) -> dict:
@@ -75,26 +85,31 @@ def _report_warnings(op: bpy.types.Operator, report: dict) -> None:
         op.report({"WARNING"}, warning)
 
 
-class ARTICULATE_OT_bake(_ChainOperator, bpy.types.Operator):
+class ARTICULATE_OT_bake(FrameRangeOptions, _ChainOperator, bpy.types.Operator):
     """Solve the armature's chains on every frame of a range and key the bones' rotations"""
 
     bl_idname = "articulate.bake"
     bl_label = "Bake Chains"
     bl_options = {"REGISTER", "UNDO"}
 
-    frame_start: bpy.props.IntProperty(name="Start", default=1)
-    frame_end: bpy.props.IntProperty(name="End", default=250)
-    frame_step: bpy.props.IntProperty(name="Step", default=1)
-    use_scene_settings: bpy.props.BoolProperty(
-        name="Use Scene Settings", default=True, description="Take range and options from the Articulate panel"
+    frame_step: bpy.props.IntProperty(
+        name="Step", default=1, min=1, description="Solve and key every this many frames, when Use Panel Settings "
+                                                   "is off (1: every frame)",
     )
-    mute_constraints: bpy.props.BoolProperty(name="Mute IK Constraints", default=True)
-    mark_missed: bpy.props.BoolProperty(name="Mark Missed Frames", default=True)
+    mute_constraints: bpy.props.BoolProperty(
+        name="Mute IK Constraints", default=True,
+        description="Mute the IK and track constraints the chains were converted from, so playback shows the keys",
+    )
+    mark_missed: bpy.props.BoolProperty(
+        name="Mark Missed Frames", default=True, description="Add a timeline marker on every frame a chain missed"
+    )
     report_path: bpy.props.StringProperty(
-        name="Report", description="Write a JSON report of every frame and chain to this file", subtype="FILE_PATH"
+        name="Report", description="Write a JSON report of every frame and chain to this file", subtype="FILE_PATH",
+        options={"HIDDEN", "SKIP_SAVE"},
     )
     solver: bpy.props.StringProperty(
-        name="Solver", description="Solver for every chain (auto, fabrik, ccd, dls, two_bone); empty keeps each chain's"
+        name="Solver", options={"HIDDEN", "SKIP_SAVE"},
+        description="Solver for every chain (auto, fabrik, ccd, dls, two_bone); empty keeps each chain's",
     )
     key_tolerance: bpy.props.FloatProperty(
         name="Reduce Keys", default=0.0, min=0.0, soft_max=0.01, subtype="DISTANCE", unit="LENGTH", precision=4,
@@ -102,23 +117,31 @@ class ARTICULATE_OT_bake(_ChainOperator, bpy.types.Operator):
                     "(0 keys every frame)",
     )
 
+    def draw(self, context: bpy.types.Context) -> None:
+        layout = self.layout
+        self.draw_range(layout, context, "frame_step")
+        if self.use_scene_settings:
+            return  # the options come from the panel too
+        for name in ("only_selected", "mute_constraints", "mark_missed", "key_tolerance"):
+            layout.prop(self, name)
+
     def execute(self, context: bpy.types.Context) -> set[str]:
         settings = context.scene.articulate
         if self.use_scene_settings:
-            start, end, step = settings.frame_start, settings.frame_end, settings.frame_step
+            step = settings.frame_step
             only, mute, mark = settings.only_selected, settings.mute_constraints, settings.mark_missed
             reduce = settings.key_tolerance
         else:
-            start, end, step = self.frame_start, self.frame_end, self.frame_step
+            step = self.frame_step
             only, mute, mark = self.only_selected, self.mute_constraints, self.mark_missed
             reduce = self.key_tolerance
         try:
             arm = _armature(context, self.armature)
-            frames = frame_range(start, end, step)
+            frames = self.frames(context, step)
             report = bake(context, arm, _chains(arm, only), frames, mute_constraints=mute, mark_missed=mark,
                           solver=self.solver, key_tolerance=reduce)
         except BakeFailed as err:
-            self.report({"ERROR"}, str(err))
+            self.report({"ERROR"}, angles_in_degrees(str(err)))
             return {"CANCELLED"}
         if self.report_path:
             write_report(self.report_path, stable_numbers(report))
@@ -149,36 +172,64 @@ class ARTICULATE_OT_solve_frame(_ChainOperator, bpy.types.Operator):
             frame = context.scene.frame_current
             report = bake(context, arm, _chains(arm, self.only_selected), range(frame, frame + 1), write_keys=False)
         except BakeFailed as err:
-            self.report({"ERROR"}, str(err))
+            self.report({"ERROR"}, angles_in_degrees(str(err)))
             return {"CANCELLED"}
         _report_warnings(self, report)
         if report["missed_frames"]:
-            self.report({"WARNING"}, "a target was not reached: " + summary_line(report))
+            self.report({"WARNING"}, f"frame {frame}: " + "; ".join(missed_chains(report, 0)))
         return {"FINISHED"}
 
 
-class ARTICULATE_OT_clear_bake(_ChainOperator, bpy.types.Operator):
-    """Remove the rotation keys of the chains' bones inside the bake range"""
+def clear_baked(
+    scene: bpy.types.Scene, arm: bpy.types.Object, chains: list, start: int, end: int
+) -> tuple[int, int, int]:
+    """Remove what a bake of ``chains`` keyed on frames ``start..end``; returns (keys, F-curves, markers) removed.
+
+    The chain bones' rotation keys (and scale keys of chains with Stretch) go, then the F-curves
+    that left empty, and the armature's miss markers in the range.
+
+    Raises:
+        BridgeError: A chain whose bones cannot be found (nothing is removed then).
+    """
+    paths = set()
+    for chain in chains:
+        props = ["rotation_quaternion", "rotation_euler", "rotation_axis_angle", *(["scale"] * chain.use_stretch)]
+        for pb in bridge.chain_bones(arm, chain):
+            paths.update(compat.bone_data_path(pb.name, prop) for prop in props)
+    keys = compat.clear_range(arm, start, end, paths)
+    empty = [fc for fc in compat.iter_fcurves(arm) if fc.data_path in paths and not len(fc.keyframe_points)]
+    for fc in empty:
+        compat.remove_fcurve(arm, fc)
+    name = f"{MARKER_PREFIX}: {arm.name}"
+    markers = [m for m in scene.timeline_markers if m.name == name and start <= m.frame <= end]
+    for m in markers:
+        scene.timeline_markers.remove(m)
+    return keys, len(empty), len(markers)
+
+
+class ARTICULATE_OT_clear_bake(FrameRangeOptions, _ChainOperator, bpy.types.Operator):
+    """Remove the rotation keys of the chains' bones inside the bake range, with the miss markers there"""
 
     bl_idname = "articulate.clear_bake"
     bl_label = "Clear Baked Range"
     bl_options = {"REGISTER", "UNDO"}
 
+    def draw(self, context: bpy.types.Context) -> None:
+        self.draw_range(self.layout, context)
+        self.layout.prop(self, "only_selected")
+
     def execute(self, context: bpy.types.Context) -> set[str]:
         settings = context.scene.articulate
+        only = self.only_selected or (self.use_scene_settings and settings.only_selected)
         try:
             arm = _armature(context, self.armature)
-            frame_range(settings.frame_start, settings.frame_end)
-            paths = set()
-            for chain in _chains(arm, self.only_selected or settings.only_selected):
-                for pb in bridge.chain_bones(arm, chain):
-                    for prop in ("rotation_quaternion", "rotation_euler", "rotation_axis_angle"):
-                        paths.add(compat.bone_data_path(pb.name, prop))
+            frames = self.frames(context)
+            keys, curves, markers = clear_baked(context.scene, arm, _chains(arm, only), frames[0], frames[-1])
         except (BakeFailed, bridge.BridgeError) as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
-        removed = compat.clear_range(arm, settings.frame_start, settings.frame_end, paths)
-        self.report({"INFO"}, f"Removed {removed} keys")
+        self.report({"INFO"}, f"Removed {keys} keys on frames {frames[0]}-{frames[-1]}, {curves} F-curves left "
+                              f"empty and {markers} miss markers")
         return {"FINISHED"}
 
 

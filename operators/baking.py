@@ -13,6 +13,7 @@ import bpy
 import numpy as np
 
 from ..ik_core import ArticulateError, IKResult, effector_poses, forward_kinematics, solve_track
+from ..ik_core.errors import name_hint
 from ..ik_core.model import rotations as rot
 from ..ik_core.solvers import make_solver, resolve_solver, solver_class
 from ..ik_core.take.influence import blend_goals
@@ -102,8 +103,12 @@ def check_target(arm: bpy.types.Object, chain, bone_names: set[str]) -> None:
     if target == arm and (not chain.target_bone or chain.target_bone in bone_names):
         raise BakeFailed(f"{label}: the target must be another object, or a bone outside the chain")
     for obj, bone, what in ((target, chain.target_bone, "target"), (chain.pole, chain.pole_bone, "pole")):
-        if obj is not None and bone and (obj.type != "ARMATURE" or obj.pose.bones.get(bone) is None):
-            raise BakeFailed(f"{label}: {what} {obj.name!r} has no bone {bone!r}")
+        if obj is not None and bone and obj.type != "ARMATURE":
+            raise BakeFailed(f"{label}: {what} {obj.name!r} is a {obj.type.lower()}, not an armature: it has no "
+                             f"bone {bone!r}; clear the {what} bone or pick an armature")
+        if obj is not None and bone and obj.pose.bones.get(bone) is None:
+            raise BakeFailed(f"{label}: {what} {obj.name!r} has no bone {bone!r}; "
+                             + name_hint(bone, obj.pose.bones.keys(), "bone"))
 
 
 def prepare_chains(
@@ -541,6 +546,33 @@ def _mute_converted(arm: bpy.types.Object, prepared: Sequence[PreparedChain]) ->
     return out
 
 
+def check_samples(name: str, s: bridge.ChainSamples, frames: Sequence[int], oriented: bool = True) -> None:
+    """Refuse a chain's samples with NaN, infinite or zero-scale matrices, naming the frames (as the timeline does).
+
+    ``oriented``: the solve reads the target's frame (every chain but aim chains, which aim at
+    its position), so a zero-scale target is refused too.
+
+    Raises:
+        BakeFailed: Which of target, base or pole is bad, and on which frames.
+    """
+    def where(bad: np.ndarray) -> str:
+        return frame_runs([int(frames[i]) for i in np.flatnonzero(bad)])
+
+    checks = [("its target has NaN or infinite values", ~np.isfinite(s.target).all(axis=(1, 2))),
+              ("its base (the parent of its root bone) has NaN or infinite values",
+               ~np.isfinite(s.base).all(axis=(1, 2)))]
+    if s.pole is not None:
+        pole_ok = np.isfinite(s.pole).reshape(len(frames), -1).all(axis=1)
+        checks.append(("its pole has NaN or infinite values", ~pole_ok))
+    for what, bad in checks:
+        if bad.any():
+            raise BakeFailed(f"chain {name!r}: {what} on frame(s) {where(bad)}")
+    flat = np.abs(np.linalg.det(s.target[:, :3, :3])) < 1e-12
+    if oriented and flat.any():
+        raise BakeFailed(f"chain {name!r}: the target has zero scale on frame(s) {where(flat)}; give it a scale "
+                         "above zero on every axis")
+
+
 def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: bool, key_tolerance: float = 0.0) -> dict:
     """Sample, solve, key, and measure the keyed range by playback."""
     scene = context.scene
@@ -557,11 +589,7 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
     t_sampled = time.perf_counter()
     for u, unit_samples in zip(units, samples):
         for k, s in zip(u.members, unit_samples):
-            name = prepared[k].settings.name
-            if not (np.all(np.isfinite(s.target)) and np.all(np.isfinite(s.base))):
-                raise BakeFailed(f"chain {name!r}: its target has NaN or infinite values on some frames")
-            if (s.pole is not None) and not np.all(np.isfinite(s.pole)):
-                raise BakeFailed(f"chain {name!r}: its pole has NaN or infinite values on some frames")
+            check_samples(prepared[k].settings.name, s, frames, oriented=prepared[k].solver != aiming.SOLVER_NAME)
     results, solvers = [None] * len(prepared), [None] * len(prepared)
     aimed = [None] * len(prepared)  # per aim chain, the aim solver's own result
     poses = [None] * len(units)  # per unit, the bones it moves and their (N, B, 3, 3) rotations

@@ -4,12 +4,18 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 import bpy
 import numpy as np
 
 from . import bridge, compat
+from .polls import armature_poll, chain_poll
+
+# Bones a limb's IK target stands for: Blender's IK constraint for them sits on their parent
+# (the forearm for a hand target, the shin for a foot), whose tail is the wrist or ankle.
+_LIMB_ENDS = re.compile(r"hand|foot|wrist|ankle|palm|paw|hoof")
 
 
 def _armature(context: bpy.types.Context) -> bpy.types.Object | None:
@@ -20,7 +26,39 @@ def _armature(context: bpy.types.Context) -> bpy.types.Object | None:
 class _ArmatureOperator:
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
-        return _armature(context) is not None
+        return armature_poll(cls, context)
+
+
+class _ChainOperator:
+    @classmethod
+    def poll(cls, context: bpy.types.Context) -> bool:
+        return chain_poll(cls, context)
+
+
+def blender_tip(arm: bpy.types.Object, chain) -> str:
+    """The tip Blender's IK would give a chain ending at a hand or foot: the bone's parent ("" otherwise).
+
+    A chain here ends at its tip bone's tail (``use_tail``), so a chain whose tip is the hand
+    reaches the target with the hand's tail, the knuckles, and bends the wrist. Blender's IK for
+    a hand target sits on the forearm (``use_tail`` on), or on the hand with ``use_tail`` off,
+    which moves the parent and up and ends at the hand's head (see :func:`blender_chain`): both
+    are the chain whose tip is the forearm, as :func:`chain_from_constraint` converts them.
+    """
+    pb = arm.pose.bones.get(chain.tip_bone) if chain.tip_bone else None
+    if pb is None or pb.parent is None or not chain.use_tail or chain.mode != "REACH":
+        return ""
+    if chain.root_bone == pb.name:  # a one-bone chain on the hand itself is deliberate
+        return ""
+    return pb.parent.name if _LIMB_ENDS.search(pb.name.lower()) else ""
+
+
+def tip_advice(arm: bpy.types.Object, chain) -> str:
+    """One line for the panel and Add Chain: which bone Blender's IK would end at ("" when the same)."""
+    parent = blender_tip(arm, chain)
+    if not parent:
+        return ""
+    return (f"This chain ends at the tail of {chain.tip_bone!r}; Blender's IK for a target there would sit on "
+            f"{parent!r} and end at the head of {chain.tip_bone!r}")
 
 
 class ARTICULATE_OT_chain_add(_ArmatureOperator, bpy.types.Operator):
@@ -38,10 +76,36 @@ class ARTICULATE_OT_chain_add(_ArmatureOperator, bpy.types.Operator):
         chain.tip_bone = active.name if active is not None else ""
         chain.name = chain.tip_bone or f"Chain {len(data.chains)}"
         data.active_chain = len(data.chains) - 1
+        advice = tip_advice(arm, chain)
+        if advice:
+            self.report({"INFO"}, f"{advice}: Use Blender's Tip in the Chain panel to end there")
         return {"FINISHED"}
 
 
-class ARTICULATE_OT_chain_remove(_ArmatureOperator, bpy.types.Operator):
+class ARTICULATE_OT_chain_use_blender_tip(_ChainOperator, bpy.types.Operator):
+    """End the active chain where Blender's IK would: at the parent of its hand or foot tip (same root or bone count)"""
+
+    bl_idname = "articulate.chain_use_blender_tip"
+    bl_label = "Use Blender's Tip"
+    bl_options = {"REGISTER", "UNDO"}
+
+    def execute(self, context: bpy.types.Context) -> set[str]:
+        arm = _armature(context)
+        chain = arm.articulate.chains[arm.articulate.active_chain]
+        parent = blender_tip(arm, chain)
+        if not parent:
+            self.report({"ERROR"}, f"chain {chain.name!r} already ends where Blender's IK would (at "
+                                   f"{chain.tip_bone!r}'s tail)")
+            return {"CANCELLED"}
+        old = chain.tip_bone
+        if chain.name == old:
+            chain.name = parent
+        chain.tip_bone = parent
+        self.report({"INFO"}, f"chain {chain.name!r} now ends at {parent!r}'s tail, the head of {old!r}")
+        return {"FINISHED"}
+
+
+class ARTICULATE_OT_chain_remove(_ChainOperator, bpy.types.Operator):
     """Remove the active chain"""
 
     bl_idname = "articulate.chain_remove"
@@ -313,7 +377,7 @@ class ARTICULATE_OT_chains_from_constraints(_ArmatureOperator, bpy.types.Operato
         return {"FINISHED"}
 
 
-class ARTICULATE_OT_limits_to_ik(_ArmatureOperator, bpy.types.Operator):
+class ARTICULATE_OT_limits_to_ik(_ChainOperator, bpy.types.Operator):
     """Write each chain bone's effective limits (IK limits and Limit Rotation constraints) as Blender IK limits"""
 
     bl_idname = "articulate.limits_to_ik"
@@ -336,6 +400,7 @@ class ARTICULATE_OT_limits_to_ik(_ArmatureOperator, bpy.types.Operator):
 
 classes = (
     ARTICULATE_OT_chain_add,
+    ARTICULATE_OT_chain_use_blender_tip,
     ARTICULATE_OT_chain_remove,
     ARTICULATE_OT_chains_from_constraints,
     ARTICULATE_OT_limits_to_ik,

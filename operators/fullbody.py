@@ -11,10 +11,14 @@ import numpy as np
 from mathutils import Matrix
 
 from ..ik_core import ArticulateError
+from ..ik_core.errors import name_hint
 from ..ik_core.humanoid import TRACKER_ROLES, TRACKERS, RoleMap, calibrate, detect_roles, solve_body
 from . import bridge, compat
+from .baking import BakeFailed
 from .bridge import body_controls
 from .files import TimedImport, write_report
+from .frames import FrameRangeOptions
+from .polls import armature_poll
 
 REQUIRED_TRACKERS = TRACKERS[:3]
 
@@ -36,15 +40,18 @@ def role_map(arm: bpy.types.Object) -> RoleMap:
     """The armature's role map: the panel's entries when set, else detected from bone names.
 
     Raises:
-        BodyFailed: Missing or duplicate roles, or bones that do not exist (the message names them).
+        BodyFailed: Missing or duplicate roles, or bones that do not exist (the message names them and
+            suggests the nearest bones).
     """
     entries = {r.role: r.bone for r in arm.articulate.body.roles if r.bone}
     try:
         if not entries:
             return detect_roles((b.name, b.parent.name if b.parent else None) for b in arm.data.bones)
-        missing = sorted(b for b in entries.values() if b not in arm.data.bones)
+        missing = {role: b for role, b in entries.items() if b not in arm.data.bones}
         if missing:
-            raise BodyFailed(f"the role map names bones that {arm.name!r} does not have: {', '.join(missing)}")
+            shown = "; ".join(f"{role}: no bone {b!r}, {name_hint(b, arm.data.bones.keys(), 'bone')}"
+                              for role, b in missing.items())
+            raise BodyFailed(f"the role map names bones that {arm.name!r} does not have: {shown}")
         return RoleMap(entries, source="panel")
     except ArticulateError as err:
         raise BodyFailed(str(err)) from None
@@ -206,7 +213,7 @@ class ARTICULATE_OT_body_detect_roles(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return context.object is not None and context.object.type == "ARMATURE"
+        return armature_poll(cls, context)
 
     def execute(self, context):
         arm = context.object
@@ -219,6 +226,7 @@ class ARTICULATE_OT_body_detect_roles(bpy.types.Operator):
         for role, bone in roles.bones.items():
             item = arm.articulate.body.roles.add()
             item.role, item.bone = role, bone
+        arm.articulate.body.active_role = 0
         source = roles.source
         if source == "auto:rigify-controls":
             source = "FK controls of a generated Rigify rig; the bake keys its limbs' IK/FK switches to FK"
@@ -226,29 +234,44 @@ class ARTICULATE_OT_body_detect_roles(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class ARTICULATE_OT_body_bake(bpy.types.Operator):
+class ARTICULATE_OT_body_bake(FrameRangeOptions, bpy.types.Operator):
     """Solve the whole body from the head and hand trackers on every frame and key the bones"""
 
     bl_idname = "articulate.body_bake"
     bl_label = "Bake Full Body"
     bl_options = {"REGISTER", "UNDO"}
 
-    frame_start: bpy.props.IntProperty(name="Start", default=1)
-    frame_end: bpy.props.IntProperty(name="End", default=250)
-    use_scene_range: bpy.props.BoolProperty(name="Scene Range", default=True)
-    report_path: bpy.props.StringProperty(name="Report", subtype="FILE_PATH")
+    frame_step: bpy.props.IntProperty(
+        name="Step", default=1, min=1, description="Solve and key every this many frames, when Use Panel Settings "
+                                                   "is off (1: every frame)",
+    )
+    use_scene_range: bpy.props.BoolProperty(
+        name="Scene Range", default=True, options={"HIDDEN", "SKIP_SAVE"},
+        description="The earlier name of Use Panel Settings, kept for scripts: off takes Start and End",
+    )
+    report_path: bpy.props.StringProperty(
+        name="Report", subtype="FILE_PATH", options={"HIDDEN", "SKIP_SAVE"},
+        description="Write a JSON report (per frame: tracker errors, held frames, jumps) to this file",
+    )
 
     @classmethod
     def poll(cls, context):
-        return context.object is not None and context.object.type == "ARMATURE"
+        return armature_poll(cls, context)
+
+    def draw(self, context):
+        self.draw_range(self.layout, context, "frame_step")
 
     def execute(self, context):
-        scene = context.scene
-        start, end = (scene.frame_start, scene.frame_end) if self.use_scene_range else (self.frame_start,
-                                                                                          self.frame_end)
+        if not self.use_scene_range:
+            self.use_scene_settings = False
+        step = context.scene.articulate.frame_step if self.use_scene_settings else self.frame_step
         try:
             arm = _armature(context)
-            report = bake_body(context, arm, range(start, end + 1))
+            frames = self.frames(context, step)
+            report = bake_body(context, arm, frames)
+        except BakeFailed as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
         except BodyFailed as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
@@ -317,7 +340,8 @@ class ARTICULATE_OT_trackers_import(TimedImport, bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     filename_ext = ".csv"
-    filter_glob: bpy.props.StringProperty(default="*.csv", options={"HIDDEN"})
+    filter_glob: bpy.props.StringProperty(default="*.csv", options={"HIDDEN"},
+                                           description="File names the file browser lists")
 
     def execute(self, context):
         scene = context.scene
@@ -412,14 +436,14 @@ class ARTICULATE_OT_body_align(bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     by: bpy.props.EnumProperty(
-        name="Scale By",
+        name="Scale By", description="What sets the rig's scale: its height or its arm span against the trackers'",
         items=[("HEIGHT", "Height", "Head tracker height over the head bone's"),
                ("SPAN", "Arm Span", "Hand-to-hand distance of the trackers over the rig's (T or A pose)")],
     )
 
     @classmethod
     def poll(cls, context):
-        return context.object is not None and context.object.type == "ARMATURE"
+        return armature_poll(cls, context)
 
     def execute(self, context):
         arm = context.object

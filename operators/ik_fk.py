@@ -23,10 +23,12 @@ import bpy
 import numpy as np
 
 from . import bridge
-from .baking import BakeFailed, frame_range
+from .baking import BakeFailed
 from .bridge import body_controls, matching
 from .chains import blender_chain
 from .files import write_report
+from .frames import FrameRangeOptions
+from .polls import armature_poll
 
 TOLERANCE_M = 1e-3  # a limb bone further than this from where the other mode put it is reported
 RIGIFY_SWITCH = body_controls.IK_FK_PROPERTY
@@ -288,31 +290,27 @@ def _report(arm, direction: str, limbs, frames, measured: list[dict], keys: int)
             "notes": notes}
 
 
-class _SwitchOperator:
+class _SwitchOperator(FrameRangeOptions):
     bl_options = {"REGISTER", "UNDO"}
 
-    frame_start: bpy.props.IntProperty(name="Start", default=1)
-    frame_end: bpy.props.IntProperty(name="End", default=250)
-    use_scene_settings: bpy.props.BoolProperty(
-        name="Use Scene Settings", default=True, description="Take the range from the Articulate panel")
-    report_path: bpy.props.StringProperty(name="Report", subtype="FILE_PATH",
+    report_path: bpy.props.StringProperty(name="Report", subtype="FILE_PATH", options={"HIDDEN", "SKIP_SAVE"},
                                           description="Write a JSON report to this file")
 
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
-        return context.object is not None and context.object.type == "ARMATURE"
+        return armature_poll(cls, context)
 
     def run(self, context, arm, frames) -> dict:
         raise NotImplementedError
 
+    def draw(self, context: bpy.types.Context) -> None:
+        self.draw_range(self.layout, context)  # every frame of it: switching keys each one
+
     def execute(self, context: bpy.types.Context) -> set[str]:
-        settings = context.scene.articulate
-        start, end = (settings.frame_start, settings.frame_end) if self.use_scene_settings else (
-            self.frame_start, self.frame_end)
         arm = context.object
         try:
             bridge.check_armature(arm, editable=True)
-            report = self.run(context, arm, list(frame_range(start, end)))
+            report = self.run(context, arm, list(self.frames(context)))
         except (BakeFailed, bridge.BridgeError) as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}

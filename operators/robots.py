@@ -10,6 +10,7 @@ import bpy
 import numpy as np
 
 from ..ik_core import ArticulateError
+from ..ik_core.errors import name_hint
 from ..ik_core.formats.urdf_visuals import parse_visuals
 from ..ik_core.model.euler import quat_make_continuous
 from ..ik_core.model.rotations import matrix_to_quat, quat_to_matrix
@@ -43,12 +44,25 @@ from .bridge.robot import (
 )
 from .bridge.robot_trajectory import StoredTrajectory, store_trajectory, stored_trajectory
 from .files import ExportFile, ImportFile, TimedImport, ensure_extension, write_report
+from .polls import robot_poll
 
 CHECK_MARKER = "Robot check"
 
 
-def _preset_items(_self, _context):
-    return [(name, presets.preset_info(name).get("display_name", name), "") for name in presets.list_presets()]
+_PRESET_ITEMS: list = []  # Blender reads dynamic enum strings after the callback returns: keep them alive
+
+
+def preset_items(_self, _context) -> list:
+    """The robot presets as enum items: id, display name and a line saying what the arm is."""
+    items = []
+    for name in presets.list_presets():
+        info = presets.preset_info(name)
+        label = info.get("display_name", name)
+        maker = f"{info['manufacturer']} " if info.get("manufacturer") else ""
+        items.append((name, label, f"{maker}{label}: {len(info.get('joints', []))} joints, with their published "
+                                   "kinematics and joint limits"))
+    _PRESET_ITEMS[:] = items
+    return _PRESET_ITEMS
 
 
 def _robot(context: bpy.types.Context) -> bpy.types.Object:
@@ -69,7 +83,7 @@ class ARTICULATE_OT_robot_add(bpy.types.Operator):
     bl_label = "Add Robot"
     bl_options = {"REGISTER", "UNDO"}
 
-    preset: bpy.props.EnumProperty(name="Robot", items=_preset_items)
+    preset: bpy.props.EnumProperty(name="Robot", items=preset_items, description="The robot arm to add")
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         try:
@@ -137,7 +151,8 @@ class ARTICULATE_OT_robot_import_urdf(ImportFile, bpy.types.Operator):
 
     filename_ext = ".urdf"
     # .xacro is listed so that choosing one says it must be expanded first, instead of hiding it
-    filter_glob: bpy.props.StringProperty(default="*.urdf;*.xml;*.xacro", options={"HIDDEN"})
+    filter_glob: bpy.props.StringProperty(default="*.urdf;*.xml;*.xacro", options={"HIDDEN"},
+                                           description="File names the file browser lists")
     tool_link: bpy.props.EnumProperty(
         name="Tool Link", items=_import_tool_items,
         description="Link the chain ends on; Automatic: the end of a single arm, else one chain per branch end",
@@ -208,7 +223,7 @@ class ARTICULATE_OT_robot_chain_add(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return context.object is not None and "articulate_robot" in context.object
+        return robot_poll(cls, context)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         try:
@@ -245,7 +260,8 @@ class ARTICULATE_OT_trajectory_import(TimedImport, bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     filename_ext = ".csv"
-    filter_glob: bpy.props.StringProperty(default="*.csv;*.json", options={"HIDDEN"})
+    filter_glob: bpy.props.StringProperty(default="*.csv;*.json", options={"HIDDEN"},
+                                           description="File names the file browser lists")
 
     @classmethod
     def poll(cls, context):
@@ -303,7 +319,8 @@ class ARTICULATE_OT_cartesian_import(TimedImport, bpy.types.Operator):
     bl_options = {"REGISTER", "UNDO"}
 
     filename_ext = ".csv"
-    filter_glob: bpy.props.StringProperty(default="*.csv", options={"HIDDEN"})
+    filter_glob: bpy.props.StringProperty(default="*.csv", options={"HIDDEN"},
+                                           description="File names the file browser lists")
     pose_frame: bpy.props.EnumProperty(name="Poses In", items=POSE_FRAMES, default="WORLD",
                                        description="Frame the file's positions and rotations are given in")
     chain: bpy.props.StringProperty(
@@ -353,7 +370,7 @@ def _named_chain(arm: bpy.types.Object, name: str):
     """The chain called ``name``, or the active chain for "".
 
     Raises:
-        BridgeError: No chains, or no chain of that name (the message lists them).
+        BridgeError: No chains, or no chain of that name (the message suggests the nearest).
     """
     data = arm.articulate
     if not data.chains:
@@ -363,8 +380,8 @@ def _named_chain(arm: bpy.types.Object, name: str):
     for chain in data.chains:
         if chain.name == name:
             return chain
-    raise bridge.BridgeError(f"robot {arm.name!r} has no chain {name!r}; its chains: "
-                             + ", ".join(c.name for c in data.chains))
+    raise bridge.BridgeError(f"robot {arm.name!r} has no chain {name!r}; "
+                             + name_hint(name, (c.name for c in data.chains), "chain"))
 
 
 def robot_chain_model(arm: bpy.types.Object):
@@ -465,8 +482,14 @@ class ARTICULATE_OT_trajectory_check(bpy.types.Operator):
                                           description="Write the per-frame report (.json or .csv)")
     frame_range: bpy.props.EnumProperty(name="Frames", items=FRAME_RANGES, default="TRAJECTORY",
                                         description="Frames to check")
-    singularity_threshold: bpy.props.FloatProperty(name="Singularity Threshold", default=1e-2, min=0.0)
-    jump_threshold: bpy.props.FloatProperty(name="Jump Threshold", default=0.5, min=1e-6, subtype="ANGLE")
+    singularity_threshold: bpy.props.FloatProperty(
+        name="Singularity Threshold", default=1e-2, min=0.0,
+        description="A frame is near a singularity when the Jacobian's smallest singular value falls below this "
+                    "(the arm loses a direction it can move in)")
+    jump_threshold: bpy.props.FloatProperty(
+        name="Jump Threshold", default=0.5, min=1e-6, subtype="ANGLE",
+        description="A joint jumps when it turns more than this between two frames (or a sliding joint moves more "
+                    "than this many metres)")
 
     @classmethod
     def poll(cls, context):
@@ -540,7 +563,8 @@ class ARTICULATE_OT_trajectory_export(ExportFile, bpy.types.Operator):
     bl_options = {"REGISTER"}
 
     filename_ext = ".csv"
-    filter_glob: bpy.props.StringProperty(default="*.csv;*.json", options={"HIDDEN"})
+    filter_glob: bpy.props.StringProperty(default="*.csv;*.json", options={"HIDDEN"},
+                                           description="File names the file browser lists")
     file_format: bpy.props.EnumProperty(
         name="Format", items=EXPORT_FORMATS, default="CSV",
         description="File format; a file name ending in .csv or .json decides it",
@@ -618,11 +642,14 @@ class ARTICULATE_OT_robot_branches(bpy.types.Operator):
     bl_label = "Find IK Branches"
     bl_options = {"REGISTER", "UNDO"}
 
-    seeds: bpy.props.IntProperty(name="Seeds", default=64, min=1, max=4096)
+    seeds: bpy.props.IntProperty(
+        name="Seeds", default=64, min=1, max=4096,
+        description="Random joint configurations to solve from; more find rarer branches, and take longer",
+    )
 
     @classmethod
     def poll(cls, context):
-        return context.object is not None and "articulate_robot" in context.object
+        return robot_poll(cls, context)
 
     def execute(self, context):
         try:
@@ -666,8 +693,12 @@ class ARTICULATE_OT_robot_use_branch(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        obj = context.object
-        return obj is not None and "articulate_robot" in obj and len(obj.articulate.branches) > 0
+        if not robot_poll(cls, context):
+            return False
+        if not len(context.object.articulate.branches):
+            cls.poll_message_set("The branch list is empty: Find IK Branches first")
+            return False
+        return True
 
     def execute(self, context):
         arm = context.object

@@ -3,6 +3,9 @@
 
 import bpy
 
+from ..operators.chains import tip_advice
+from ..operators.frames import draw_panel_range, panel_range
+
 
 def _armature(context):
     obj = context.object
@@ -82,6 +85,11 @@ class ARTICULATE_PT_chain(_Panel, bpy.types.Panel):
         chain = arm.articulate.chains[arm.articulate.active_chain]
         col = layout.column()
         col.prop_search(chain, "tip_bone", arm.pose, "bones")
+        advice = tip_advice(arm, chain)
+        if advice:
+            box = col.box()
+            box.label(text=advice, icon="INFO")
+            box.operator("articulate.chain_use_blender_tip", icon="BONE_DATA")
         col.prop_search(chain, "root_bone", arm.pose, "bones")
         sub = col.column()
         sub.active = not chain.root_bone
@@ -163,10 +171,7 @@ class ARTICULATE_PT_bake(_Panel, bpy.types.Panel):
     def draw(self, context):
         layout = self.layout
         settings = context.scene.articulate
-        row = layout.row(align=True)
-        row.prop(settings, "frame_start")
-        row.prop(settings, "frame_end")
-        row.prop(settings, "frame_step")
+        draw_panel_range(layout, context.scene)
         layout.prop(settings, "only_selected")
         layout.prop(settings, "mute_constraints")
         layout.prop(settings, "mark_missed")
@@ -192,8 +197,8 @@ class ARTICULATE_PT_ik_fk(_Panel, bpy.types.Panel):
         return _armature(context) is not None
 
     def draw(self, context):
-        settings = context.scene.articulate
-        self.layout.label(text=f"Frames {settings.frame_start}-{settings.frame_end} (the Bake range)")
+        start, end, label = panel_range(context.scene)
+        self.layout.label(text=f"Frames {start}-{end} ({label}, set in Bake)", icon="TIME")
         row = self.layout.row(align=True)
         row.operator("articulate.ik_to_fk", icon="FORWARD")
         row.operator("articulate.fk_to_ik", icon="BACK")
@@ -267,10 +272,12 @@ class ARTICULATE_PT_body(_Panel, bpy.types.Panel):
         layout.prop(body, "offset_warning")
         layout.operator("articulate.body_align", icon="CON_TRANSLIKE")
         layout.operator("articulate.body_detect_roles", icon="ARMATURE_DATA")
-        layout.template_list("ARTICULATE_UL_roles", "", body, "roles", body, "roles", rows=4)
+        layout.template_list("ARTICULATE_UL_roles", "", body, "roles", body, "active_role", rows=4)
         row = layout.row(align=True)
         row.operator("articulate.trackers_import", icon="IMPORT")
         row.operator("articulate.body_bake", icon="REC")
+        start, end, label = panel_range(context.scene)
+        layout.label(text=f"Frames {start}-{end} ({label}, set in Bake)", icon="TIME")
         if body.last_summary:
             layout.label(text=body.last_summary, icon="INFO")
 

@@ -5,6 +5,7 @@ import bpy
 
 from ..ik_core.solvers import AUTO, SOLVER_CHOICES, SOLVER_LABELS
 from ..ik_core.solvers.choice import SOLVER_DESCRIPTIONS
+from ..operators.frames import RANGE_ITEMS
 
 SOLVER_ITEMS = [(name, SOLVER_LABELS[name], SOLVER_DESCRIPTIONS[name]) for name in SOLVER_CHOICES]
 MODE_ITEMS = [
@@ -19,7 +20,9 @@ UP_AXIS_ITEMS = [("NONE", "None", "No up axis: the twist about the aim axis is l
 class ARTICULATE_PG_chain(bpy.types.PropertyGroup):
     """One IK chain of an armature: bones from a root to a tip, a target, a pole and a solver."""
 
-    name: bpy.props.StringProperty(name="Name", default="Chain")
+    name: bpy.props.StringProperty(
+        name="Name", default="Chain", description="The chain's name, shown in lists and reports"
+    )
     enabled: bpy.props.BoolProperty(name="Enabled", default=True, description="Include this chain in bakes")
     tip_bone: bpy.props.StringProperty(name="Tip Bone", description="Last bone of the chain")
     root_bone: bpy.props.StringProperty(
@@ -36,14 +39,29 @@ class ARTICULATE_PG_chain(bpy.types.PropertyGroup):
     pole: bpy.props.PointerProperty(name="Pole", type=bpy.types.Object, description="Object the chain bends toward")
     pole_bone: bpy.props.StringProperty(name="Pole Bone", description="Bone of the pole armature")
     pole_angle: bpy.props.FloatProperty(name="Pole Angle", subtype="ANGLE", description="Roll about the chain axis")
-    solver: bpy.props.EnumProperty(name="Solver", items=SOLVER_ITEMS, default=AUTO)
-    iterations: bpy.props.IntProperty(name="Iterations", default=100, min=1, max=10000)
+    solver: bpy.props.EnumProperty(
+        name="Solver", items=SOLVER_ITEMS, default=AUTO,
+        description="How the chain's pose is found; only Two-bone and FABRIK (and Auto when it picks them) honour "
+                    "the pole",
+    )
+    iterations: bpy.props.IntProperty(
+        name="Iterations", default=100, min=1, max=10000,
+        description="Most solver steps per frame before it gives up (a missed frame is reported)",
+    )
     tolerance: bpy.props.FloatProperty(
         name="Tolerance", default=1e-4, min=1e-9, subtype="DISTANCE", description="Position tolerance"
     )
-    weight_position: bpy.props.FloatProperty(name="Position Weight", default=1.0, min=0.0, max=1.0)
+    weight_position: bpy.props.FloatProperty(
+        name="Position Weight", default=1.0, min=0.0, max=1.0,
+        description="How much reaching the target's position counts against other chains solved together and "
+                    "against the rotation (the IK constraint's Weight)",
+    )
     use_rotation: bpy.props.BoolProperty(name="Rotation", description="Match the target's orientation too")
-    weight_rotation: bpy.props.FloatProperty(name="Rotation Weight", default=1.0, min=0.0, max=1.0)
+    weight_rotation: bpy.props.FloatProperty(
+        name="Rotation Weight", default=1.0, min=0.0, max=1.0,
+        description="How much matching the target's rotation counts against its position (the IK constraint's "
+                    "Rotation weight)",
+    )
     influence: bpy.props.FloatProperty(
         name="Influence", default=1.0, min=0.0, max=1.0, subtype="FACTOR",
         description="How far the chain reaches for its target, as the IK constraint's influence: the goal moves "
@@ -56,7 +74,10 @@ class ARTICULATE_PG_chain(bpy.types.PropertyGroup):
     constraint: bpy.props.StringProperty(
         name="Constraint", description="The IK constraint this chain was created from (on the tip bone)"
     )
-    mode: bpy.props.EnumProperty(name="Mode", items=MODE_ITEMS, default="REACH")
+    mode: bpy.props.EnumProperty(
+        name="Mode", items=MODE_ITEMS, default="REACH",
+        description="Reach the target with the chain's tip, or aim an axis of the tip bone at it",
+    )
     aim_axis: bpy.props.EnumProperty(
         name="Aim Axis", items=AXIS_ITEMS, default="Y", description="Axis of the tip bone that points at the target"
     )
@@ -86,14 +107,19 @@ class ARTICULATE_PG_chain(bpy.types.PropertyGroup):
 class ARTICULATE_PG_role(bpy.types.PropertyGroup):
     """One humanoid role (pelvis, head, hand_l, ...) and the bone that plays it."""
 
-    role: bpy.props.StringProperty(name="Role")
-    bone: bpy.props.StringProperty(name="Bone")
+    role: bpy.props.StringProperty(name="Role", description="The body part (pelvis, spine_1, hand_l, ...)")
+    bone: bpy.props.StringProperty(name="Bone", description="The armature's bone that plays this role")
 
 
 class ARTICULATE_PG_body(bpy.types.PropertyGroup):
     """Full-body settings of a humanoid armature: its role map and its trackers."""
 
-    roles: bpy.props.CollectionProperty(type=ARTICULATE_PG_role)
+    roles: bpy.props.CollectionProperty(
+        type=ARTICULATE_PG_role, description="Body roles and their bones (Detect Roles fills it; edit any bone)"
+    )
+    active_role: bpy.props.IntProperty(
+        name="Active Role", default=0, min=0, description="The role selected in the list"
+    )
     head: bpy.props.PointerProperty(name="Head", type=bpy.types.Object, description="Head tracker")
     hand_l: bpy.props.PointerProperty(name="Left Hand", type=bpy.types.Object, description="Left hand tracker")
     hand_r: bpy.props.PointerProperty(name="Right Hand", type=bpy.types.Object, description="Right hand tracker")
@@ -103,30 +129,39 @@ class ARTICULATE_PG_body(bpy.types.PropertyGroup):
     reference_frame: bpy.props.IntProperty(
         name="Reference Frame", default=1, description="Frame where the body stands with its trackers on (calibration)"
     )
-    floor: bpy.props.FloatProperty(name="Floor Height", default=0.0, subtype="DISTANCE")
+    floor: bpy.props.FloatProperty(
+        name="Floor Height", default=0.0, subtype="DISTANCE",
+        description="World height of the floor the feet stand on",
+    )
     offset_warning: bpy.props.FloatProperty(
         name="Offset Warning", default=0.1, min=0.0, subtype="DISTANCE",
         description="Warn when a tracker is farther than this from its bone at the reference frame",
     )
-    last_summary: bpy.props.StringProperty(name="Last Full-Body Bake")
+    last_summary: bpy.props.StringProperty(
+        name="Last Full-Body Bake", description="Outcome of the last full-body bake (read only)"
+    )
 
 
 class ARTICULATE_PG_branch(bpy.types.PropertyGroup):
     """One IK solution of a robot for its current target."""
 
-    name: bpy.props.StringProperty(name="Branch")
-    values: bpy.props.FloatVectorProperty(name="Joint Values", size=32)
+    name: bpy.props.StringProperty(name="Branch", description="The branch's joint values, in degrees")
+    values: bpy.props.FloatVectorProperty(
+        name="Joint Values", size=32, description="The joint values [rad or m], in the order of Joints"
+    )
     joints: bpy.props.StringProperty(name="Joints", description="Comma-separated joints the values belong to")
 
 
 class ARTICULATE_PG_alternative(bpy.types.PropertyGroup):
     """One alternative pose of a chain reaching its target on one frame (see operators/alternatives.py)."""
 
-    name: bpy.props.StringProperty(name="Pose")
+    name: bpy.props.StringProperty(name="Pose", description="The pose's rank, best first")
     chain: bpy.props.StringProperty(name="Chain", description="The chain the pose belongs to")
     frame: bpy.props.IntProperty(name="Frame", description="The frame whose target the pose reaches")
     dof: bpy.props.IntProperty(name="Variables", description="How many of the values the chain uses")
-    values: bpy.props.FloatVectorProperty(name="Joint Values", size=32)
+    values: bpy.props.FloatVectorProperty(
+        name="Joint Values", size=32, description="The chain's joint variables [rad], the first Variables of them"
+    )
     score: bpy.props.FloatProperty(name="Score", description="Distance plus limit penalty; lower is better")
     distance: bpy.props.FloatProperty(
         name="Distance", subtype="ANGLE", description="Largest joint rotation from the pose the chain had"
@@ -142,13 +177,23 @@ class ARTICULATE_PG_alternative(bpy.types.PropertyGroup):
 class ARTICULATE_PG_armature(bpy.types.PropertyGroup):
     """The chains of one armature object, and its full-body settings."""
 
-    chains: bpy.props.CollectionProperty(type=ARTICULATE_PG_chain)
-    body: bpy.props.PointerProperty(type=ARTICULATE_PG_body)
-    branches: bpy.props.CollectionProperty(type=ARTICULATE_PG_branch)
-    active_branch: bpy.props.IntProperty(name="Branch", default=0, min=0)
-    active_chain: bpy.props.IntProperty(name="Active Chain", default=0, min=0)
-    alternatives: bpy.props.CollectionProperty(type=ARTICULATE_PG_alternative)
-    active_alternative: bpy.props.IntProperty(name="Alternative Pose", default=0, min=0)
+    chains: bpy.props.CollectionProperty(type=ARTICULATE_PG_chain, description="The armature's IK chains")
+    body: bpy.props.PointerProperty(type=ARTICULATE_PG_body, description="Full-body roles and trackers")
+    branches: bpy.props.CollectionProperty(
+        type=ARTICULATE_PG_branch, description="IK branches of a robot's target (Find IK Branches fills it)"
+    )
+    active_branch: bpy.props.IntProperty(
+        name="Branch", default=0, min=0, description="The branch selected in the list (Use Branch keys it)"
+    )
+    active_chain: bpy.props.IntProperty(
+        name="Active Chain", default=0, min=0, description="The chain selected in the list, shown in the Chain panel"
+    )
+    alternatives: bpy.props.CollectionProperty(
+        type=ARTICULATE_PG_alternative, description="Alternative poses of a chain (Find Alternative Poses fills it)"
+    )
+    active_alternative: bpy.props.IntProperty(
+        name="Alternative Pose", default=0, min=0, description="The pose selected in the list (Use Pose keys it)"
+    )
     live: bpy.props.BoolProperty(
         name="Live", description="Re-solve chains whenever a target or pole moves"
     )
@@ -159,9 +204,17 @@ class ARTICULATE_PG_armature(bpy.types.PropertyGroup):
 class ARTICULATE_PG_settings(bpy.types.PropertyGroup):
     """Scene-wide bake options and the last bake's outcome."""
 
-    frame_start: bpy.props.IntProperty(name="Start", default=1)
-    frame_end: bpy.props.IntProperty(name="End", default=250)
-    frame_step: bpy.props.IntProperty(name="Step", default=1, min=1)
+    frame_range: bpy.props.EnumProperty(
+        name="Frames", items=RANGE_ITEMS, default="SCENE",
+        description="Which frames chain bakes, full-body bakes, IK/FK switching and Clear work on",
+    )
+    frame_start: bpy.props.IntProperty(
+        name="Start", default=1, description="First frame of the custom range (as the timeline numbers it)"
+    )
+    frame_end: bpy.props.IntProperty(name="End", default=250, description="Last frame of the custom range, included")
+    frame_step: bpy.props.IntProperty(
+        name="Step", default=1, min=1, description="Solve and key every this many frames (1: every frame)"
+    )
     only_selected: bpy.props.BoolProperty(name="Selected Chain Only", description="Bake only the active chain")
     mute_constraints: bpy.props.BoolProperty(
         name="Mute IK Constraints", default=True, description="Mute the IK constraints chains were converted from"
@@ -174,7 +227,9 @@ class ARTICULATE_PG_settings(bpy.types.PropertyGroup):
         description="Key only the frames needed for every chain tip to play within this distance of the full bake "
                     "(0 keys every frame)",
     )
-    last_summary: bpy.props.StringProperty(name="Last Bake", default="")
+    last_summary: bpy.props.StringProperty(
+        name="Last Bake", default="", description="Outcome of the last bake or trajectory check (read only)"
+    )
 
 
 classes = (

@@ -8,11 +8,16 @@ from ..errors import UnknownNameError
 AUTO = "auto"
 SOLVER_LABELS: dict[str, str] = {AUTO: "Auto", "fabrik": "FABRIK", "ccd": "CCD", "dls": "DLS", "two_bone": "Two-bone"}
 SOLVER_DESCRIPTIONS: dict[str, str] = {
-    AUTO: "Two-bone for 2-bone chains, FABRIK for longer chains with a pole, DLS for full poses and robots",
-    "fabrik": "FABRIK with joint-limit projection; honours poles",
-    "ccd": "Cyclic coordinate descent",
-    "dls": "Damped least squares; full 6-D targets, robots, several effectors; ignores poles",
-    "two_bone": "Closed form for two bones (upper and lower limb); honours poles",
+    AUTO: "Picks for the chain: Two-bone for 2 bones, FABRIK for longer chains with a pole (both honour the "
+          "pole), DLS for rotation-matching targets and robots",
+    "fabrik": "Forward and backward reaching, projected onto the joint limits: fast on long chains; honours poles; "
+              "matches the target's rotation only with the last bone",
+    "ccd": "Cyclic coordinate descent: each bone in turn, tip to root, takes its best turn; matches rotation "
+           "too; ignores poles",
+    "dls": "Damped least squares: exact position and rotation (6-D) targets, robots, chains that share bones; "
+           "ignores poles",
+    "two_bone": "Closed form for exactly two bones (upper and lower limb), no iterations; honours poles; "
+                "reports rotation but does not match it",
 }
 SOLVER_CHOICES: tuple[str, ...] = (AUTO, "fabrik", "ccd", "dls", "two_bone")
 

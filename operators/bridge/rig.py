@@ -9,6 +9,7 @@ import bpy
 import numpy as np
 
 from ...ik_core import Effector, Joint, JointKind, Skeleton
+from ...ik_core.errors import name_hint
 from ...ik_core.limits import EulerLimit
 from ...ik_core.limits.swing_twist import SwingTwistLimit
 from .errors import BridgeError
@@ -57,14 +58,14 @@ def pose_bone_chain(arm_obj: bpy.types.Object, tip: str, length: int = 0, root: 
         root: Name of the first bone of the chain, which must be ``tip`` or one of its parents.
 
     Raises:
-        BridgeError: A missing bone (the message lists the bones), or a root that is not an
+        BridgeError: A missing bone (the message suggests the nearest names), or a root that is not an
             ancestor of the tip.
     """
     bones = arm_obj.pose.bones
     for name, what in ((tip, "tip"), (root, "root")):
         if name and bones.get(name) is None:
-            names = ", ".join(b.name for b in bones)
-            raise BridgeError(f"armature {arm_obj.name!r} has no {what} bone {name!r}; its bones: {names}")
+            raise BridgeError(f"armature {arm_obj.name!r} has no {what} bone {name!r}; "
+                              + name_hint(name, (b.name for b in bones), "bone"))
     if not tip:
         raise BridgeError("the chain has no tip bone; pick the last bone of the chain")
     chain = [bones[tip]]

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
+from ...ik_core.errors import name_hint
 from .errors import BridgeError
 from .rig import matrix_to_array
 from .scope import evaluating_only
@@ -20,8 +21,9 @@ def target_matrix(obj: bpy.types.Object, bone: str = "") -> np.ndarray:
     if not bone:
         return M
     if obj.type != "ARMATURE" or obj.pose.bones.get(bone) is None:
-        valid = ", ".join(b.name for b in obj.pose.bones) if obj.type == "ARMATURE" else "none (not an armature)"
-        raise BridgeError(f"object {obj.name!r} has no bone {bone!r}; its bones: {valid}")
+        if obj.type != "ARMATURE":
+            raise BridgeError(f"object {obj.name!r} is a {obj.type.lower()}, not an armature: it has no bone {bone!r}")
+        raise BridgeError(f"object {obj.name!r} has no bone {bone!r}; {name_hint(bone, obj.pose.bones.keys(), 'bone')}")
     return M @ matrix_to_array(obj.pose.bones[bone].matrix)
 
 

@@ -123,7 +123,7 @@ def test_clear_bake_removes_the_range(demo, addon_module):
     """Clearing removes the chain bones' rotation keys inside the scene's bake range only."""
     assert _bake() == {"FINISHED"}
     settings = bpy.context.scene.articulate
-    settings.frame_start, settings.frame_end = 10, 19
+    settings.frame_range, settings.frame_start, settings.frame_end = "CUSTOM", 10, 19
     assert bpy.ops.articulate.clear_bake() == {"FINISHED"}
     compat = addon_module("operators.compat")
     for fc in compat.iter_fcurves(bpy.data.objects["Arm"]):

@@ -31,7 +31,7 @@ def _open(path):
         obj.select_set(obj == rig)
     bpy.context.view_layer.objects.active = rig
     scene = bpy.context.scene
-    scene.articulate.frame_start, scene.articulate.frame_end = 1, FRAMES
+    scene.articulate.frame_range, scene.articulate.frame_start, scene.articulate.frame_end = "CUSTOM", 1, FRAMES
     return rig
 
 
@@ -96,7 +96,7 @@ def test_rigify_ik_to_fk_then_back(rigify_blend, tmp_path):
 def test_rigify_switch_keys_stay_outside_the_range(rigify_blend):
     rig = _open(rigify_blend)
     scene = bpy.context.scene
-    scene.articulate.frame_start, scene.articulate.frame_end = 10, 20
+    scene.articulate.frame_range, scene.articulate.frame_start, scene.articulate.frame_end = "CUSTOM", 10, 20
     assert bpy.ops.articulate.ik_to_fk() == {"FINISHED"}
     values = _switch_values(rig, [9, 10, 20, 21])
     np.testing.assert_allclose(values, [[0.0] * 4, [1.0] * 4, [1.0] * 4, [0.0] * 4])
@@ -117,6 +117,7 @@ def _plain_rig(use_pole: bool):
         arm.pose.bones["Shoulder"].rotation_euler = (0.3 * np.sin(0.2 * f), 0.0, 0.2 * np.cos(0.15 * f))
         arm.pose.bones["Shoulder"].keyframe_insert("rotation_euler", frame=f)
     bpy.context.view_layer.objects.active = arm
+    bpy.context.scene.articulate.frame_range = "CUSTOM"
     bpy.context.scene.articulate.frame_start, bpy.context.scene.articulate.frame_end = 1, FRAMES
     return arm, con
 
