@@ -265,8 +265,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     import bpy
 
     _open_robot(args)
+    # --frames names the range; without it, the imported trajectory's own range (the scene's when none)
     _run_operator(bpy.ops.articulate.trajectory_check, report_path=str(Path(args.report).resolve()),
-                  singularity_threshold=args.singularity, jump_threshold=args.jump)
+                  singularity_threshold=args.singularity, jump_threshold=args.jump,
+                  frame_range="SCENE" if args.frames else "TRAJECTORY")
     summary = bpy.context.scene.articulate.last_summary
     print(f"articulate: {summary}; wrote {args.report}")
     return EXIT_OK if summary.startswith("0 of") else EXIT_MISSED
@@ -277,7 +279,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     import bpy
 
     _open_robot(args)
-    _run_operator(bpy.ops.articulate.trajectory_export, filepath=str(Path(args.out).resolve()), rate=args.rate)
+    _run_operator(bpy.ops.articulate.trajectory_export, filepath=str(Path(args.out).resolve()), rate=args.rate,
+                  frame_range="SCENE" if args.frames else "TRAJECTORY")
     print(f"articulate: wrote {args.out}")
     return EXIT_OK
 

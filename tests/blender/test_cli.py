@@ -122,6 +122,12 @@ def test_robot_check_and_export_headless(tmp_path, empty_scene, core):
                    tmp_path=tmp_path)
     assert proc.returncode == 3, proc.stderr[-2000:]
     assert report.read_text().count("\n") >= 24
+    # without --frames: the imported trajectory's own range, jump included; --frames names a range before it
+    proc = run_cli("check", str(blend), "--armature", arm.name, "--report", str(report), tmp_path=tmp_path)
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    proc = run_cli("check", str(blend), "--armature", arm.name, "--frames", "1-12", "--report", str(report),
+                   tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     out = tmp_path / "out.csv"
     proc = run_cli("export", str(blend), "--armature", arm.name, "--frames", "1-24", "--out", str(out),
                    tmp_path=tmp_path)
