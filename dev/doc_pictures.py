@@ -70,6 +70,9 @@ def _workbench(bpy, filepath: Path, size=SIZE) -> None:
     shading.light, shading.color_type = "STUDIO", "MATERIAL"
     shading.show_shadows = True
     scene.render.dither_intensity = 0.0  # dither noise would double the PNGs' size
+    for prop in scene.render.bl_rna.properties:  # no date, render time or file name in the PNG: same scene, same file
+        if prop.identifier.startswith("use_stamp_"):
+            setattr(scene.render, prop.identifier, False)
     scene.render.resolution_x, scene.render.resolution_y = size
     scene.render.resolution_percentage = 100
     settings = scene.render.image_settings
