@@ -1,0 +1,244 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The user guides in docs/ cannot rot silently.
+
+Every guide exists, is linked from the README's Guides list, links only to files (and headings)
+that exist, and shows its picture; every ``cli.py`` command line in a code block parses with
+cli.py's own parser, and every option a guide names exists; every label a guide writes in
+**bold** (a button, a field, a panel, a menu path) is one the UI shows.
+"""
+
+import re
+import shlex
+import struct
+import sys
+from pathlib import Path
+
+import bpy
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DOCS = REPO / "docs"
+GUIDES = ("animator", "roboticist", "full_body", "pipeline")
+MAX_PICTURE_BYTES = 300 * 1024
+LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
+BOLD = re.compile(r"\*\*(.+?)\*\*")
+CODE_BLOCK = re.compile(r"^ *```[^\n]*\n(.*?)^ *```", re.S | re.M)
+SHELL_OPERATORS = {"||", "&&", ";", "|", ">", "2>", "&"}
+# Rigify's menu entries, which the guides name for adding a metarig. Rigify is not enabled in the
+# test process (it crashes bpy 4.2 and hangs 4.5 at exit, see conftest.py); these are the labels
+# of Rigify's "Rigify Meta-Rigs" menu, its "Basic" sub-menu and the metarig module basic_human.py.
+RIGIFY_LABELS = {"Rigify Meta-Rigs", "Basic", "Basic Human"}
+# The chain lists' add buttons are drawn as a "+" icon (ADD) without text.
+ICON_BUTTONS = {"+"}
+
+
+def _page(name: str) -> Path:
+    return DOCS / f"{name}.md"
+
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def _without_code(text: str) -> str:
+    """``text`` without fenced code blocks (links and bold there are not markdown)."""
+    return CODE_BLOCK.sub("", text)
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(path: Path) -> set[str]:
+    return {slug(m) for m in re.findall(r"^#+ (.+)$", _without_code(_text(path)), re.M)}
+
+
+def test_every_guide_exists_and_the_readme_lists_it_after_the_two_commands():
+    """docs/<guide>.md exists for the four journeys; the README's Guides section links each, near the top."""
+    readme = _text(REPO / "README.md")
+    start, guides, layout = (readme.index(h) for h in ("## The two commands", "## Guides", "## Layout"))
+    assert start < guides < layout, "the Guides list belongs right after 'The two commands'"
+    section = readme[guides:layout]
+    for name in GUIDES:
+        assert _page(name).is_file(), name
+        assert f"(docs/{name}.md)" in section, f"README's Guides list does not link docs/{name}.md"
+
+
+@pytest.mark.parametrize("name", GUIDES)
+def test_links_point_to_files_and_headings_that_exist(name):
+    """Every relative link of a guide names an existing file, and an existing heading when it has an anchor."""
+    page = _page(name)
+    links = LINK.findall(_without_code(_text(page)))
+    assert links, f"{name}.md links nothing"
+    for _bang, _label, target in links:
+        if re.match(r"[a-z]+:", target):
+            continue  # web addresses are not checked offline
+        file, _, anchor = target.partition("#")
+        resolved = (page.parent / file).resolve() if file else page
+        assert resolved.exists(), f"{name}.md links {target!r}: no {resolved}"
+        if anchor:
+            assert resolved.suffix == ".md", f"{name}.md links {target!r}: an anchor into a non-markdown file"
+            assert anchor in _anchors(resolved), f"{name}.md links {target!r}: no such heading in {file or name}"
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", f"{path.name} is not a PNG"
+    return struct.unpack(">II", head[16:24])
+
+
+@pytest.mark.parametrize("name", GUIDES)
+def test_each_guide_shows_its_picture(name):
+    """Each guide embeds docs/images/<guide>.png, a 960x540 PNG under 300 KB (dev/doc_pictures.py renders it)."""
+    images = [t for bang, _alt, t in LINK.findall(_without_code(_text(_page(name)))) if bang]
+    assert f"images/{name}.png" in images, f"{name}.md does not show images/{name}.png"
+    picture = DOCS / "images" / f"{name}.png"
+    assert picture.stat().st_size < MAX_PICTURE_BYTES, f"{picture.name}: {picture.stat().st_size} bytes"
+    assert _png_size(picture) == (960, 540)
+
+
+def _cli_parser():
+    sys.path.insert(0, str(REPO))
+    try:
+        import cli
+    finally:
+        sys.path.remove(str(REPO))
+    return cli.build_parser()
+
+
+def cli_command_lines(text: str) -> list[list[str]]:
+    """The argument lists given to cli.py by the command lines in ``text``'s code blocks.
+
+    Continued lines (trailing backslash) are joined; comments and what follows a shell operator
+    (``||``, ``>``, ...) are dropped; inside Blender the arguments follow ``--``.
+    """
+    commands = []
+    for block in CODE_BLOCK.findall(text):
+        for line in block.replace("\\\n", " ").splitlines():
+            if "cli.py" not in line:
+                continue  # tables and other text: not shell
+            tokens = shlex.split(line, comments=True)
+            at = next((i for i, t in enumerate(tokens) if t == "cli.py" or t.endswith("/cli.py")), None)
+            if at is None:
+                continue
+            args = tokens[at + 1:]
+            if args[:1] == ["--"]:
+                args = args[1:]
+            cut = next((i for i, t in enumerate(args) if t in SHELL_OPERATORS), len(args))
+            commands.append(args[:cut])
+    return commands
+
+
+def test_command_line_reader_finds_both_forms():
+    """The reader itself: the bpy-module form, Blender's form after '--', continuations and shell operators."""
+    text = ("```sh\npython cli.py bake a.blend --armature Rig \\\n    --frames 1-9  # note\n"
+            "blender -b a.blend --python cli.py -- check --armature R --report r.json || echo failed\n```\n")
+    assert cli_command_lines(text) == [["bake", "a.blend", "--armature", "Rig", "--frames", "1-9"],
+                                       ["check", "--armature", "R", "--report", "r.json"]]
+
+
+@pytest.mark.parametrize("path", [*(f"docs/{g}.md" for g in GUIDES), "README.md"])
+def test_cli_command_lines_parse_with_cli_parser(path):
+    """Every cli.py command in a code block names a real subcommand and real options with valid values."""
+    parser = _cli_parser()
+    subs = _subparsers(parser)
+    for args in cli_command_lines(_text(REPO / path)):
+        try:
+            parser.parse_args(args)
+        except SystemExit as exc:
+            assert exc.code == 0 and {"-h", "--help"} & set(args), f"{path}: cli.py {' '.join(args)}"
+        if args and args[0] in subs:  # spelt out in full: argparse would also take an abbreviation
+            options = {o for a in subs[args[0]]._actions for o in a.option_strings}
+            spelt = {t.split("=")[0] for t in args[1:] if t.startswith("--")}
+            assert spelt <= options, f"{path}: cli.py {' '.join(args)}: {sorted(spelt - options)}"
+
+
+def _subparsers(parser) -> dict:
+    return next(a for a in parser._actions if a.dest == "command").choices
+
+
+def test_pipeline_guide_shows_every_subcommand_and_names_only_real_options():
+    """docs/pipeline.md runs every subcommand in a code block, and each --option it names in prose exists."""
+    text = _text(_page("pipeline"))
+    subs = _subparsers(_cli_parser())
+    shown = {args[0] for args in cli_command_lines(text) if args}
+    assert set(subs) <= shown, f"subcommands without an example: {sorted(set(subs) - shown)}"
+    options = {o for sub in subs.values() for a in sub._actions for o in a.option_strings}
+    for name in GUIDES:
+        prose = _without_code(_text(_page(name)))
+        named = {o for span in re.findall(r"`([^`\n]+)`", prose) for o in re.findall(r"(?<![\w-])--[a-z][a-z-]*", span)}
+        assert named - {"--python", "--python-exit-code"} <= options, f"{name}.md: {named - options}"
+        for sub in re.findall(r"`cli\.py ([a-z-]+)", prose):
+            assert sub in subs, f"{name}.md names cli.py {sub!r}; subcommands: {sorted(subs)}"
+
+
+def _rna_labels(rna) -> set[str]:
+    """A struct's property names and its static enum items' names."""
+    labels = set()
+    for prop in rna.properties:
+        labels.add(prop.name)
+        if prop.type == "ENUM":
+            labels.update(item.name for item in prop.enum_items)
+    return labels
+
+
+def _dynamic_enum_labels(cls) -> set[str]:
+    """Names of the items of a class's enums whose items a function gives (robot presets, tool links).
+
+    Blender keeps no items for those on the type; the annotations (strings under ``from __future__
+    import annotations``) are evaluated in the class's module, and each items function is called as
+    Blender calls it, with no operator and the current context.
+    """
+    module = sys.modules[cls.__module__]
+    labels = set()
+    for annotation in getattr(cls, "__annotations__", {}).values():
+        deferred = eval(annotation, vars(module)) if isinstance(annotation, str) else annotation
+        items = getattr(deferred, "keywords", {}).get("items")
+        if callable(items):
+            labels.update(item[1] for item in items(None, bpy.context))
+    return labels
+
+
+def ui_labels(addon) -> set[str]:
+    """Every label Articulate's UI shows (panels, operators and their options, settings, menu entries,
+    texts drawn by the panels), and the labels of Blender's own menus the guides name."""
+    ui = __import__(f"{addon.__name__}.ui", fromlist=["classes", "menus", "properties"])
+    labels = set(ICON_BUTTONS) | RIGIFY_LABELS
+    for cls in ui.classes:
+        labels.add(getattr(cls, "bl_label", ""))
+    for cls in ui.properties.classes:
+        labels |= _rna_labels(cls.bl_rna)
+    for name in dir(bpy.ops.articulate):
+        rna = getattr(bpy.ops.articulate, name).get_rna_type()
+        labels.add(rna.name)
+        labels |= _rna_labels(rna)
+    operators = __import__(f"{addon.__name__}.operators", fromlist=["classes"])
+    for cls in operators.classes:
+        labels |= _dynamic_enum_labels(cls)
+    labels.update(text for _op, text, _icon in (*ui.menus.IMPORTERS, *ui.menus.EXPORTERS))
+    for module in Path(ui.__file__).parent.glob("*.py"):
+        labels.update(re.findall(r'text="([^"{}]+)"', module.read_text(encoding="utf-8")))
+    labels.update(getattr(bpy.types, menu).bl_label for menu in (
+        "TOPBAR_MT_file", "TOPBAR_MT_file_import", "TOPBAR_MT_file_export", "VIEW3D_MT_view", "VIEW3D_MT_add",
+        "VIEW3D_MT_armature_add"))
+    labels.add(bpy.types.SpaceView3D.bl_rna.properties["show_region_ui"].name)
+    return labels - {""}
+
+
+def test_ui_labels_include_blender_menus_and_exclude_inventions(addon):
+    """The label set itself: File, Import, Sidebar and Articulate's buttons are in it; an invented label is not."""
+    labels = ui_labels(addon)
+    assert {"File", "Import", "Sidebar", "Bake Chains", "Robot Cartesian Poses (.csv)", "Poses In", "Auto",
+            "Automatic", "Universal Robots UR5 (CB3)"} <= labels
+    assert "Bake All Chains" not in labels and "Import Robot" not in labels
+
+
+@pytest.mark.parametrize("name", GUIDES)
+def test_bold_labels_are_labels_the_ui_shows(addon, name):
+    """Each **bold** phrase of a guide is a label of the UI, or a menu path (A > B > C) of such labels."""
+    labels = ui_labels(addon)
+    bold = BOLD.findall(_without_code(_text(_page(name))))
+    assert bold, f"{name}.md names no UI label in bold"
+    unknown = [b for b in bold if not all(part in labels for part in b.split(" > "))]
+    assert not unknown, f"{name}.md: bold text the UI does not show: {unknown}"
