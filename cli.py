@@ -6,8 +6,8 @@ Works both inside Blender and with the ``bpy`` module::
     blender -b --python-exit-code 1 --python cli.py -- demo --out out/demo
     python cli.py demo --out out/demo
 
-Exit codes: 0 every frame converged; 3 some frames missed their target; 2 bad arguments or
-input; 1 any other error. Errors are one line on stderr (``ARTICULATE_TRACEBACK=1`` adds the
+Exit codes: 0 every frame converged; 3 some frames missed their target (``body``: the bake
+warned); 2 bad arguments or input; 1 any other error. Errors are one line on stderr (``ARTICULATE_TRACEBACK=1`` adds the
 traceback); ``--help`` works on any Python, with or without Blender.
 """
 
@@ -118,6 +118,16 @@ def _parse_frames(text: str) -> tuple[int, int, int] | None:
     if end_i < start_i or step_i < 1:
         raise argparse.ArgumentTypeError(f"frame range {text!r} is empty or reversed; the end must be >= the start")
     return start_i, end_i, step_i
+
+
+def _parse_every_frame(text: str) -> tuple[int, int, int] | None:
+    """Like :func:`_parse_frames`, for commands that use every frame of the range: a step is refused, not ignored."""
+    frames = _parse_frames(text)
+    if frames is not None and frames[2] != 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: this command uses every frame of the range; a step (:N) is for bake and body only, "
+            f"give 1-250 or '{SCENE_FRAMES}'")
+    return frames
 
 
 def cmd_bake(args: argparse.Namespace) -> int:
@@ -299,15 +309,22 @@ def cmd_body(args: argparse.Namespace) -> int:
             setattr(body, name, bpy.data.objects[obj_name])
     if args.reference_frame is not None:
         body.reference_frame = args.reference_frame
-    start, end, _step = args.frames or (bpy.context.scene.frame_start, bpy.context.scene.frame_end, 1)
-    report = Path(args.report).resolve() if args.report else None
-    _run_operator(bpy.ops.articulate.body_bake, use_scene_range=False, frame_start=start, frame_end=end,
-                  report_path=str(report) if report else "")
+    start, end, step = args.frames or (bpy.context.scene.frame_start, bpy.context.scene.frame_end, 1)
+    with tempfile.TemporaryDirectory(prefix="articulate-body-") as scratch:
+        # the report is read back for the exit code, so it is written even when --report is not given
+        report_path = Path(args.report).resolve() if args.report else Path(scratch) / "body.json"
+        _run_operator(bpy.ops.articulate.body_bake, use_scene_settings=False, frame_start=start, frame_end=end,
+                      frame_step=step, report_path=str(report_path))
+        report = json.loads(report_path.read_text())
     if args.out:
         bpy.ops.wm.save_as_mainfile(filepath=str(Path(args.out).resolve()), compress=True)
         print(f"articulate: wrote {args.out}")
     print(f"articulate: {body.last_summary}")
-    return EXIT_OK
+    fullbody = importlib.import_module(f"{ensure_addon().__name__}.operators.fullbody")
+    problems = fullbody.body_problems(report)
+    for problem in problems:
+        print(f"articulate: warning: {problem}", file=sys.stderr)
+    return EXIT_MISSED if problems else EXIT_OK
 
 
 def cmd_switch(args: argparse.Namespace) -> int:
@@ -376,7 +393,9 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="check a robot rig's trajectory: limits, velocity, singularities, jumps")
     check.add_argument("blend", nargs="?", help=".blend to open (omit inside 'blender -b file.blend')")
     check.add_argument("--armature", required=True, help="name of the robot rig")
-    check.add_argument("--frames", type=_parse_frames, help="range like 1-250 (default: the scene's)")
+    check.add_argument("--frames", type=_parse_every_frame,
+                       help="range like 1-250, set as the scene's (default: the imported trajectory's own frames, "
+                            "else the scene's)")
     check.add_argument("--report", required=True, help="per-frame report, .json or .csv")
     check.add_argument("--singularity", type=float, default=1e-2, help="smallest Jacobian singular value allowed")
     check.add_argument("--jump", type=float, default=0.5, help="largest joint change between frames [rad or m]")
@@ -384,7 +403,9 @@ def build_parser() -> argparse.ArgumentParser:
     export = sub.add_parser("export", help="export a robot rig's joint trajectory to CSV or JSON")
     export.add_argument("blend", nargs="?", help=".blend to open (omit inside 'blender -b file.blend')")
     export.add_argument("--armature", required=True, help="name of the robot rig")
-    export.add_argument("--frames", type=_parse_frames, help="range like 1-250 (default: the scene's)")
+    export.add_argument("--frames", type=_parse_every_frame,
+                        help="range like 1-250, set as the scene's (default: the imported trajectory's own frames, "
+                             "else the scene's)")
     export.add_argument("--out", required=True, help="output file, .csv or .json (ROS JointTrajectory)")
     export.add_argument("--rate", type=float, default=0.0, help="samples per second (default: the frame rate)")
     export.set_defaults(func=cmd_export)
@@ -396,7 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
                        ("foot_r", "optional right foot")):
         body.add_argument(f"--{name.replace('_', '-')}", dest=name, help=f"object tracking the {what}")
     body.add_argument("--reference-frame", type=int, help="standing calibration frame (default: as saved)")
-    body.add_argument("--frames", type=_parse_frames, help="range like 1-250 (default: the scene's)")
+    body.add_argument("--frames", type=_parse_frames, help="range like 1-250 or 1-250:2 (default: the scene's)")
     body.add_argument("--out", help="save the baked file here")
     body.add_argument("--report", help="write the JSON report here")
     body.set_defaults(func=cmd_body)
@@ -405,7 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
         switch = sub.add_parser(name, help=f"{what} (Rigify limbs or IK constraints)")
         switch.add_argument("blend", nargs="?", help=".blend to open (omit inside 'blender -b file.blend')")
         switch.add_argument("--armature", required=True, help="name of the armature object")
-        switch.add_argument("--frames", type=_parse_frames, help="range like 1-250 (default: the scene's)")
+        switch.add_argument("--frames", type=_parse_every_frame, help="range like 1-250 (default: the scene's)")
         switch.add_argument("--out", help="save the file here")
         switch.add_argument("--report", help="write the JSON report here")
         switch.set_defaults(func=cmd_switch)

@@ -187,6 +187,20 @@ def _role_parents(roles: RoleMap) -> dict[str, str | None]:
     return {roles[r]: (None if (p := roles.parent_role(r)) is None else roles[p]) for r in roles.roles}
 
 
+def body_problems(report: dict) -> list[str]:
+    """What a full-body bake's report says went wrong: the warnings, trackers not animated, held frames, jumps."""
+    problems = list(report["warnings"])
+    if report["not_animated"]:
+        problems.append(f"trackers not animated: {', '.join(report['not_animated'])}")
+    held = sum(report["held_frames"].values())
+    if held:
+        problems.append(f"{held} NaN tracker frame(s) held")
+    jumps = sum(len(v) for v in report["jumps"].values())
+    if jumps:
+        problems.append(f"{jumps} tracker jump(s)")
+    return problems
+
+
 def _summary(report: dict) -> str:
     held = sum(report["held_frames"].values())
     jumps = sum(len(v) for v in report["jumps"].values())
@@ -278,10 +292,9 @@ class ARTICULATE_OT_body_bake(FrameRangeOptions, bpy.types.Operator):
         if self.report_path:
             write_report(self.report_path, report)
         arm.articulate.body.last_summary = _summary(report)
-        problems = report["not_animated"] or any(report["jumps"].values()) or sum(report["held_frames"].values())
+        problems = body_problems(report)
         for warning in report["warnings"]:
             self.report({"WARNING"}, warning)
-        problems = problems or report["warnings"]
         self.report({"WARNING"} if problems else {"INFO"}, arm.articulate.body.last_summary)
         return {"FINISHED"}
 

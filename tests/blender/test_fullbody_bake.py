@@ -127,3 +127,28 @@ def test_rig_away_from_its_trackers_is_warned_measured_and_aligned(cmu, tmp_path
                                         report_path=str(report)) == {"FINISHED"}
     data = json.loads(report.read_text())
     assert data["warnings"] == [] and data["max_world_error_m"] < 2e-3
+
+
+@pytest.mark.slow
+def test_cli_body_exits_3_on_warnings_and_takes_a_step(cmu, tmp_path):
+    """`cli.py body`: exit 0 when the bake has nothing to warn about, exit 3 (warnings on stderr) for a rig
+    standing away from its trackers; `--frames A-B:N` keys every N-th frame; a step is refused by ik-to-fk."""
+    from test_cli import run_cli
+
+    arm, trackers = cmu
+    args = ["--armature", arm.name, "--head", trackers["head"].name, "--hand-l", trackers["hand_l"].name,
+            "--hand-r", trackers["hand_r"].name, "--reference-frame", "1"]
+    good = tmp_path / "good.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(good))
+    report = tmp_path / "body.json"
+    proc = run_cli("body", str(good), *args, "--frames", f"1-{FRAMES}:3", "--report", str(report), tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert json.loads(report.read_text())["frames"] == list(range(1, FRAMES + 1, 3))
+    arm.location = (2.0, 0.5, 0.0)
+    away = tmp_path / "away.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(away))
+    proc = run_cli("body", str(away), *args, "--frames", f"1-{FRAMES}", tmp_path=tmp_path)
+    assert proc.returncode == 3, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "warning" in proc.stderr and "tracker head" in proc.stderr
+    proc = run_cli("ik-to-fk", str(good), "--armature", arm.name, "--frames", "1-20:2", tmp_path=tmp_path)
+    assert proc.returncode == 2 and "every frame" in proc.stderr
