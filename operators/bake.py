@@ -8,7 +8,7 @@ import bpy
 from ..ik_core.errors import name_hint
 from . import bridge, compat
 from .baking import MARKER_PREFIX, BakeFailed, bake_chains, frame_runs, summary_line
-from .files import stable_numbers, write_report
+from .files import report_path_problem, stable_numbers, write_report
 from .frames import FrameRangeOptions
 from .polls import armature_poll
 from .robot_bake import bake_robot, is_model_rig
@@ -62,6 +62,9 @@ def bake(context: bpy.types.Context, arm: bpy.types.Object, chains: list, frames
     Raises:
         BakeFailed: Invalid input, detected before the scene is changed.
     """
+    if not chains:  # a robot rig too: its bake would otherwise key nothing and report success
+        raise BakeFailed(f"armature {arm.name!r} has no enabled chain; add one in the Articulate panel "
+                         "or enable one in its chain list")
     if is_model_rig(arm, chains):
         options.pop("mute_constraints", None)
         reduce = options.pop("key_tolerance", 0.0)
@@ -126,6 +129,9 @@ class ARTICULATE_OT_bake(FrameRangeOptions, _ChainOperator, bpy.types.Operator):
             layout.prop(self, name)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
+        if why := report_path_problem(self.report_path):
+            self.report({"ERROR"}, why)
+            return {"CANCELLED"}
         settings = context.scene.articulate
         if self.use_scene_settings:
             step = settings.frame_step

@@ -288,3 +288,50 @@ def clear_range(id_data: bpy.types.ID, start: float, end: float, data_paths: set
             write_fcurve(fcurve, np.zeros(0), np.zeros(0), replace=(start, end))
             removed += before - len(fcurve.keyframe_points)
     return removed
+
+
+class ChannelBackup:
+    """The keys of some channels of an ID as they were, to put back if what follows fails.
+
+    An operator that writes keys and then fails (a bake after an import) must leave the scene as it
+    was: :meth:`restore` gives each channel back its keys and extrapolation, removes the F-curves
+    it created, and the action (and animation data) when there was none before.
+    """
+
+    def __init__(self, id_data: bpy.types.ID, channels: Sequence[Channel]) -> None:
+        self.id_data = id_data
+        adt = id_data.animation_data
+        self.had_animation_data = adt is not None
+        self.action = adt.action if adt is not None else None
+        self.saved: list[tuple[Channel, dict[str, np.ndarray] | None, str]] = []
+        for channel in channels:
+            fcurve = find_fcurve(id_data, channel.data_path, channel.index)
+            if fcurve is None:
+                self.saved.append((channel, None, ""))
+            else:
+                self.saved.append((channel, _read_keys(fcurve.keyframe_points), fcurve.extrapolation))
+
+    def restore(self) -> None:
+        """Put every saved channel back as it was."""
+        for channel, keys, extrapolation in self.saved:
+            fcurve = find_fcurve(self.id_data, channel.data_path, channel.index)
+            if keys is None:
+                if fcurve is not None:
+                    remove_fcurve(self.id_data, fcurve)
+                continue
+            fcurve = fcurve or ensure_fcurve(self.id_data, channel)
+            points = fcurve.keyframe_points
+            points.clear()
+            points.add(len(keys["co"]))
+            for attr, _width, _dtype in _KEY_ATTRIBUTES:
+                points.foreach_set(attr, keys[attr].ravel())
+            fcurve.extrapolation = extrapolation
+            fcurve.update()
+        adt = self.id_data.animation_data
+        if self.action is None and adt is not None and adt.action is not None:
+            created = adt.action
+            adt.action = None
+            if created.users == 0:
+                bpy.data.actions.remove(created)
+        if not self.had_animation_data and self.id_data.animation_data is not None:
+            self.id_data.animation_data_clear()

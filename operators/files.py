@@ -162,6 +162,27 @@ def stable_numbers(data, decimals: int = REPORT_DECIMALS):
     return data
 
 
+def report_path_problem(path: str) -> str:
+    """Why a report cannot be written at ``path`` ("" when it can, or when no report is asked for).
+
+    Operators check this before they change anything, so a bad path fails the run cleanly instead
+    of after the bake, with the keys written and the report lost.
+    """
+    if not path:
+        return ""
+    full = os.path.abspath(bpy.path.abspath(path))
+    if os.path.isdir(full):
+        return f"the report path {path!r} is a folder; give a file name in it, such as 'report.json'"
+    folder = os.path.dirname(full)
+    while not os.path.exists(folder):  # write_report creates the missing folders
+        folder = os.path.dirname(folder)
+    if not os.path.isdir(folder):
+        return f"cannot write the report {path!r}: {folder!r} is a file, not a folder"
+    if not os.access(folder if not os.path.exists(full) else full, os.W_OK):
+        return f"cannot write the report {path!r}: no permission to write there"
+    return ""
+
+
 def write_report(path: str, data: dict | str) -> str:
     """Write a report (a dict as JSON, or ready text such as CSV) to a Blender path; returns the path."""
     path = bpy.path.abspath(path)

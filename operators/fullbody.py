@@ -16,7 +16,7 @@ from ..ik_core.humanoid import TRACKER_ROLES, TRACKERS, RoleMap, calibrate, dete
 from . import bridge, compat
 from .baking import BakeFailed
 from .bridge import body_controls
-from .files import TimedImport, write_report
+from .files import TimedImport, report_path_problem, write_report
 from .frames import FrameRangeOptions
 from .polls import armature_poll
 
@@ -276,6 +276,9 @@ class ARTICULATE_OT_body_bake(FrameRangeOptions, bpy.types.Operator):
         self.draw_range(self.layout, context, "frame_step")
 
     def execute(self, context):
+        if why := report_path_problem(self.report_path):
+            self.report({"ERROR"}, why)
+            return {"CANCELLED"}
         if not self.use_scene_range:
             self.use_scene_settings = False
         step = context.scene.articulate.frame_step if self.use_scene_settings else self.frame_step

@@ -26,7 +26,7 @@ from . import bridge
 from .baking import BakeFailed
 from .bridge import body_controls, matching
 from .chains import blender_chain
-from .files import write_report
+from .files import report_path_problem, write_report
 from .frames import FrameRangeOptions
 from .polls import armature_poll
 
@@ -307,6 +307,9 @@ class _SwitchOperator(FrameRangeOptions):
         self.draw_range(self.layout, context)  # every frame of it: switching keys each one
 
     def execute(self, context: bpy.types.Context) -> set[str]:
+        if why := report_path_problem(self.report_path):
+            self.report({"ERROR"}, why)
+            return {"CANCELLED"}
         arm = context.object
         try:
             bridge.check_armature(arm, editable=True)

@@ -42,8 +42,8 @@ from .bridge.robot import (
     robot_model,
     write_joint_values,
 )
-from .bridge.robot_trajectory import StoredTrajectory, store_trajectory, stored_trajectory
-from .files import ExportFile, ImportFile, TimedImport, ensure_extension, write_report
+from .bridge.robot_trajectory import TRAJECTORY_KEY, StoredTrajectory, store_trajectory, stored_trajectory
+from .files import ExportFile, ImportFile, TimedImport, ensure_extension, report_path_problem, write_report
 from .polls import robot_poll
 
 CHECK_MARKER = "Robot check"
@@ -350,20 +350,40 @@ class ARTICULATE_OT_cartesian_import(TimedImport, bpy.types.Operator):
             return _fail(self, err)
         target = chain.target
         frames = self.start_frame + np.round((poses.times - poses.times[0]) * fps)
-        self.apply_timing(scene, rate, int(frames[-1]))
-        target.rotation_mode = "QUATERNION"
         channels = [compat.Channel("location", i, "Object Transforms") for i in range(3)]
         channels += [compat.Channel("rotation_quaternion", i, "Object Transforms") for i in range(4)]
+        # What the import changes, kept so that a bake that fails leaves the scene as it was
+        keys = compat.ChannelBackup(target, channels)
+        timing = (scene.render.fps, scene.render.fps_base, scene.frame_start, scene.frame_end)
+        rotation_mode, stored = target.rotation_mode, arm.get(TRAJECTORY_KEY)
+        self.apply_timing(scene, rate, int(frames[-1]))
+        target.rotation_mode = "QUATERNION"
         # q and -q are one rotation, but keys interpolate componentwise: neighbours must agree in sign.
         values = np.hstack([poses.positions, quat_make_continuous(poses.quaternions)])
         compat.write_channels(target, channels, frames, values)
         store_trajectory(arm, StoredTrajectory(Path(path).name, "poses", self.start_frame, int(frames[-1]), fps))
         if rate.warning:
             self.report({"WARNING"}, rate.warning)
-        if self.bake:
-            return bpy.ops.articulate.bake(use_scene_settings=False, frame_start=int(frames[0]),
+        if not self.bake:
+            return {"FINISHED"}
+        try:
+            done = bpy.ops.articulate.bake(use_scene_settings=False, frame_start=int(frames[0]),
                                            frame_end=int(frames[-1]), mark_missed=True)
-        return {"FINISHED"}
+            why = "" if done == {"FINISHED"} else "the bake was cancelled"
+        except RuntimeError as err:  # the bake reported an error
+            why = str(err).removeprefix("Error: ").strip()
+        if not why:
+            return done
+        # undo the import too
+        keys.restore()
+        target.rotation_mode = rotation_mode
+        scene.render.fps, scene.render.fps_base, scene.frame_start, scene.frame_end = timing
+        if stored is None:
+            arm.pop(TRAJECTORY_KEY, None)
+        else:
+            arm[TRAJECTORY_KEY] = stored
+        self.report({"ERROR"}, f"the poses were not imported: {why}")
+        return {"CANCELLED"}
 
 
 def _named_chain(arm: bpy.types.Object, name: str):
@@ -496,6 +516,9 @@ class ARTICULATE_OT_trajectory_check(bpy.types.Operator):
         return _poll_robot(cls, context)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
+        if why := report_path_problem(self.report_path):
+            self.report({"ERROR"}, why)
+            return {"CANCELLED"}
         scene = context.scene
         thresholds = {"singularity_threshold": self.singularity_threshold, "jump_threshold": self.jump_threshold}
         try:

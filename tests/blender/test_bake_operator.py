@@ -231,6 +231,8 @@ def _break(kind):
         ("no chains", {}, "no enabled chain"),
         (None, {"frame_start": 10, "frame_end": 5}, "empty"),
         (None, {"armature": "Target"}, "not an armature"),
+        (None, {"report_path": "/tmp"}, "is a folder"),
+        (None, {"report_path": __file__ + "/report.json"}, "is a file, not a folder"),
     ],
 )
 def test_bad_input_fails_cleanly_and_changes_nothing(demo, kind, overrides, message):

@@ -289,3 +289,48 @@ def test_joint_example_imports_at_its_10_hz(ur5, core, tmp_path):
     assert bpy.ops.articulate.trajectory_export(filepath=str(out)) == {"FINISHED"}
     np.testing.assert_allclose(core.trajectory.read_joint_csv(out).positions,
                                core.trajectory.read_joint_csv(src, _names(ur5)).positions, atol=1e-6)
+
+
+def test_cartesian_import_whose_bake_fails_leaves_the_scene_as_it_was(ur5, core, tmp_path):
+    """Import with Bake on, and a bake that refuses (every chain disabled): the target keeps its own keys and
+    rotation mode, no F-curve is left behind, the scene keeps its clock and range, nothing is stored on the rig."""
+    scene = bpy.context.scene
+    scene.render.fps, scene.frame_start, scene.frame_end = 24, 1, 40
+    target = ur5.articulate.chains[0].target
+    target.rotation_mode = "XYZ"
+    for f, x in ((1, 0.3), (20, 0.5)):
+        target.location.x = x
+        target.keyframe_insert("location", index=0, frame=f)
+    before = [tuple(k.co) for k in _location_x(target).keyframe_points]
+    for chain in ur5.articulate.chains:
+        chain.enabled = False
+    t = np.arange(26) / 50.0
+    poses = core.trajectory.PoseTrajectory(t, np.c_[0.4 + 0.1 * t, 0.1 + 0 * t, 0.4 + 0 * t],
+                                           np.tile([0.0, 1.0, 0.0, 0.0], (26, 1)))
+    core.trajectory.write_pose_csv(tmp_path / "p.csv", poses)
+    with pytest.raises(RuntimeError, match="not imported.*no enabled chain"):
+        bpy.ops.articulate.cartesian_import(filepath=str(tmp_path / "p.csv"), start_frame=3, bake=True)
+    assert _timing(scene) == (24, 1.0, 1, 40)
+    assert target.rotation_mode == "XYZ" and "articulate_trajectory" not in ur5
+    assert [tuple(k.co) for k in _location_x(target).keyframe_points] == before
+    paths = {(fc.data_path, fc.array_index) for fc in _fcurves(target)}
+    assert paths == {("location", 0)}
+
+
+def _fcurves(obj):
+    action = obj.animation_data.action
+    if hasattr(action, "fcurves") and bpy.app.version < (4, 4, 0):
+        return list(action.fcurves)
+    return [fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags for fc in bag.fcurves]
+
+
+def _location_x(obj):
+    return next(fc for fc in _fcurves(obj) if fc.data_path == "location" and fc.array_index == 0)
+
+
+def test_check_with_a_report_path_it_cannot_write_changes_nothing(ur5):
+    """A report path that is a folder: the check refuses before it marks any frame."""
+    markers = len(bpy.context.scene.timeline_markers)
+    with pytest.raises(RuntimeError, match="is a folder"):
+        bpy.ops.articulate.trajectory_check(report_path=str(EXAMPLES))
+    assert len(bpy.context.scene.timeline_markers) == markers
