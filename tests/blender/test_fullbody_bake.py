@@ -120,7 +120,8 @@ def test_rig_away_from_its_trackers_is_warned_measured_and_aligned(cmu, tmp_path
     data = json.loads(report.read_text())
     assert data["calibration_offsets_m"]["head"] > 1.0 and any("tracker head" in w for w in data["warnings"])
     assert data["max_world_error_m"] > 1.0  # what playback shows, not the error against the kept offsets
-    assert "bones within" in arm.articulate.body.last_summary
+    summary = arm.articulate.body.last_summary
+    assert "of their goals" in summary and f"{data['max_world_error_m'] * 1000:.3g} mm from the trackers" in summary
     assert bpy.ops.articulate.body_align() == {"FINISHED"}
     np.testing.assert_allclose(np.array(arm.matrix_world), np.eye(4), atol=1e-4)
     assert bpy.ops.articulate.body_bake(use_scene_range=False, frame_start=1, frame_end=FRAMES,
