@@ -133,8 +133,10 @@ def resolve_mesh(
     """The file a URDF mesh reference points to, or None when it cannot be found.
 
     ``package://pkg/rest`` is looked up as ``<dir>/pkg/rest`` and ``<dir>/rest`` under each of
-    ``package_dirs`` (and the URDF's own folder and its parents); ``file://`` and plain paths
-    are taken relative to the URDF's folder.
+    ``package_dirs``, then the folders of ROS's ``ROS_PACKAGE_PATH`` (when set), then the URDF's
+    own folder and its parents, each also one folder down (``<dir>/*/pkg/rest``: a description
+    unpacked with its meshes beside it, such as ``robots/meshes/ur_description``); ``file://``
+    and plain paths are taken relative to the URDF's folder.
 
     Args:
         filename: The mesh reference as written in the URDF.
@@ -150,10 +152,13 @@ def resolve_mesh(
         rest = filename[len("package://") :]
         pkg, _, sub = rest.partition("/")
         roots = [Path(d) for d in package_dirs]
-        if base is not None:
-            roots += [base, *base.parents][:4]
-        for root in roots:
+        roots += [Path(d) for d in os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep) if d]
+        nearby = [base, *base.parents][:4] if base is not None else []
+        for root in roots + nearby:
             candidates += [root / pkg / sub, root / sub]
+        for root in nearby:
+            if pkg and root.is_dir():
+                candidates += [found / sub for found in sorted(root.glob(f"*/{pkg}"))]
     else:
         path = Path(filename[len("file://") :] if filename.startswith("file://") else filename)
         candidates.append(path if path.is_absolute() or base is None else base / path)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -61,3 +62,20 @@ def test_xacro_visuals_are_refused(tmp_path: Path) -> None:
     path.write_text(PAINTED)
     with pytest.raises(URDFError, match="xacro"):
         parse_visuals(path)
+
+
+def test_package_paths_resolve_one_folder_down_and_on_ros_package_path(tmp_path: Path, monkeypatch) -> None:
+    """A description unpacked beside the URDF (``robots/meshes/<pkg>/...``) resolves without a package folder,
+    as does a package on ROS's ``ROS_PACKAGE_PATH``; a missing package still resolves to None."""
+    monkeypatch.delenv("ROS_PACKAGE_PATH", raising=False)
+    mesh = tmp_path / "robots" / "meshes" / "arm_description" / "visual" / "link.dae"
+    mesh.parent.mkdir(parents=True)
+    mesh.write_text("<COLLADA/>")
+    assert resolve_mesh("package://arm_description/visual/link.dae", tmp_path / "robots") == mesh
+    assert resolve_mesh("package://other_description/visual/link.dae", tmp_path / "robots") is None
+    elsewhere = tmp_path / "ws" / "src" / "other_description" / "m.stl"
+    elsewhere.parent.mkdir(parents=True)
+    elsewhere.write_text("solid")
+    assert resolve_mesh("package://other_description/m.stl", tmp_path / "robots") is None
+    monkeypatch.setenv("ROS_PACKAGE_PATH", f"/nonexistent{os.pathsep}{tmp_path / 'ws' / 'src'}")
+    assert resolve_mesh("package://other_description/m.stl", tmp_path / "robots") == elsewhere
