@@ -8,7 +8,7 @@ import bpy
 from ..ik_core.errors import name_hint
 from . import bridge, compat
 from .baking import MARKER_PREFIX, BakeFailed, bake_chains, frame_runs, summary_line
-from .files import report_path_problem, stable_numbers, write_report
+from .files import chosen_report_path, report_path_problem, stable_numbers, write_report
 from .frames import FrameRangeOptions
 from .polls import armature_poll
 from .robot_bake import bake_robot, is_model_rig
@@ -129,7 +129,8 @@ class ARTICULATE_OT_bake(FrameRangeOptions, _ChainOperator, bpy.types.Operator):
             layout.prop(self, name)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
-        if why := report_path_problem(self.report_path):
+        report_path = chosen_report_path(self.report_path, context, self.use_scene_settings)
+        if why := report_path_problem(report_path):
             self.report({"ERROR"}, why)
             return {"CANCELLED"}
         settings = context.scene.articulate
@@ -149,8 +150,8 @@ class ARTICULATE_OT_bake(FrameRangeOptions, _ChainOperator, bpy.types.Operator):
         except BakeFailed as err:
             self.report({"ERROR"}, angles_in_degrees(str(err)))
             return {"CANCELLED"}
-        if self.report_path:
-            write_report(self.report_path, stable_numbers(report))
+        if report_path:
+            write_report(report_path, stable_numbers(report))
         settings.last_summary = summary_line(report)
         _report_warnings(self, report)
         reduced = report.get("key_reduction")

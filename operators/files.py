@@ -162,6 +162,12 @@ def stable_numbers(data, decimals: int = REPORT_DECIMALS):
     return data
 
 
+def chosen_report_path(op_path: str, context: bpy.types.Context, use_panel: bool) -> str:
+    """The report file of a run: the operator's own, else the panel's **Report File** when it runs with the
+    panel's settings ("" for none)."""
+    return op_path or (context.scene.articulate.report_path if use_panel else "")
+
+
 def report_path_problem(path: str) -> str:
     """Why a report cannot be written at ``path`` ("" when it can, or when no report is asked for).
 

@@ -16,7 +16,7 @@ from ..ik_core.humanoid import TRACKER_ROLES, TRACKERS, RoleMap, calibrate, dete
 from . import bridge, compat
 from .baking import BakeFailed
 from .bridge import body_controls
-from .files import TimedImport, report_path_problem, write_report
+from .files import TimedImport, chosen_report_path, report_path_problem, write_report
 from .frames import FrameRangeOptions
 from .polls import armature_poll
 
@@ -279,11 +279,12 @@ class ARTICULATE_OT_body_bake(FrameRangeOptions, bpy.types.Operator):
         self.draw_range(self.layout, context, "frame_step")
 
     def execute(self, context):
-        if why := report_path_problem(self.report_path):
-            self.report({"ERROR"}, why)
-            return {"CANCELLED"}
         if not self.use_scene_range:
             self.use_scene_settings = False
+        report_path = chosen_report_path(self.report_path, context, self.use_scene_settings)
+        if why := report_path_problem(report_path):
+            self.report({"ERROR"}, why)
+            return {"CANCELLED"}
         step = context.scene.articulate.frame_step if self.use_scene_settings else self.frame_step
         try:
             arm = _armature(context)
@@ -295,8 +296,8 @@ class ARTICULATE_OT_body_bake(FrameRangeOptions, bpy.types.Operator):
         except BodyFailed as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
-        if self.report_path:
-            write_report(self.report_path, report)
+        if report_path:
+            write_report(report_path, report)
         arm.articulate.body.last_summary = _summary(report)
         problems = body_problems(report)
         for warning in report["warnings"]:

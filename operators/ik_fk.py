@@ -26,7 +26,7 @@ from . import bridge
 from .baking import BakeFailed
 from .bridge import body_controls, matching
 from .chains import blender_chain
-from .files import report_path_problem, write_report
+from .files import chosen_report_path, report_path_problem, write_report
 from .frames import FrameRangeOptions
 from .polls import armature_poll
 
@@ -307,7 +307,8 @@ class _SwitchOperator(FrameRangeOptions):
         self.draw_range(self.layout, context)  # every frame of it: switching keys each one
 
     def execute(self, context: bpy.types.Context) -> set[str]:
-        if why := report_path_problem(self.report_path):
+        report_path = chosen_report_path(self.report_path, context, self.use_scene_settings)
+        if why := report_path_problem(report_path):
             self.report({"ERROR"}, why)
             return {"CANCELLED"}
         arm = context.object
@@ -317,8 +318,8 @@ class _SwitchOperator(FrameRangeOptions):
         except (BakeFailed, bridge.BridgeError) as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
-        if self.report_path:
-            write_report(self.report_path, report)
+        if report_path:
+            write_report(report_path, report)
         worst = max(m["max_error_m"] for m in report["limbs"])
         text = (f"{len(report['limbs'])} limb(s) over {len(report['frames'])} frames, within "
                 f"{worst * 1000:.3g} mm of the pose they had")

@@ -176,6 +176,7 @@ class ARTICULATE_PT_bake(_Panel, bpy.types.Panel):
         layout.prop(settings, "mute_constraints")
         layout.prop(settings, "mark_missed")
         layout.prop(settings, "key_tolerance")
+        layout.prop(settings, "report_path")
         row = layout.row(align=True)
         row.operator("articulate.solve_frame", icon="POSE_HLT")
         row.operator("articulate.bake", icon="REC")

@@ -227,6 +227,11 @@ class ARTICULATE_PG_settings(bpy.types.PropertyGroup):
         description="Key only the frames needed for every chain tip to play within this distance of the full bake "
                     "(0 keys every frame)",
     )
+    report_path: bpy.props.StringProperty(
+        name="Report File", default="", subtype="FILE_PATH",
+        description="Write each bake's JSON report here (chain, full-body and IK/FK bakes run from the panel; "
+                    "per frame: residual, convergence, limits, reasons); empty writes none",
+    )
     last_summary: bpy.props.StringProperty(
         name="Last Bake", default="", description="Outcome of the last bake or trajectory check (read only)"
     )

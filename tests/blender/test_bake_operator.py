@@ -281,3 +281,21 @@ def test_bake_keys_each_rotation_mode_continuously(demo, addon_module, mode):
         bpy.context.scene.frame_set(f)
         tail = np.array(arm.matrix_world @ arm.pose.bones["Wrist"].tail)
         assert np.linalg.norm(tail - np.array(target.matrix_world.translation)) < 2e-4
+
+
+def test_panel_report_file_is_written_by_panel_bakes_only(demo, tmp_path):
+    """The Bake panel's Report File takes each bake run with the panel's settings; a script's run with its own
+    range and no report path writes none, and an operator's own report path wins."""
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 30
+    panel_report = tmp_path / "panel.json"
+    scene.articulate.report_path = str(panel_report)
+    assert bpy.ops.articulate.bake() == {"FINISHED"}
+    report = json.loads(panel_report.read_text())
+    assert report["frames"] == list(range(1, 31))
+    panel_report.unlink()
+    assert _bake() == {"FINISHED"}
+    assert not panel_report.exists()
+    own = tmp_path / "own.json"
+    assert bpy.ops.articulate.bake(report_path=str(own)) == {"FINISHED"}
+    assert own.is_file() and not panel_report.exists()
