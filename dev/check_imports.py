@@ -7,7 +7,8 @@ so it needs neither Blender nor numpy.
 - An import circle is a set of modules that import each other, directly or through others
   (a strongly connected component of the import graph with more than one module, or a module
   importing itself). Every import counts, also one inside a function (a lazy import hides a
-  circle, it does not remove it), except under ``if TYPE_CHECKING:``. Importing a name from a
+  circle, it does not remove it) or under ``if TYPE_CHECKING:`` (a type-only import still ties
+  the two modules together). Importing a name from a
   package means importing the package's ``__init__``, which imports its own modules: so a
   module that imports from its own package's ``__init__`` closes a circle; and importing a
   module runs the ``__init__`` of each package above it (other than the importer's own).
@@ -64,28 +65,9 @@ def find_modules() -> dict[str, Path]:
     return found
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
 def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
-    """Every import statement, skipping ``if TYPE_CHECKING:`` blocks."""
-    out = []
-
-    def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node):
-            for child in node.orelse:
-                visit(child)
-            return
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            out.append(node)
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(tree)
-    return out
+    """Every import statement, wherever it stands (functions and ``if TYPE_CHECKING:`` blocks too)."""
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)]
 
 
 def _resolve(importer: str, is_package: bool, node: ast.ImportFrom) -> str:

@@ -45,6 +45,16 @@ def test_a_lazy_import_closing_a_circle_is_found(checker):
     assert circles == [["ik_core.model.a", "ik_core.model.b"]]
 
 
+def test_a_type_only_import_closing_a_circle_is_found(checker):
+    circles, _, _ = checker({
+        "ik_core/__init__.py": "", "ik_core/model/__init__.py": "",
+        "ik_core/model/a.py": "from .b import Y\nX = 1\n",
+        "ik_core/model/b.py": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import X\n"
+                               "Y = 2\n"),
+    })
+    assert circles == [["ik_core.model.a", "ik_core.model.b"]]
+
+
 def test_a_package_init_importing_its_importer_is_a_circle(checker):
     """Importing model.c runs model/__init__, which imports solvers.b, which imports model.c."""
     circles, _, _ = checker({

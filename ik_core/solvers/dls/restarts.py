@@ -4,14 +4,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...errors import InvalidInputError
-
-if TYPE_CHECKING:
-    from .solver import DLSSolver
+from ..base import Solver
 
 # Damping multipliers after a step that lowered the error, and after one that did not.
 DAMPING_DOWN = 0.2
@@ -58,7 +55,8 @@ class Particles:
     configuration (lowest weighted error) seen for it is kept all along.
 
     Args:
-        solver: The solver (residuals, limits, tolerances, policy).
+        solver: The :class:`~.solver.DLSSolver` running the targets (residuals, limits, tolerances,
+            policy); typed by the base class, since the solver module imports this one.
         q0: (N, dof) start configurations, already inside the limits.
         tp: (N, E, 3) target positions [m].
         tr: Target rotations or aim directions (see ``DLSSolver._residual``), or None.
@@ -72,7 +70,7 @@ class Particles:
     )
 
     def __init__(
-        self, solver: DLSSolver, q0: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, race: int = 0,
+        self, solver: Solver, q0: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, race: int = 0,
         boost: tuple[int, int] | None = None, policy: RestartPolicy | None = None,
     ) -> None:
         self.solver = solver

@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import math
 import time
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..base import IKResult, Targets
+from ..base import IKResult, Solver, Targets
 from .kinematics import LEVI_CIVITA, LOG_PARTS, QUARTER, rotation_log
 from .restarts import DAMPING_DOWN, DAMPING_UP, SEED_DAMPING, STALL_RATIO
 from .seeds import RANKED_SEEDS
 from .small import limit_passes, small_direction
-
-if TYPE_CHECKING:
-    from .solver import DLSSolver
 
 # Batches of at most this many targets take the serial kernel, one target after the other: for
 # so few particles numpy's per-call overhead, not arithmetic, is the cost, and this kernel makes
@@ -40,10 +36,11 @@ class SerialModel:
     errors, and per-particle scalars come back as Python lists.
 
     Args:
-        solver: The solver (limits, weights, null-space pull, mode).
+        solver: The :class:`~.solver.DLSSolver` that builds this kernel (limits, weights, null-space
+            pull, mode); typed by the base class, since the solver module imports this one.
     """
 
-    def __init__(self, solver: DLSSolver) -> None:
+    def __init__(self, solver: Solver) -> None:
         self.solver = solver
         chain = solver.model.chains[0]
         self.n = chain.n
@@ -179,7 +176,7 @@ class SerialKernel(SerialModel):
     Use :meth:`build`, which returns None when the solver's problem is not of that kind.
     """
 
-    def __init__(self, solver: DLSSolver, race: int, boost: tuple[int, int]) -> None:
+    def __init__(self, solver: Solver, race: int, boost: tuple[int, int]) -> None:
         super().__init__(solver)
         # Library seeds raced beside the warm start, and (k, count): after k iterations a target
         # still running races count more.
@@ -188,7 +185,7 @@ class SerialKernel(SerialModel):
         self._lib_terms: tuple | None = None
 
     @classmethod
-    def build(cls, solver: DLSSolver, race: int, boost: tuple[int, int]) -> SerialKernel | None:
+    def build(cls, solver: Solver, race: int, boost: tuple[int, int]) -> SerialKernel | None:
         """The kernel for ``solver``, or None when its skeleton, effectors or mode need the general path."""
         chains = solver.model.chains
         if chains is None or len(chains) != 1 or solver.mode not in ("full", "position"):

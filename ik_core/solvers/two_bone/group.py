@@ -12,7 +12,6 @@ own :class:`~ik_core.solvers.two_bone.solver.TwoBoneSolver` gives.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,11 +22,8 @@ from ...limits.euler import EulerLimit
 from ...limits.swing_twist import SwingTwistLimit
 from ...model.euler import matrix_to_euler_unchecked
 from ...model.rotations import rotvec_to_matrix_unchecked
-from ..base import IKResult, Targets
+from ..base import IKResult, Solver, Targets
 from .kernel import effector_world, solve_limbs, stack_limbs, swivel_into_limit
-
-if TYPE_CHECKING:  # the solver module builds its lean single-limb path on this one
-    from .solver import TwoBoneSolver
 
 
 def _swing_twist_inside(limits: list[SwingTwistLimit]) -> Callable[[np.ndarray], np.ndarray]:
@@ -77,13 +73,14 @@ class TwoBoneGroup:
 
     Args:
         solvers: The limbs' solvers, all :class:`TwoBoneSolver` in "position" mode with the
-            same variable layout (ball then hinge, as every two-bone skeleton has).
+            same variable layout (ball then hinge, as every two-bone skeleton has); checked by name and
+            mode, and typed by the base class, since the solver module imports this one.
 
     Raises:
         InvalidInputError: No solvers, another solver or mode, or different layouts.
     """
 
-    def __init__(self, solvers: Sequence[TwoBoneSolver]) -> None:
+    def __init__(self, solvers: Sequence[Solver]) -> None:
         solvers = list(solvers)
         if not solvers:
             raise InvalidInputError("a two-bone group needs at least one TwoBoneSolver, got none")
