@@ -38,8 +38,8 @@ __all__ = [
     "EULER_ORDERS", "axis_angle_to_matrix", "euler_compatible", "euler_to_matrix", "euler_to_quat",
     "make_transform", "matrix_to_axis_angle", "matrix_to_euler", "matrix_to_quat",
     "matrix_to_rotvec", "quat_conjugate", "quat_make_continuous", "quat_multiply",
-    "quat_normalize", "quat_rotate", "quat_to_euler", "quat_to_matrix", "quat_to_rotvec",
-    "rotation_error", "rotvec_to_matrix", "rotvec_to_quat", "rpy_to_matrix", "skew",
+    "quat_normalize", "quat_rotate", "quat_slerp", "quat_to_euler", "quat_to_matrix", "quat_to_rotvec",
+    "rotation_error", "rotation_part", "rotvec_to_matrix", "rotvec_to_quat", "rpy_to_matrix", "skew",
     "so3_left_jacobian", "so3_right_jacobian", "swing_twist", "transform_inverse", "twist_angle",
 ]
 
@@ -117,6 +117,45 @@ def quat_rotate(q: ArrayLike, v: ArrayLike) -> FloatArray:
     v = _array(v, "v", (3,))
     t = 2.0 * np.cross(q[..., 1:], v)
     return v + q[..., :1] * t + np.cross(q[..., 1:], t)
+
+
+def rotation_part(M: ArrayLike) -> FloatArray:
+    """(..., 3, 3) rotations of (..., 4, 4) matrices whose columns may carry scale (columns normalised).
+
+    A column of zero length (a zero scale) stays zero rather than becoming NaN.
+    """
+    R = np.asarray(M, dtype=float)[..., :3, :3]
+    norms = np.linalg.norm(R, axis=-2, keepdims=True)
+    return R / np.where(norms > 1e-12, norms, 1.0)
+
+
+def quat_slerp(a: ArrayLike, b: ArrayLike, w: ArrayLike) -> FloatArray:
+    """Spherical interpolation of unit quaternions along the shorter arc.
+
+    Args:
+        a: (N, 4) start quaternions (w, x, y, z), unit length.
+        b: (N, 4) end quaternions, unit length (``-b`` is taken where it is the shorter way).
+        w: (N,) or scalar fraction of the way from ``a`` to ``b`` (0 gives ``a``).
+
+    Returns:
+        (N, 4) unit quaternions.
+
+    Raises:
+        InvalidInputError: If a shape is wrong or an entry is not finite.
+    """
+    a = _array(a, "a", (4,))
+    b = _array(b, "b", (4,))
+    w = np.broadcast_to(np.asarray(w, dtype=float), a.shape[:-1])
+    dot = np.sum(a * b, axis=-1)
+    b = np.where(dot[..., None] < 0, -b, b)
+    angle = np.arccos(np.clip(np.abs(dot), -1.0, 1.0))
+    s = np.sin(angle)
+    small = s < 1e-9  # nearly equal: a linear blend is exact to rounding
+    safe = np.where(small, 1.0, s)
+    wa = np.where(small, 1.0 - w, np.sin((1.0 - w) * angle) / safe)
+    wb = np.where(small, w, np.sin(w * angle) / safe)
+    q = wa[..., None] * a + wb[..., None] * b
+    return q / np.linalg.norm(q, axis=-1, keepdims=True)
 
 
 def quat_to_matrix(q: ArrayLike) -> FloatArray:

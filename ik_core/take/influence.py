@@ -14,16 +14,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..errors import InvalidInputError
-from ..model.rotations import matrix_to_quat, quat_to_matrix
+from ..model.rotations import matrix_to_quat, quat_slerp, quat_to_matrix, rotation_part
 
 FloatArray = np.ndarray
-
-
-def _unit_axes(M: FloatArray) -> FloatArray:
-    """(..., 3, 3) the rotation part of (..., 4, 4) matrices whose columns may carry scale."""
-    R = M[..., :3, :3]
-    norms = np.linalg.norm(R, axis=-2, keepdims=True)
-    return R / np.where(norms > 1e-12, norms, 1.0)
 
 
 def blend_goals(free: ArrayLike, target: ArrayLike, influence: ArrayLike) -> FloatArray:
@@ -49,18 +42,7 @@ def blend_goals(free: ArrayLike, target: ArrayLike, influence: ArrayLike) -> Flo
     if not (np.all(np.isfinite(free)) and np.all(np.isfinite(target)) and np.all(np.isfinite(w))):
         raise InvalidInputError("free, target and influence must be finite")
     w = np.clip(w, 0.0, 1.0)
-    q0 = matrix_to_quat(_unit_axes(free))
-    q1 = matrix_to_quat(_unit_axes(target))
-    dot = np.sum(q0 * q1, axis=-1)
-    q1 = np.where(dot[:, None] < 0.0, -q1, q1)  # the shorter way round
-    angle = np.arccos(np.clip(np.abs(dot), -1.0, 1.0))
-    sin = np.sin(angle)
-    near = sin < 1e-9  # (nearly) the same rotation: a linear blend is exact enough
-    safe = np.where(near, 1.0, sin)
-    a = np.where(near, 1.0 - w, np.sin((1.0 - w) * angle) / safe)
-    b = np.where(near, w, np.sin(w * angle) / safe)
-    q = a[:, None] * q0 + b[:, None] * q1
-    q /= np.linalg.norm(q, axis=-1, keepdims=True)
+    q = quat_slerp(matrix_to_quat(rotation_part(free)), matrix_to_quat(rotation_part(target)), w)
     goal = np.zeros_like(free)
     goal[:, :3, :3] = quat_to_matrix(q)
     goal[:, :3, 3] = free[:, :3, 3] + w[:, None] * (target[:, :3, 3] - free[:, :3, 3])

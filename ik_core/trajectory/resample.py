@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from ..model.rotations import quat_slerp
 from .model import JointTrajectory, PoseTrajectory, TrajectoryError
 
 # A grid point this close (relative to the step) past the end still counts as inside.
@@ -37,21 +38,6 @@ def _segments(times: np.ndarray, grid: np.ndarray) -> tuple[np.ndarray, np.ndarr
     idx = np.clip(np.searchsorted(times, grid, side="right") - 1, 0, len(times) - 2)
     w = (grid - times[idx]) / (times[idx + 1] - times[idx])
     return idx, np.clip(w, 0.0, 1.0)
-
-
-def _slerp(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """(M, 4) spherical interpolation of unit quaternions along the shorter arc."""
-    dot = np.sum(a * b, axis=-1)
-    b = np.where(dot[:, None] < 0, -b, b)
-    dot = np.abs(dot)
-    angle = np.arccos(np.clip(dot, -1.0, 1.0))
-    s = np.sin(angle)
-    small = s < 1e-9  # nearly equal: linear blend is exact to rounding
-    safe = np.where(small, 1.0, s)
-    wa = np.where(small, 1.0 - w, np.sin((1.0 - w) * angle) / safe)
-    wb = np.where(small, w, np.sin(w * angle) / safe)
-    q = wa[:, None] * a + wb[:, None] * b
-    return q / np.linalg.norm(q, axis=-1, keepdims=True)
 
 
 def resample(
@@ -90,6 +76,6 @@ def resample(
         return (1.0 - w)[:, None] * a + w[:, None] * b
 
     if isinstance(trajectory, PoseTrajectory):
-        q = _slerp(trajectory.quaternions[idx], trajectory.quaternions[nxt], w)
+        q = quat_slerp(trajectory.quaternions[idx], trajectory.quaternions[nxt], w)
         return PoseTrajectory(grid, lerp(trajectory.positions), q)
     return JointTrajectory(trajectory.joint_names, grid, lerp(trajectory.positions))

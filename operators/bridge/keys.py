@@ -9,17 +9,12 @@ import bpy
 import numpy as np
 
 from ...ik_core.model import rotations as rot
+from ...ik_core.model.rotations import rotation_part
 from .. import compat
 from .errors import BridgeError
 from .rig import matrix_to_array
 
 EULER_ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
-
-
-def rotation_part(M: np.ndarray) -> np.ndarray:
-    """(..., 3, 3) rotations of matrices (..., 4, 4) that may carry scale (columns normalised)."""
-    m = M[..., :3, :3]
-    return m / np.sqrt(np.einsum("...ij,...ij->...j", m, m))[..., None, :]
 
 
 def pose_rotations(bones: Sequence[bpy.types.PoseBone]) -> np.ndarray:
