@@ -29,7 +29,7 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_MISSED = 0, 1, 2, 3
 SOLVERS = ("auto", "fabrik", "ccd", "dls", "two_bone")
 # `--solver chain` and `--frames scene` spell out the defaults, so a farm job template (whose
 # arguments cannot vanish) can always pass both options.
-KEEP_SOLVER, SCENE_FRAMES = "chain", "scene"
+KEEP_SOLVER, SCENE_FRAMES, TRAJECTORY_FRAMES = "chain", "scene", "trajectory"
 ADDON_ID = "articulate"
 HERE = Path(__file__).resolve().parent
 # What a .blend file starts with: Blender's header, or the gzip or Zstandard frame of a
@@ -49,7 +49,9 @@ def ensure_addon():
 
     for mod in addon_utils.modules():
         if mod.__name__.endswith(f".{ADDON_ID}") and Path(mod.__file__).resolve().parent == HERE:
-            addon_utils.enable(mod.__name__, default_set=True, handle_error=_raise)
+            # Enabling an enabled add-on unregisters and registers it again (handlers, menus): only once.
+            if not addon_utils.check(mod.__name__)[1]:
+                addon_utils.enable(mod.__name__, default_set=True, handle_error=_raise)
             return importlib.import_module(mod.__name__)
     # Not installed: register this folder as a throwaway local extension repository.
     repo_name = "articulate_cli"
@@ -91,7 +93,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     report = json.loads(report_path.read_text())
     report["wall_seconds"] = time.perf_counter() - t0
-    report_path.write_text(importlib.import_module(f"{addon.__name__}.operators.files").report_json(report))
+    importlib.import_module(f"{addon.__name__}.operators.files").write_report(str(report_path), report)
     blend = out / "demo.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(blend), compress=True)
     picture = out / "demo.png"
@@ -128,6 +130,13 @@ def _parse_every_frame(text: str) -> tuple[int, int, int] | None:
             f"{text!r}: this command uses every frame of the range; a step (:N) is for bake and body only, "
             f"give 1-250 or '{SCENE_FRAMES}'")
     return frames
+
+
+def _parse_robot_frames(text: str) -> tuple[int, int, int] | str:
+    """Robot check and export: 'trajectory' (the imported trajectory's own frames), 'scene', or a range."""
+    if text in (TRAJECTORY_FRAMES, SCENE_FRAMES):
+        return text
+    return _parse_every_frame(text)
 
 
 def cmd_bake(args: argparse.Namespace) -> int:
@@ -254,7 +263,7 @@ def _open_robot(args: argparse.Namespace):
     import bpy
 
     arm = _open_armature(args, robot=True)
-    if args.frames:
+    if isinstance(args.frames, tuple):
         bpy.context.scene.frame_start, bpy.context.scene.frame_end = args.frames[:2]
     return arm
 
@@ -275,10 +284,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     import bpy
 
     _open_robot(args)
-    # --frames names the range; without it, the imported trajectory's own range (the scene's when none)
+    # --frames names the range (a range or the scene's); by default the imported trajectory's own (the scene's
+    # when none was imported)
     _run_operator(bpy.ops.articulate.trajectory_check, report_path=str(Path(args.report).resolve()),
                   singularity_threshold=args.singularity, jump_threshold=args.jump,
-                  frame_range="SCENE" if args.frames else "TRAJECTORY")
+                  frame_range="TRAJECTORY" if args.frames == TRAJECTORY_FRAMES else "SCENE")
     summary = bpy.context.scene.articulate.last_summary
     print(f"articulate: {summary}; wrote {args.report}")
     return EXIT_OK if summary.startswith("0 of") else EXIT_MISSED
@@ -290,7 +300,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     _open_robot(args)
     _run_operator(bpy.ops.articulate.trajectory_export, filepath=str(Path(args.out).resolve()), rate=args.rate,
-                  frame_range="SCENE" if args.frames else "TRAJECTORY")
+                  frame_range="TRAJECTORY" if args.frames == TRAJECTORY_FRAMES else "SCENE")
     print(f"articulate: wrote {args.out}")
     return EXIT_OK
 
@@ -393,9 +403,9 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="check a robot rig's trajectory: limits, velocity, singularities, jumps")
     check.add_argument("blend", nargs="?", help=".blend to open (omit inside 'blender -b file.blend')")
     check.add_argument("--armature", required=True, help="name of the robot rig")
-    check.add_argument("--frames", type=_parse_every_frame,
-                       help="range like 1-250, set as the scene's (default: the imported trajectory's own frames, "
-                            "else the scene's)")
+    check.add_argument("--frames", type=_parse_robot_frames, default=TRAJECTORY_FRAMES,
+                       help="range like 1-250 (set as the scene's), 'scene', or 'trajectory' (default: the imported "
+                            "trajectory's own frames, else the scene's)")
     check.add_argument("--report", required=True, help="per-frame report, .json or .csv")
     check.add_argument("--singularity", type=float, default=1e-2, help="smallest Jacobian singular value allowed")
     check.add_argument("--jump", type=float, default=0.5, help="largest joint change between frames [rad or m]")
@@ -403,9 +413,9 @@ def build_parser() -> argparse.ArgumentParser:
     export = sub.add_parser("export", help="export a robot rig's joint trajectory to CSV or JSON")
     export.add_argument("blend", nargs="?", help=".blend to open (omit inside 'blender -b file.blend')")
     export.add_argument("--armature", required=True, help="name of the robot rig")
-    export.add_argument("--frames", type=_parse_every_frame,
-                        help="range like 1-250, set as the scene's (default: the imported trajectory's own frames, "
-                             "else the scene's)")
+    export.add_argument("--frames", type=_parse_robot_frames, default=TRAJECTORY_FRAMES,
+                        help="range like 1-250 (set as the scene's), 'scene', or 'trajectory' (default: the imported "
+                             "trajectory's own frames, else the scene's)")
     export.add_argument("--out", required=True, help="output file, .csv or .json (ROS JointTrajectory)")
     export.add_argument("--rate", type=float, default=0.0, help="samples per second (default: the frame rate)")
     export.set_defaults(func=cmd_export)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bpy
 
-from .chains import copy_influence
+from .chains import copy_influence, unique_chain_name
 from .polls import armature_poll
 
 TRACK_TYPES = ("DAMPED_TRACK", "TRACK_TO")
@@ -76,11 +76,7 @@ def convert_tracks(arm: bpy.types.Object) -> tuple[int, list[str]]:
             note = copy_influence(arm, con, chain, [])  # its value, and its keys when it is keyed
             if note:
                 notes.append(f"{pb.name}: {note}")
-            taken = {c.name for c in data.chains if c != chain}
-            name, k = f"{pb.name} Aim", 1
-            while name in taken:
-                name, k = f"{pb.name} Aim.{k:03d}", k + 1
-            chain.name = name
+            chain.name = unique_chain_name(data, f"{pb.name} Aim", chain)
             made += 1
     return made, notes
 

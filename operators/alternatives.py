@@ -110,7 +110,6 @@ def store_alternatives(arm: bpy.types.Object, chain_name: str, frame: int, found
         item.score = float(found.score[k])
         item.distance = float(found.distance[k])
         item.margin = float(found.margin[k])
-        item.swivel = float(found.swivel[k])
     data.active_alternative = 0
 
 

@@ -7,8 +7,8 @@ import bpy
 
 from ..ik_core.errors import name_hint
 from . import bridge, compat
-from .baking import MARKER_PREFIX, BakeFailed, bake_chains, frame_runs, summary_line
-from .files import chosen_report_path, report_path_problem, stable_numbers, write_report
+from .baking import BakeFailed, bake_chains, clear_miss_markers, frame_runs, summary_line
+from .files import chosen_report_path, report_path_problem, write_report
 from .frames import FrameRangeOptions
 from .polls import armature_poll
 from .robot_bake import bake_robot, is_model_rig
@@ -151,7 +151,7 @@ class ARTICULATE_OT_bake(FrameRangeOptions, _ChainOperator, bpy.types.Operator):
             self.report({"ERROR"}, angles_in_degrees(str(err)))
             return {"CANCELLED"}
         if report_path:
-            write_report(report_path, stable_numbers(report))
+            write_report(report_path, report)
         settings.last_summary = summary_line(report)
         _report_warnings(self, report)
         reduced = report.get("key_reduction")
@@ -207,11 +207,7 @@ def clear_baked(
     empty = [fc for fc in compat.iter_fcurves(arm) if fc.data_path in paths and not len(fc.keyframe_points)]
     for fc in empty:
         compat.remove_fcurve(arm, fc)
-    name = f"{MARKER_PREFIX}: {arm.name}"
-    markers = [m for m in scene.timeline_markers if m.name == name and start <= m.frame <= end]
-    for m in markers:
-        scene.timeline_markers.remove(m)
-    return keys, len(empty), len(markers)
+    return keys, len(empty), clear_miss_markers(scene, arm.name, start, end)
 
 
 class ARTICULATE_OT_clear_bake(FrameRangeOptions, _ChainOperator, bpy.types.Operator):

@@ -921,14 +921,21 @@ def _report(arm, prepared, results, frames) -> dict:
 MARKER_PREFIX = "IK miss"
 
 
+def clear_miss_markers(scene: bpy.types.Scene, armature: str, start: int, end: int) -> int:
+    """Remove the armature's miss markers on frames ``start``..``end``; returns how many there were."""
+    name = f"{MARKER_PREFIX}: {armature}"
+    markers = [m for m in scene.timeline_markers if m.name == name and start <= m.frame <= end]
+    for m in markers:
+        scene.timeline_markers.remove(m)
+    return len(markers)
+
+
 def mark_missed_frames(scene: bpy.types.Scene, report: dict) -> None:
     """Replace this armature's miss markers in the range by one per missed frame."""
     frames = report["frames"]
-    name = f"{MARKER_PREFIX}: {report['armature']}"
-    for m in [m for m in scene.timeline_markers if m.name == name and frames[0] <= m.frame <= frames[-1]]:
-        scene.timeline_markers.remove(m)
+    clear_miss_markers(scene, report["armature"], frames[0], frames[-1])
     for f in report["missed_frames"]:
-        scene.timeline_markers.new(name, frame=f)
+        scene.timeline_markers.new(f"{MARKER_PREFIX}: {report['armature']}", frame=f)
 
 
 def summary_line(report: dict) -> str:

@@ -287,7 +287,8 @@ def copy_influence(arm: bpy.types.Object, con: bpy.types.Constraint, chain, driv
     return ""
 
 
-def _unique_name(data, wanted: str, chain) -> str:
+def unique_chain_name(data, wanted: str, chain) -> str:
+    """``wanted``, or ``wanted.001``, ``.002``... : a name no other chain of ``data`` has."""
     taken = {c.name for c in data.chains if c != chain}
     name, k = wanted, 1
     while name in taken:
@@ -349,7 +350,7 @@ def convert_constraints(arm: bpy.types.Object, frame: int | None = None) -> tupl
             tip = pb.name if con.use_tail else bones[-1].name
             chain = by_constraint.get((tip, con.name)) or by_constraint.get((pb.name, con.name)) or data.chains.add()
             note = chain_from_constraint(chain, pb, con)
-            chain.name = _unique_name(data, f"{pb.name} IK", chain)
+            chain.name = unique_chain_name(data, f"{pb.name} IK", chain)
             notes += [f"{pb.name}: {n}" if n.startswith("IK") else n
                       for n in (note, copy_influence(arm, con, chain, driven)) if n]
             made += 1

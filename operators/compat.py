@@ -151,16 +151,20 @@ def _read_keys(points) -> dict[str, np.ndarray]:
     return out
 
 
-def copy_keys(source: bpy.types.FCurve, dest: bpy.types.FCurve) -> None:
-    """Make ``dest``'s keys and extrapolation a copy of ``source``'s (every key attribute, in bulk)."""
-    keys = _read_keys(source.keyframe_points)
-    points = dest.keyframe_points
+def _set_keys(fcurve: bpy.types.FCurve, keys: dict[str, np.ndarray], extrapolation: str) -> None:
+    """Replace ``fcurve``'s keys by ``keys`` (as :func:`_read_keys` gives them, every attribute, in bulk)."""
+    points = fcurve.keyframe_points
     points.clear()
     points.add(len(keys["co"]))
     for attr, _width, _dtype in _KEY_ATTRIBUTES:
         points.foreach_set(attr, keys[attr].ravel())
-    dest.extrapolation = source.extrapolation
-    dest.update()
+    fcurve.extrapolation = extrapolation
+    fcurve.update()
+
+
+def copy_keys(source: bpy.types.FCurve, dest: bpy.types.FCurve) -> None:
+    """Make ``dest``'s keys and extrapolation a copy of ``source``'s (every key attribute, in bulk)."""
+    _set_keys(dest, _read_keys(source.keyframe_points), source.extrapolation)
 
 
 def write_fcurve(
@@ -319,14 +323,7 @@ class ChannelBackup:
                 if fcurve is not None:
                     remove_fcurve(self.id_data, fcurve)
                 continue
-            fcurve = fcurve or ensure_fcurve(self.id_data, channel)
-            points = fcurve.keyframe_points
-            points.clear()
-            points.add(len(keys["co"]))
-            for attr, _width, _dtype in _KEY_ATTRIBUTES:
-                points.foreach_set(attr, keys[attr].ravel())
-            fcurve.extrapolation = extrapolation
-            fcurve.update()
+            _set_keys(fcurve or ensure_fcurve(self.id_data, channel), keys, extrapolation)
         adt = self.id_data.animation_data
         if self.action is None and adt is not None and adt.action is not None:
             created = adt.action

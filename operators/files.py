@@ -190,9 +190,13 @@ def report_path_problem(path: str) -> str:
 
 
 def write_report(path: str, data: dict | str) -> str:
-    """Write a report (a dict as JSON, or ready text such as CSV) to a Blender path; returns the path."""
+    """Write a report (a dict as JSON, or ready text such as CSV) to a Blender path; returns the path.
+
+    A dict's numbers go through :func:`stable_numbers`, so every report is the same from run to run
+    and machine to machine apart from its timings.
+    """
     path = bpy.path.abspath(path)
     os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
     with open(path, "w", encoding="utf-8") as fh:
-        fh.write(data if isinstance(data, str) else report_json(data))
+        fh.write(data if isinstance(data, str) else report_json(stable_numbers(data)))
     return path

@@ -57,6 +57,6 @@ def robot_poll(cls, context: bpy.types.Context) -> bool:
     obj = context.object
     if obj is None or "articulate_robot" not in obj:
         what = "no object is active" if obj is None else f"{obj.name!r} is not one"
-        cls.poll_message_set(f"Select a robot rig made by Add Robot or Import URDF: {what}")
+        cls.poll_message_set(f"select a robot rig first (Add Robot or Import URDF makes one): {what}")
         return False
     return True

@@ -44,7 +44,7 @@ from .bridge.robot import (
 )
 from .bridge.robot_trajectory import TRAJECTORY_KEY, StoredTrajectory, store_trajectory, stored_trajectory
 from .files import ExportFile, ImportFile, TimedImport, ensure_extension, report_path_problem, write_report
-from .polls import robot_poll
+from .polls import list_poll, robot_poll
 
 CHECK_MARKER = "Robot check"
 
@@ -241,17 +241,6 @@ class ARTICULATE_OT_robot_chain_add(bpy.types.Operator):
         return {"FINISHED"}
 
 
-POLL_ROBOT = "select a robot rig first (Add Robot or Import URDF makes one)"
-
-
-def _poll_robot(cls, context: bpy.types.Context) -> bool:
-    obj = context.object
-    if obj is not None and "articulate_robot" in obj:
-        return True
-    cls.poll_message_set(POLL_ROBOT)
-    return False
-
-
 class ARTICULATE_OT_trajectory_import(TimedImport, bpy.types.Operator):
     """Key a joint trajectory (CSV: time, then a column per joint; or ROS JSON) at the file's rate or the scene's"""
 
@@ -265,7 +254,7 @@ class ARTICULATE_OT_trajectory_import(TimedImport, bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return _poll_robot(cls, context)
+        return robot_poll(cls, context)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         scene = context.scene
@@ -330,7 +319,7 @@ class ARTICULATE_OT_cartesian_import(TimedImport, bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return _poll_robot(cls, context)
+        return robot_poll(cls, context)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         scene = context.scene
@@ -513,7 +502,7 @@ class ARTICULATE_OT_trajectory_check(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return _poll_robot(cls, context)
+        return robot_poll(cls, context)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         if why := report_path_problem(self.report_path):
@@ -599,7 +588,7 @@ class ARTICULATE_OT_trajectory_export(ExportFile, bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return _poll_robot(cls, context)
+        return robot_poll(cls, context)
 
     def default_name(self, context: bpy.types.Context) -> str:
         return export_name(context.object)
@@ -716,12 +705,7 @@ class ARTICULATE_OT_robot_use_branch(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        if not robot_poll(cls, context):
-            return False
-        if not len(context.object.articulate.branches):
-            cls.poll_message_set("The branch list is empty: Find IK Branches first")
-            return False
-        return True
+        return robot_poll(cls, context) and list_poll(cls, context, "branches", "Find IK Branches")
 
     def execute(self, context):
         arm = context.object

@@ -169,9 +169,6 @@ class ARTICULATE_PG_alternative(bpy.types.PropertyGroup):
     margin: bpy.props.FloatProperty(
         name="Limit Margin", subtype="ANGLE", description="Smallest turn of any joint that reaches a limit"
     )
-    swivel: bpy.props.FloatProperty(
-        name="Swivel", subtype="ANGLE", description="Bend direction about the root-to-target line"
-    )
 
 
 class ARTICULATE_PG_armature(bpy.types.PropertyGroup):

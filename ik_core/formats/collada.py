@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ColladaError
+from ..model.rotations import axis_angle_to_matrix
 
 __all__ = ["ColladaMaterial", "ColladaMesh", "merge_meshes", "read_collada"]
 
@@ -528,13 +529,8 @@ def _effect_color(effect: ET.Element) -> tuple[float, float, float, float] | Non
 
 
 def _axis_angle(axis: Iterable[float], angle: float, where: str) -> np.ndarray:
-    """(3, 3) rotation by ``angle`` [rad] about ``axis`` (Rodrigues)."""
+    """(3, 3) rotation by ``angle`` [rad] about ``axis``; a zero axis with a non-zero angle is an error."""
     a = np.asarray(list(axis), dtype=float)
-    norm = np.linalg.norm(a)
-    if norm < 1e-12:
-        if abs(angle) < 1e-12:
-            return np.eye(3)
+    if np.linalg.norm(a) < 1e-12 and abs(angle) >= 1e-12:
         raise ColladaError(f"{where}: <rotate> has a zero axis")
-    x, y, z = a / norm
-    K = np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
-    return np.eye(3) + np.sin(angle) * K + (1.0 - np.cos(angle)) * K @ K
+    return axis_angle_to_matrix(a, angle)  # a zero axis (with no angle) gives the identity

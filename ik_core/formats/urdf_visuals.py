@@ -146,20 +146,23 @@ def resolve_mesh(
     Returns:
         The existing file, or None.
     """
-    candidates: list[Path] = []
     base = Path(urdf_dir) if urdf_dir else None
-    if filename.startswith("package://"):
-        rest = filename[len("package://") :]
-        pkg, _, sub = rest.partition("/")
-        roots = [Path(d) for d in package_dirs]
-        roots += [Path(d) for d in os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep) if d]
-        nearby = [base, *base.parents][:4] if base is not None else []
+    if not filename.startswith("package://"):
+        path = Path(filename[len("file://") :] if filename.startswith("file://") else filename)
+        path = path if path.is_absolute() or base is None else base / path
+        return path if path.is_file() else None
+    pkg, _, sub = filename[len("package://") :].partition("/")
+    roots = [Path(d) for d in package_dirs]
+    roots += [Path(d) for d in os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep) if d]
+    nearby = [base, *base.parents][:4] if base is not None else []
+
+    def candidates():
         for root in roots + nearby:
-            candidates += [root / pkg / sub, root / sub]
+            yield root / pkg / sub
+            yield root / sub
+        # Only when every direct place misses: listing folders (a parent may be a home folder) costs more.
         for root in nearby:
             if pkg and root.is_dir():
-                candidates += [found / sub for found in sorted(root.glob(f"*/{pkg}"))]
-    else:
-        path = Path(filename[len("file://") :] if filename.startswith("file://") else filename)
-        candidates.append(path if path.is_absolute() or base is None else base / path)
-    return next((c for c in candidates if c.is_file()), None)
+                yield from (found / sub for found in sorted(root.glob(f"*/{pkg}")))
+
+    return next((c for c in candidates() if c.is_file()), None)

@@ -29,8 +29,9 @@ import numpy as np
 from ..errors import InvalidInputError, require_finite
 from ..limits import project_configuration
 from ..model.kinematics import forward_kinematics
-from ..model.rotation_kernels import matrix_to_rotvec_unchecked, rotvec_to_matrix_unchecked
+from ..model.rotation_kernels import matrix_to_rotvec_unchecked, rotvec_to_matrix_unchecked, unit_and_norm
 from ..model.skeleton import JointKind, Skeleton
+from .ccd import minimal_rotation
 
 # Aim origins closer than this [m] to their target have no direction to aim along.
 ORIGIN_EPS = 1e-9
@@ -99,32 +100,9 @@ def spread_weights(n: int, spread: float) -> np.ndarray:
     return w
 
 
-def _unit(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Unit vectors (..., 3) and norms (...,); zero vectors stay zero."""
-    n = np.sqrt(np.einsum("...i,...i->...", v, v))
-    return v / np.where(n > 0, n, 1.0)[..., None], n
-
-
 def _angle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """(...,) angles [rad] between vectors, by atan2 (exact near 0 and pi)."""
     return np.arctan2(np.linalg.norm(np.cross(a, b), axis=-1), np.einsum("...i,...i->...", a, b))
-
-
-def _minimal_rotvec(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """(n, 3) rotation vectors of the smallest turns of unit vectors ``a`` onto unit vectors ``b``.
-
-    Opposite vectors turn by pi about the perpendicular nearest the axis least aligned with ``a``
-    (a deterministic choice).
-    """
-    axis = np.cross(a, b)
-    s = np.linalg.norm(axis, axis=-1)
-    c = np.einsum("ni,ni->n", a, b)
-    unit = axis / np.where(s > 0, s, 1.0)[:, None]
-    opposite = (s <= 1e-12) & (c < 0)
-    if opposite.any():
-        basis = np.eye(3)[np.argmin(np.abs(a[opposite]), axis=-1)]
-        unit[opposite] = _unit(np.cross(a[opposite], basis))[0]
-    return unit * np.arctan2(s, c)[:, None]
 
 
 class AimSolver:
@@ -254,7 +232,7 @@ class AimSolver:
             direction) and the up angle in [0, pi] (0 without an up axis or where it is undefined).
         """
         o, a, u = self.aim_frame(np.asarray(q, dtype=float))
-        d, dist = _unit(np.asarray(targets, dtype=float) - o)
+        d, dist = unit_and_norm(np.asarray(targets, dtype=float) - o)
         aim = np.where(dist > ORIGIN_EPS, _angle(a, d), 0.0)
         return aim, self._up_error(o, a, u, up, up_points)
 
@@ -262,28 +240,28 @@ class AimSolver:
         if self.up_axis is None:
             return None
         if up_points is not None:
-            return _unit(up_points - o)[0]
-        return None if up is None else _unit(np.broadcast_to(up, o.shape))[0]
+            return unit_and_norm(up_points - o)[0]
+        return None if up is None else unit_and_norm(np.broadcast_to(up, o.shape))[0]
 
     def _up_error(self, o, a, u, up, up_points) -> np.ndarray:
         v = self._up_direction(o, up, up_points)
         if v is None:
             return np.zeros(a.shape[:-1])
-        across, n = _unit(v - np.einsum("...i,...i->...", v, a)[..., None] * a)
+        across, n = unit_and_norm(v - np.einsum("...i,...i->...", v, a)[..., None] * a)
         return np.where(n > UP_PARALLEL_SIN, _angle(u, across), 0.0)
 
     def _turn(self, frames, t, up, up_points, use_up) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """World turn still needed (n, 3) as a rotation vector, with the aim axis (n, 3) and up axis (n, 3)."""
         o, a, u = self.aim_frame(None, frames)
-        d, dist = _unit(t - o)
-        rv = _minimal_rotvec(a, d)
+        d, dist = unit_and_norm(t - o)
+        rv = minimal_rotation(a, d)
         rv[dist <= ORIGIN_EPS] = 0.0
         v = self._up_direction(o, up, up_points) if use_up else None
         if v is None:
             return rv, a, u
         R_aim = rotvec_to_matrix_unchecked(rv)
         u1 = np.einsum("nij,nj->ni", R_aim, u)  # the up axis once the aim is met: across d
-        across, n = _unit(v - np.einsum("ni,ni->n", v, d)[:, None] * d)
+        across, n = unit_and_norm(v - np.einsum("ni,ni->n", v, d)[:, None] * d)
         phi = np.arctan2(np.einsum("ni,ni->n", np.cross(u1, across), d), np.einsum("ni,ni->n", u1, across))
         phi = np.where((n > UP_PARALLEL_SIN) & (dist > ORIGIN_EPS), phi, 0.0)
         D = rotvec_to_matrix_unchecked(phi[:, None] * d) @ R_aim

@@ -128,6 +128,15 @@ def test_robot_check_and_export_headless(tmp_path, empty_scene, core):
     proc = run_cli("check", str(blend), "--armature", arm.name, "--frames", "1-12", "--report", str(report),
                    tmp_path=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    # `--frames scene`: the scene's range (here shortened before the jump), not the trajectory's
+    bpy.context.scene.frame_end = 12
+    short = tmp_path / "robot_short.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(short), copy=True)
+    proc = run_cli("check", str(short), "--armature", arm.name, "--frames", "scene", "--report", str(report),
+                   tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    proc = run_cli("check", str(short), "--armature", arm.name, "--report", str(report), tmp_path=tmp_path)
+    assert proc.returncode == 3, proc.stdout[-2000:] + proc.stderr[-2000:]
     out = tmp_path / "out.csv"
     proc = run_cli("export", str(blend), "--armature", arm.name, "--frames", "1-24", "--out", str(out),
                    tmp_path=tmp_path)

@@ -191,3 +191,17 @@ def test_flamenco_job_type_refuses_bad_file_lists(node, job, blendfile, blendfil
     """Two files with one name (their outputs would collide) or no file at all: the job does not compile."""
     proc = compile_flamenco(node, flamenco_settings(job["params"], blendfile=blendfile, blendfiles=blendfiles))
     assert proc.returncode != 0 and error in proc.stderr
+
+
+def test_job_solver_choices_are_the_clis():
+    """Both job types offer exactly cli.py's --solver choices (a solver added to the CLI must reach the farm)."""
+    import re
+
+    sys.path.insert(0, str(REPO_ROOT))
+    import cli
+
+    expected = [cli.KEEP_SOLVER, *cli.SOLVERS]
+    openjd = re.search(r"allowedValues: \[([^\]]*)\]", TEMPLATE.read_text()).group(1)
+    flamenco = re.search(r"const SOLVERS = \[([^\]]*)\]", JOB_TYPE.read_text()).group(1)
+    assert [v.strip() for v in openjd.split(",")] == expected
+    assert [v.strip().strip('"') for v in flamenco.split(",")] == expected
