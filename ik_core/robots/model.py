@@ -147,6 +147,20 @@ class RobotModel:
         q = np.array([self.home.get(n, mid[i]) for i, n in enumerate(names)], dtype=float)
         return np.clip(q, skeleton.lower, skeleton.upper)
 
+    @cached_property
+    def _joint_of_child(self) -> dict:
+        """Link name -> the joint it hangs from (the root link has none)."""
+        return {j.child: j for j in self.urdf.joints}
+
+    def _moving_above(self, link: str) -> list[str]:
+        """Moving joints from ``link`` up to the root, nearest first."""
+        by_child, out = self._joint_of_child, []
+        while link in by_child:
+            if by_child[link].type != "fixed":
+                out.append(by_child[link].name)
+            link = by_child[link].parent
+        return out
+
     def links_below(self, base_link: str | None = None) -> list[str]:
         """Links that can be a tool of a chain from ``base_link``: those below it with a moving joint between.
 
@@ -155,7 +169,7 @@ class RobotModel:
         """
         base = base_link or self.urdf.root_link
         self.urdf.leaf_links(base)  # validates the name
-        by_child = {j.child: j for j in self.urdf.joints}
+        by_child = self._joint_of_child
         below = []
         for link in self.urdf.links:
             moving, at = False, link
@@ -167,6 +181,11 @@ class RobotModel:
         return below
 
     def default_tools(self) -> list[str]:
+        """Tool links a new rig gets one chain each for: see :attr:`_default_tools`."""
+        return list(self._default_tools)
+
+    @cached_property
+    def _default_tools(self) -> tuple[str, ...]:
         """Tool links a new rig gets one chain each for: one per arm or leg of the moving tree.
 
         Leaf links with a tool-like name (tool, tcp, flange, end_effector, ee_link, eef) are
@@ -175,17 +194,9 @@ class RobotModel:
         branch or a branch above it (a gripper's fingers under a named tool frame). Of the leaf
         links rigidly attached below a branch end, the tool is the deepest, else the last written.
         """
-        by_child = {j.child: j for j in self.urdf.joints}
+        by_child = self._joint_of_child
         order = {link: k for k, link in enumerate(self.urdf.links)}
-
-        def moving_above(link: str) -> list[str]:
-            """Moving joints from ``link`` up to the root, nearest first."""
-            out = []
-            while link in by_child:
-                if by_child[link].type != "fixed":
-                    out.append(by_child[link].name)
-                link = by_child[link].parent
-            return out
+        moving_above = self._moving_above
 
         def fixed_depth(link: str) -> int:
             depth = 0
@@ -207,7 +218,7 @@ class RobotModel:
             if end not in best or score > best[end][0]:
                 best[end] = (score, leaf)
         tools = named + [leaf for _score, leaf in best.values()]
-        return sorted(tools, key=order.__getitem__)
+        return tuple(sorted(tools, key=order.__getitem__))
 
     def serial_tool(self) -> str | None:
         """The tool link when the robot is one serial chain with one clear end, else None.
@@ -218,19 +229,10 @@ class RobotModel:
         is :meth:`default_tools`' single link (the deepest leaf rigidly attached below the
         last moving joint, or a tool-like name); two candidate ends give None.
         """
-        by_child = {j.child: j for j in self.urdf.joints}
-
-        def moving_parent(link: str) -> str | None:
-            while link in by_child:
-                if by_child[link].type != "fixed":
-                    return by_child[link].name
-                link = by_child[link].parent
-            return None
-
-        parents = [moving_parent(j.parent) for j in self.urdf.joints if j.type != "fixed"]
+        parents = [next(iter(self._moving_above(j.parent)), None) for j in self.urdf.joints if j.type != "fixed"]
         if len(parents) != len(set(parents)):
             return None
-        tools = self.default_tools()
+        tools = self._default_tools
         return tools[0] if len(tools) == 1 else None
 
     def tool_candidates(self) -> list[str]:
@@ -241,7 +243,7 @@ class RobotModel:
         """
         below = self.links_below()
         leaves = set(self.urdf.leaf_links())
-        first = [link for link in self.default_tools() if link in below]
+        first = [link for link in self._default_tools if link in below]
         return first + [link for link in below if link in leaves and link not in first] + [
             link for link in below if link not in leaves and link not in first]
 
