@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import bpy
@@ -409,25 +409,55 @@ def stretchy(p: PreparedChain) -> bool:
     return bool(p.settings.use_stretch) and any(b.ik_stretch > 0 for b in p.bones)
 
 
+def stretch_chain(p: PreparedChain, result: IKResult, scale: float,
+                  solve_frame: Callable[[object, int, np.ndarray], IKResult], world_errors: bool = True):
+    """Lengthen the chain's stretchy bones on the frames ``result`` missed (:func:`stretch_take`).
+
+    Args:
+        p: A stretching chain (:func:`stretchy`).
+        result: Its take solved at its own length, batch shape (N,).
+        scale: The armature's uniform world scale: the longer chain's solver gets its tolerance
+            in base-frame units from it (as :func:`solver_for`).
+        solve_frame: ``solve_frame(solver, f, q0)`` solves frame ``f`` of the take with ``solver``
+            (built for the longer chain) from ``q0`` (dof,); a result of batch shape (1,).
+        world_errors: The results' errors are in world units (a tracked take), else in base-frame
+            units (a bare ``solve``).
+
+    Returns:
+        The :class:`~ik_core.take.stretch.StretchedTake`.
+    """
+
+    def solve_longer(longer, f: int, q0: np.ndarray) -> IKResult:
+        return solve_frame(solver_for(dataclasses.replace(p, skeleton=longer), scale), f, q0)
+
+    return stretch_take(result, p.skeleton, [b.ik_stretch for b in p.bones], [b.bone.length for b in p.bones],
+                        solve_longer, scale if world_errors else 1.0)
+
+
+def stretch_scales(p: PreparedChain, factors: np.ndarray) -> tuple[list, np.ndarray]:
+    """A stretching chain's bones from its first stretchy one down, and their (N, B) local uniform scales.
+
+    ``factors`` (N, J) are the take's stretch factors per joint (1 where unstretched).
+    """
+    first = next(i for i, b in enumerate(p.bones) if b.ik_stretch > 0)
+    return p.bones[first:], bridge.local_scales(p.bones, factors)[:, first:]
+
+
 def _stretch(p: PreparedChain, smp: bridge.ChainSamples, res: IKResult, scale: float):
-    """Lengthen the chain's stretchy bones on the frames it missed (:func:`stretch_take`)."""
+    """Lengthen the chain's stretchy bones on the frames its tracked take missed."""
     chain = p.settings
 
-    def solve_frame(longer, f: int, q0: np.ndarray) -> IKResult:
-        solver = solver_for(dataclasses.replace(p, skeleton=longer), scale)
+    def solve_frame(solver, f: int, q0: np.ndarray) -> IKResult:
         pole = smp.pole[f:f + 1] if smp.pole is not None else None
         return track_chain(solver, smp.base[f:f + 1], smp.target[f:f + 1], q0, pole=pole,
                            use_rotation=chain.use_rotation, scale=scale, pole_angle=chain.pole_angle)
 
-    return stretch_take(res, p.skeleton, [b.ik_stretch for b in p.bones], [b.bone.length for b in p.bones],
-                        solve_frame, scale)
+    return stretch_chain(p, res, scale, solve_frame)
 
 
 def _write_scales(arm, p: PreparedChain, factors: np.ndarray, frames, write_keys: bool) -> None:
     """Key (or pose) a stretching chain's bone scales, from its first stretchy bone down (1 where unstretched)."""
-    first = next(i for i, b in enumerate(p.bones) if b.ik_stretch > 0)
-    bones = p.bones[first:]
-    local = bridge.local_scales(p.bones, factors)[:, first:]
+    bones, local = stretch_scales(p, factors)
     if write_keys:
         bridge.write_bone_scales(arm, bones, np.asarray(frames, dtype=float), local, replace=(frames[0], frames[-1]))
     else:

@@ -187,7 +187,7 @@ def ik_to_fk(context: bpy.types.Context, arm: bpy.types.Object, frames: Sequence
     scene = context.scene
     bones = [n for limb in limbs for n in limb.result]
     with matching.forced(_hold(arm, limbs, "ik")):
-        ik_pose = matching.sample_bones(scene, frames, arm, bones)
+        ik_pose = bridge.sample_bones(scene, frames, arm, bones)
     fk_world = {fk: ik_pose[r] for limb in limbs for fk, r in zip(limb.fk, limb.result)}
     parents = {}
     for limb in limbs:
@@ -208,7 +208,7 @@ def ik_to_fk(context: bpy.types.Context, arm: bpy.types.Object, frames: Sequence
     keys = bridge.write_bone_poses(arm, np.asarray(frames, dtype=float), basis, location_bones=loose,
                                    scale_bones=set(basis))
     key_switches(context, arm, limbs, "fk", frames[0], frames[-1])
-    after = matching.sample_bones(scene, frames, arm, bones)
+    after = bridge.sample_bones(scene, frames, arm, bones)
     return _report(arm, "ik_to_fk", limbs, frames, _compare(arm, limbs, frames, ik_pose, after), keys)
 
 
@@ -259,7 +259,7 @@ def fk_to_ik(context: bpy.types.Context, arm: bpy.types.Object, frames: Sequence
             limb.constraint.mute = False
             notes.append(f"{limb.name}: the IK constraint was muted; it is on now, its influence keyed")
     with matching.forced(_hold(arm, limbs, "fk")):
-        fk_pose = matching.sample_bones(scene, frames, arm, bones)
+        fk_pose = bridge.sample_bones(scene, frames, arm, bones)
     groups = [g for limb in limbs for g in _limb_controls(arm, limb, fk_pose)]
     errors = matching.place_controls(context, list(frames), groups, hold=_hold(arm, limbs, "ik"))
     keys = 0
@@ -271,7 +271,7 @@ def fk_to_ik(context: bpy.types.Context, arm: bpy.types.Object, frames: Sequence
             keys += bridge.write_bone_poses(control.arm, numbers, {control.bone: control.keys},
                                             location_bones={control.bone})
     key_switches(context, arm, limbs, "ik", frames[0], frames[-1])
-    after = matching.sample_bones(scene, frames, arm, bones)
+    after = bridge.sample_bones(scene, frames, arm, bones)
     report = _report(arm, "fk_to_ik", limbs, frames, _compare(arm, limbs, frames, fk_pose, after), keys)
     report["placement_error_max"] = float(errors.max(initial=0.0))
     report["notes"] = notes + report["notes"]

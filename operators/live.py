@@ -13,7 +13,6 @@ the other chains one ``solve`` each, and writes only the chains whose inputs cha
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -28,9 +27,18 @@ from ..ik_core.model.poles import chain_root, turn_poles
 from ..ik_core.model.rotations import matrix_to_rotvec_unchecked
 from ..ik_core.solvers.two_bone.group import TwoBoneGroup
 from ..ik_core.solvers.two_bone.kernel import cross
-from ..ik_core.take.stretch import stretch_take
 from . import aiming, bridge
-from .baking import BakeFailed, PreparedChain, chain_rotations, initial_q, prepare_chains, solver_for, stretchy
+from .baking import (
+    BakeFailed,
+    PreparedChain,
+    chain_rotations,
+    initial_q,
+    prepare_chains,
+    solver_for,
+    stretch_chain,
+    stretch_scales,
+    stretchy,
+)
 from .bridge.sampling import pose_matrices
 
 _busy = False
@@ -67,6 +75,7 @@ class _Rig:
     hinge_terms: tuple = ()  # (eye, K, KK), each (G, 3, 3): Rodrigues' terms of the axes
     last: list = field(default_factory=list)  # per chain, its inputs at the last solve
     aim_chains: set = field(default_factory=set)  # chains in Aim mode
+    scale: float = 1.0  # the armature's uniform world scale when the solvers were built
 
 
 _cache: dict[str, _Rig] = {}
@@ -120,6 +129,7 @@ def _build(arm: bpy.types.Object, chains: list, sig: tuple, settings: np.ndarray
             for pb in parents
         ]),
         last=[None] * len(prepared),
+        scale=scale,
     )
     rig.aim_chains = {c for c, p in enumerate(prepared) if p.solver == aiming.SOLVER_NAME}
     # Stretching chains solve one by one: a miss is solved again on longer bones (see solve_live).
@@ -254,7 +264,7 @@ def solve_live(arm: bpy.types.Object) -> int:
         goal = local[c, 0] if p.settings.use_rotation else local[c, 0, :3, 3]
         result = solver.solve(goal, initial_q(p, rotvecs[rig.bone_rows[c]]), **options)
         if stretchy(p):
-            result = _stretch_live(p, result, goal, options, moved_scales)
+            result = _stretch_live(rig, p, result, goal, options, moved_scales)
         bones, R = chain_rotations(p, result.q[None])
         moved_bones += bones
         moved_R += list(R[0])
@@ -270,22 +280,18 @@ def solve_live(arm: bpy.types.Object) -> int:
     return int(changed.sum())
 
 
-def _stretch_live(p: PreparedChain, result, goal: np.ndarray, options: dict, moved_scales: list):
+def _stretch_live(rig: _Rig, p: PreparedChain, result, goal: np.ndarray, options: dict, moved_scales: list):
     """A stretching chain's pose: on a miss, solved again on longer bones; its bones' scales go to ``moved_scales``.
 
-    Errors here are in the chain's base frame (the solver's units), so the stretch takes scale 1.
+    Errors here are in the chain's base frame (the solver's units), as a bare ``solve`` gives them.
     """
-    scale = bridge.check_armature(p.source.arm_obj)
 
-    def solve_frame(longer, _f: int, q0: np.ndarray):
-        return solver_for(dataclasses.replace(p, skeleton=longer), scale).solve(goal[None], q0, **options)
+    def solve_frame(solver, _f: int, q0: np.ndarray):
+        return solver.solve(goal[None], q0, **options)
 
-    one = dataclasses.replace(result, **{f: np.asarray(getattr(result, f))[None] for f in (
-        "q", "converged", "position_error", "rotation_error", "iterations", "reason", "limit_hits")})
-    take = stretch_take(one, p.skeleton, [b.ik_stretch for b in p.bones], [b.bone.length for b in p.bones],
-                        solve_frame)
-    first = next(i for i, b in enumerate(p.bones) if b.ik_stretch > 0)
-    moved_scales.append((p.bones[first:], bridge.local_scales(p.bones, take.factors)[0, first:]))
+    take = stretch_chain(p, result[None], rig.scale, solve_frame, world_errors=False)
+    bones, scales = stretch_scales(p, take.factors)
+    moved_scales.append((bones, scales[0]))
     return take.result[0]
 
 

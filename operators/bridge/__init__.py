@@ -38,7 +38,16 @@ from .rig import (
     tree_skeleton,
     write_ik_limits,
 )
-from .sampling import ChainSamples, ChainSource, TipSource, base_matrix, sample_chains, sample_tips, target_matrix
+from .sampling import (
+    ChainSamples,
+    ChainSource,
+    TipSource,
+    base_matrix,
+    sample_bones,
+    sample_chains,
+    sample_tips,
+    target_matrix,
+)
 from .scope import evaluating_only
 
 __all__ = [
@@ -61,6 +70,7 @@ __all__ = [
     "pose_rotations",
     "rotation_channel_values",
     "rotation_part",
+    "sample_bones",
     "sample_chains",
     "sample_tips",
     "set_pose_rotations",

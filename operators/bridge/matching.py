@@ -9,7 +9,7 @@ the driven bone is on its goal. Swivel controls (poles) are turned about their c
 until the chain's middle lies in the goal's bend plane.
 
 Also here: properties forced to a value while sampling (an IK/FK switch held at IK even where it
-is keyed), and world frames of bones sampled over frames.
+is keyed).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
+from ...ik_core.model import rotations
 from .. import compat
 from .rig import matrix_to_array
-from .scope import evaluating_only
 
 ROUNDS = 8  # evaluations per frame at most
 POSITION_TOLERANCE = 1e-6  # [m] a driven bone this close to its goal is placed
@@ -87,25 +87,6 @@ def _set(owner, prop: str, value) -> None:
         owner[prop[2:-2]] = value
     else:
         setattr(owner, prop, value)
-
-
-def sample_bones(scene: bpy.types.Scene, frames: Sequence[int], arm: bpy.types.Object,
-                 names: Sequence[str]) -> dict[str, np.ndarray]:
-    """World frame (N, 4, 4) of each named pose bone of ``arm`` on every frame; the current frame is restored."""
-    n = len(frames)
-    out = {name: np.empty((n, 4, 4)) for name in names}
-    bones = [arm.pose.bones[name] for name in names]
-    current = scene.frame_current
-    with evaluating_only(scene, [arm]):
-        try:
-            for i, frame in enumerate(frames):
-                scene.frame_set(int(frame))
-                M = matrix_to_array(arm.matrix_world)
-                for name, pb in zip(names, bones):
-                    out[name][i] = M @ matrix_to_array(pb.matrix)
-        finally:
-            scene.frame_set(current)
-    return out
 
 
 @dataclass
@@ -177,17 +158,6 @@ class Control:
             self.arm.pose.bones[self.bone].matrix_basis = Matrix(B.tolist())
 
 
-def _rotation(M: np.ndarray) -> np.ndarray:
-    R = M[:3, :3]
-    return R / np.linalg.norm(R, axis=0)
-
-
-def _axis_turn(axis: np.ndarray, angle: float) -> np.ndarray:
-    """(3, 3) rotation by ``angle`` about unit ``axis``."""
-    K = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
-    return np.eye(3) + np.sin(angle) * K + (1 - np.cos(angle)) * (K @ K)
-
-
 def _swivel_error(root: np.ndarray, end: np.ndarray, middle: np.ndarray, goal_middle: np.ndarray) -> tuple:
     """(axis, angle [rad]) turning ``middle`` about the root-end axis into the plane of ``goal_middle``."""
     axis = end - root
@@ -211,8 +181,7 @@ def _errors(c: Control, i: int) -> tuple[float, float]:
         return 0.0, abs(angle)
     if not c.rotation:
         return pos, 0.0
-    R = _rotation(got).T @ _rotation(c.goal[i])
-    return pos, float(np.arccos(np.clip((np.trace(R) - 1) / 2, -1.0, 1.0)))
+    return pos, float(rotations.rotation_error(rotations.rotation_part(got), rotations.rotation_part(c.goal[i])))
 
 
 def _correct(c: Control, i: int) -> None:
@@ -225,14 +194,14 @@ def _correct(c: Control, i: int) -> None:
         if axis is None or angle == 0.0:
             return
         new = C.copy()
-        new[:3, 3] = root + _axis_turn(axis, angle) @ (C[:3, 3] - root)
+        new[:3, 3] = root + rotations.axis_angle_to_matrix(axis, angle) @ (C[:3, 3] - root)
         c.set_world(new)
         return
     if c.rotation:
         D = c.goal[i].copy()
-        D[:3, :3] = _rotation(D)
+        D[:3, :3] = rotations.rotation_part(D)
         A = got.copy()
-        A[:3, :3] = _rotation(A)
+        A[:3, :3] = rotations.rotation_part(A)
         c.set_world(D @ np.linalg.inv(A) @ C)
     else:
         new = C.copy()

@@ -131,6 +131,18 @@ def _sample(
     return world, poses, bone_index, values
 
 
+def sample_bones(
+    scene: bpy.types.Scene, frames: Sequence[int], arm: bpy.types.Object, names: Sequence[str]
+) -> dict[str, np.ndarray]:
+    """(N, 4, 4) world frame (object world @ pose matrix) of each named pose bone of ``arm`` on every frame.
+
+    One pass of :func:`_sample`; the current frame and subframe are restored.
+    """
+    world, poses, bone_index, _values = _sample(scene, frames, {}, {arm.name: arm})
+    index = bone_index[arm.name]
+    return {name: world[arm.name] @ poses[arm.name][:, index[name]] for name in names}
+
+
 def sample_tips(
     scene: bpy.types.Scene, frames: Sequence[int], sources: Sequence[TipSource]
 ) -> list[tuple[np.ndarray, np.ndarray]]:
