@@ -99,7 +99,8 @@ def _signature(arm: bpy.types.Object, chains: list) -> tuple:
     """Everything the prepared chains depend on, except the bone settings; a change rebuilds them."""
     # Object identities, not names: after a file load, same-named objects are new structs and
     # the cached references to the old ones are invalid.
-    parts = [arm.as_pointer(), len(arm.pose.bones)]
+    # The object's scale too: solver tolerances and stretch are built for it (a non-uniform one is refused).
+    parts = [arm.as_pointer(), len(arm.pose.bones), tuple(round(v, 9) for v in arm.matrix_world.to_scale())]
     for chain in chains:
         parts.append(tuple(getattr(chain, a) for a in _CHAIN_SETTINGS))
         parts.append(tuple(o.as_pointer() if o is not None else 0 for o in (chain.target, chain.pole, chain.up_target)))
