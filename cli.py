@@ -145,7 +145,7 @@ def cmd_bake(args: argparse.Namespace) -> int:
 
     arm = _open_armature(args)
     chains_ops = importlib.import_module(f"{ensure_addon().__name__}.operators.chains")
-    start, end, step = args.frames if args.frames else (bpy.context.scene.frame_start, bpy.context.scene.frame_end, 1)
+    start, end, step = _frames_or_scene(args)
     if args.from_constraints:
         made, notes = chains_ops.convert_constraints(arm, frame=start)
         for note in notes:
@@ -160,38 +160,21 @@ def cmd_bake(args: argparse.Namespace) -> int:
     stem = Path(args.blend or bpy.data.filepath or "untitled").stem
     out = _output_path(args.out, args.out_dir, stem, ".blend")
     report_path = _output_path(args.report, args.report_dir, stem, ".json")
-    try:
-        result = bpy.ops.articulate.bake(
-            use_scene_settings=False, frame_start=start, frame_end=end, frame_step=step,
-            mute_constraints=not args.keep_constraints, mark_missed=True,
-            report_path=str(report_path) if report_path else "",
-            solver="" if args.solver in (None, KEEP_SOLVER) else args.solver,
-            key_tolerance=max(args.reduce_keys, 0.0) / 1000.0,
-        )
-    except RuntimeError as err:  # the operator reported an error: bad input
-        print(f"articulate: error: {str(err).removeprefix('Error: ').strip()}", file=sys.stderr)
-        return EXIT_USAGE
-    if "FINISHED" not in result:
-        print("articulate: error: the bake was cancelled", file=sys.stderr)
-        return EXIT_ERROR
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        bpy.ops.wm.save_as_mainfile(filepath=str(out), compress=True)
-        print(f"articulate: wrote {out}")
-    summary = bpy.context.scene.articulate.last_summary
-    print(f"articulate: {summary}")
-    report = json.loads(report_path.read_text()) if report_path else {}
+    report = _run_with_report(
+        bpy.ops.articulate.bake, report_path, use_scene_settings=False, frame_start=start, frame_end=end,
+        frame_step=step, mute_constraints=not args.keep_constraints, mark_missed=True,
+        solver="" if args.solver in (None, KEEP_SOLVER) else args.solver,
+        key_tolerance=max(args.reduce_keys, 0.0) / 1000.0,
+    )
+    _save(out)
+    print(f"articulate: {bpy.context.scene.articulate.last_summary}")
     reduced = report.get("key_reduction")
     if reduced:
         print(f"articulate: keys reduced {reduced['keys_before']} -> {reduced['keys_after']}, every tip within "
               f"{reduced['max_deviation_m'] * 1000:.3g} mm of the full bake")
-    missed = report["missed_frames"] if report_path else []
     if report_path:
         print(f"articulate: wrote {report_path}")
-    elif "frames converged" in summary:
-        done, total = summary.split(" ", 1)[0].split("/")
-        missed = [None] * (int(total) - int(done))
-    return EXIT_MISSED if missed else EXIT_OK
+    return EXIT_MISSED if report["missed_frames"] else EXIT_OK
 
 
 def _output_path(path: str | None, folder: str | None, stem: str, suffix: str) -> Path | None:
@@ -279,6 +262,39 @@ def _run_operator(op, **kwargs) -> set[str]:
         raise _UsageError(str(err).removeprefix("Error: ").strip()) from None
 
 
+def _run_with_report(op, report: Path | None, **kwargs) -> dict:
+    """Run ``op`` writing its JSON report to ``report`` (a scratch file when None) and return the report.
+
+    The exit code comes from the report, so it is written even when the user asked for none.
+
+    Raises:
+        _UsageError: The operator refused (bad input), or it was cancelled.
+    """
+    with tempfile.TemporaryDirectory(prefix="articulate-report-") as scratch:
+        path = report or Path(scratch) / "report.json"
+        if "FINISHED" not in _run_operator(op, report_path=str(path), **kwargs):
+            raise RuntimeError(f"{op.idname_py()} was cancelled")
+        return json.loads(path.read_text())
+
+
+def _save(out: Path | str | None) -> None:
+    """Save the open file as ``out`` (compressed), when an output is asked for."""
+    import bpy
+
+    if out:
+        out = Path(out).resolve()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        bpy.ops.wm.save_as_mainfile(filepath=str(out), compress=True)
+        print(f"articulate: wrote {out}")
+
+
+def _frames_or_scene(args: argparse.Namespace) -> tuple[int, int, int]:
+    """``--frames`` as (start, end, step), or the scene's range."""
+    import bpy
+
+    return args.frames or (bpy.context.scene.frame_start, bpy.context.scene.frame_end, 1)
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     """Check a robot rig's keyed trajectory; exit 3 when frames are flagged."""
     import bpy
@@ -319,16 +335,10 @@ def cmd_body(args: argparse.Namespace) -> int:
             setattr(body, name, bpy.data.objects[obj_name])
     if args.reference_frame is not None:
         body.reference_frame = args.reference_frame
-    start, end, step = args.frames or (bpy.context.scene.frame_start, bpy.context.scene.frame_end, 1)
-    with tempfile.TemporaryDirectory(prefix="articulate-body-") as scratch:
-        # the report is read back for the exit code, so it is written even when --report is not given
-        report_path = Path(args.report).resolve() if args.report else Path(scratch) / "body.json"
-        _run_operator(bpy.ops.articulate.body_bake, use_scene_settings=False, frame_start=start, frame_end=end,
-                      frame_step=step, report_path=str(report_path))
-        report = json.loads(report_path.read_text())
-    if args.out:
-        bpy.ops.wm.save_as_mainfile(filepath=str(Path(args.out).resolve()), compress=True)
-        print(f"articulate: wrote {args.out}")
+    start, end, step = _frames_or_scene(args)
+    report = _run_with_report(bpy.ops.articulate.body_bake, Path(args.report).resolve() if args.report else None,
+                              use_scene_settings=False, frame_start=start, frame_end=end, frame_step=step)
+    _save(args.out)
     print(f"articulate: {body.last_summary}")
     fullbody = importlib.import_module(f"{ensure_addon().__name__}.operators.fullbody")
     problems = fullbody.body_problems(report)
@@ -342,15 +352,11 @@ def cmd_switch(args: argparse.Namespace) -> int:
     import bpy
 
     _open_armature(args)
-    start, end, _step = args.frames or (bpy.context.scene.frame_start, bpy.context.scene.frame_end, 1)
-    with tempfile.TemporaryDirectory() as folder:
-        report_path = Path(args.report).resolve() if args.report else Path(folder) / "report.json"
-        op = bpy.ops.articulate.ik_to_fk if args.command == "ik-to-fk" else bpy.ops.articulate.fk_to_ik
-        _run_operator(op, use_scene_settings=False, frame_start=start, frame_end=end, report_path=str(report_path))
-        report = json.loads(report_path.read_text())
-    if args.out:
-        bpy.ops.wm.save_as_mainfile(filepath=str(Path(args.out).resolve()), compress=True)
-        print(f"articulate: wrote {args.out}")
+    start, end, _step = _frames_or_scene(args)
+    op = bpy.ops.articulate.ik_to_fk if args.command == "ik-to-fk" else bpy.ops.articulate.fk_to_ik
+    report = _run_with_report(op, Path(args.report).resolve() if args.report else None,
+                              use_scene_settings=False, frame_start=start, frame_end=end)
+    _save(args.out)
     worst = max(m["max_error_m"] for m in report["limbs"])
     off = sorted({f for m in report["limbs"] for f in m["frames_over_tolerance"]})
     print(f"articulate: {args.command} on {len(report['limbs'])} limb(s), frames {start}-{end}: limb bones within "
