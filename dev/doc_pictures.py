@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import math
 import os
 import subprocess
 import sys
@@ -45,52 +44,26 @@ def _addon_modules():
     return bpy, cli.ensure_addon().__name__
 
 
-def _material(bpy, name: str, rgb: tuple[float, float, float]):
-    mat = bpy.data.materials.get(name) or bpy.data.materials.new(name)
-    mat.diffuse_color = (*rgb, 1.0)
-    return mat
+def _demo(pkg: str):
+    """The add-on's demo module (camera aiming, Workbench rendering)."""
+    return importlib.import_module(f"{pkg}.operators.demo")
 
 
-def _ball(bpy, sphere_mesh_data, name: str, radius: float, rgb, parent=None, location=(0.0, 0.0, 0.0)):
+def _ball(bpy, pkg: str, name: str, radius: float, rgb, parent=None, location=(0.0, 0.0, 0.0)):
     """A small sphere mesh (empties do not render), on ``parent`` when given."""
+    meshes = importlib.import_module(f"{pkg}.operators.bridge.meshes")
     mesh = bpy.data.meshes.new(name)
-    mesh.from_pydata(*sphere_mesh_data(radius))
-    mesh.materials.append(_material(bpy, name.split(".")[0], rgb))
+    mesh.from_pydata(*importlib.import_module(f"{pkg}.operators.bridge.build").sphere_mesh_data(radius))
+    mesh.materials.append(meshes.colour_material(name.split(".")[0], (*rgb, 1.0)))
     obj = bpy.data.objects.new(name, mesh)
     bpy.context.scene.collection.objects.link(obj)
     obj.parent, obj.location = parent, location
     return obj
 
 
-def _workbench(bpy, filepath: Path, size=SIZE) -> None:
-    """Render the scene's camera with Workbench (material colours, studio light, shadows) to an 8-bit RGB PNG."""
-    scene = bpy.context.scene
-    scene.render.engine = "BLENDER_WORKBENCH"
-    shading = scene.display.shading
-    shading.light, shading.color_type = "STUDIO", "MATERIAL"
-    shading.show_shadows = True
-    scene.render.dither_intensity = 0.0  # dither noise would double the PNGs' size
-    for prop in scene.render.bl_rna.properties:  # no date, render time or file name in the PNG: same scene, same file
-        if prop.identifier.startswith("use_stamp_"):
-            setattr(scene.render, prop.identifier, False)
-    scene.render.resolution_x, scene.render.resolution_y = size
-    scene.render.resolution_percentage = 100
-    settings = scene.render.image_settings
-    settings.file_format, settings.color_mode, settings.color_depth, settings.compression = "PNG", "RGB", "8", 100
-    scene.render.filepath = str(filepath)
-    bpy.ops.render.render(write_still=True)
-
-
-def _aim_camera(cam, look_at, location) -> None:
-    cam.location = location
-    d = np.array(look_at, dtype=float) - np.array(location, dtype=float)
-    cam.rotation_euler = (math.atan2(math.hypot(d[0], d[1]), -d[2]), 0.0, math.atan2(d[1], d[0]) - math.pi / 2)
-
-
 def animator(bpy, pkg: str, out: Path) -> dict:
     """The demo's metarig: four limb chains (Auto solver) baked over 120 frames, shown at frame 40."""
     examples = importlib.import_module(f"{pkg}.operators.examples")
-    build = importlib.import_module(f"{pkg}.operators.bridge.build")
     examples.build_metarig_scene(frames=120, solver="auto")
     with tempfile.TemporaryDirectory() as folder:
         report_path = Path(folder) / "report.json"
@@ -98,10 +71,10 @@ def animator(bpy, pkg: str, out: Path) -> dict:
                                        report_path=str(report_path)) == {"FINISHED"}
         report = json.loads(report_path.read_text())
     for obj in [o for o in bpy.data.objects if o.name.startswith("pole.")]:
-        _ball(bpy, build.sphere_mesh_data, f"Pole.{obj.name}", 0.025, (0.95, 0.75, 0.1), parent=obj)
+        _ball(bpy, pkg, f"Pole.{obj.name}", 0.025, (0.95, 0.75, 0.1), parent=obj)
     bpy.context.scene.frame_set(40)
-    _aim_camera(bpy.context.scene.camera, look_at=(0.0, 0.0, 0.95), location=(2.9, -4.6, 1.5))
-    _workbench(bpy, out)
+    _demo(pkg).aim_camera(bpy.context.scene.camera, look_at=(0.0, 0.0, 0.95), location=(2.9, -4.6, 1.5))
+    _demo(pkg).workbench_render(out, SIZE)
     return {"summary": bpy.context.scene.articulate.last_summary,
             "solvers": sorted({c["solver"] for c in report["chains"]})}
 
@@ -109,7 +82,6 @@ def animator(bpy, pkg: str, out: Path) -> dict:
 def roboticist(bpy, pkg: str, out: Path) -> dict:
     """The UR5 preset, Import Cartesian Path (poses in the robot base, baked), then Check and Export Trajectory."""
     demo = importlib.import_module(f"{pkg}.operators.demo")
-    build = importlib.import_module(f"{pkg}.operators.bridge.build")
     bpy.ops.wm.read_homefile(use_empty=True)
     assert bpy.ops.articulate.robot_add(preset="ur5") == {"FINISHED"}
     rig = bpy.context.object
@@ -135,11 +107,11 @@ def roboticist(bpy, pkg: str, out: Path) -> dict:
     demo.add_target_marker(scene, target, np.array(path))
     scene.frame_set(scene.frame_end)
     for k, point in enumerate(path):  # the file's poses, one small ball each
-        _ball(bpy, build.sphere_mesh_data, f"Pose.{k}", 0.008, (0.2, 0.4, 0.9), location=tuple(point))
+        _ball(bpy, pkg, f"Pose.{k}", 0.008, (0.2, 0.4, 0.9), location=tuple(point))
     bpy.data.objects[f"{target.name}.Path"].data.bevel_depth = 0.003
     demo.add_camera_and_light(scene, look_at=(0.32, 0.12, 0.3), location=(1.25, -0.95, 0.85))
     scene.camera.data.lens = 35
-    _workbench(bpy, out)
+    _demo(pkg).workbench_render(out, SIZE)
     return info
 
 
@@ -187,7 +159,6 @@ def full_body(bpy, pkg: str, out: Path) -> dict:
     import addon_utils
 
     demo = importlib.import_module(f"{pkg}.operators.demo")
-    build = importlib.import_module(f"{pkg}.operators.bridge.build")
     addon_utils.enable("rigify", default_set=True)
     bpy.ops.wm.read_homefile(use_empty=True)
     bpy.ops.object.armature_basic_human_metarig_add()
@@ -220,14 +191,14 @@ def full_body(bpy, pkg: str, out: Path) -> dict:
                                             frame_end=scene.frame_end, report_path=str(report_path)) == {"FINISHED"}
         report = json.loads(report_path.read_text())
     for name in ("head", "hand_l", "hand_r"):
-        _ball(bpy, build.sphere_mesh_data, f"Tracker.{name}", 0.035, (0.2, 0.75, 0.95), parent=getattr(body, name))
+        _ball(bpy, pkg, f"Tracker.{name}", 0.035, (0.2, 0.75, 0.95), parent=getattr(body, name))
     demo.dress_bones(rig, skip=("heel", "breast", "pelvis"))
     frame = SHOWN
     scene.frame_set(frame)
     head = np.array(body.head.matrix_world.translation)
     demo.add_camera_and_light(scene, look_at=(head[0], head[1], 0.75),
                               location=(head[0] + 2.3, head[1] - 4.3, 1.35))
-    _workbench(bpy, out)
+    _demo(pkg).workbench_render(out, SIZE)
     return {"summary": body.last_summary, "frames": [scene.frame_start, scene.frame_end],
             "fps": scene.render.fps / scene.render.fps_base, "shown": frame,
             "offsets_mm": {k: round(v * 1000, 1) for k, v in report["calibration_offsets_m"].items()},
@@ -246,12 +217,14 @@ def pipeline(bpy, pkg: str, out: Path, frames=(1, 30, 60, 90)) -> dict:
         report = json.loads((demo_dir / "report.json").read_text())
         bpy.ops.wm.open_mainfile(filepath=str(demo_dir / "demo.blend"))
         scene = bpy.context.scene
-        _aim_camera(scene.camera, look_at=(0.0, 0.0, 1.0), location=(2.9, -4.6, 1.5))  # wider than the demo's 4:3
+        # wider than the demo's 4:3
+        _demo(pkg).aim_camera(scene.camera, look_at=(0.0, 0.0, 1.0), location=(2.9, -4.6, 1.5))
         scene.camera.data.lens = 42
         half = (SIZE[0] // 2, SIZE[1] // 2)
         label = bpy.data.objects.new("Label", bpy.data.curves.new("Label", "FONT"))
         scene.collection.objects.link(label)
-        label.data.materials.append(_material(bpy, "Label", (0.95, 0.95, 0.95)))
+        label.data.materials.append(importlib.import_module(f"{pkg}.operators.bridge.meshes").colour_material(
+            "Label", (0.95, 0.95, 0.95, 1.0)))
         label.parent = scene.camera
         label.location, label.scale = (-0.28, 0.12, -1.0), (0.04, 0.04, 0.04)
         tiles = []
@@ -259,7 +232,7 @@ def pipeline(bpy, pkg: str, out: Path, frames=(1, 30, 60, 90)) -> dict:
             scene.frame_set(f)
             label.data.body = f"frame {f}"
             tile = Path(folder) / f"frame_{f}.png"
-            _workbench(bpy, tile, size=half)
+            _demo(pkg).workbench_render(tile, half)
             image = bpy.data.images.load(str(tile))
             pixels = np.empty(half[0] * half[1] * 4, dtype=np.float32)
             image.pixels.foreach_get(pixels)

@@ -10,6 +10,7 @@ import numpy as np
 
 from . import bridge, compat
 from .bridge.build import sphere_mesh_data
+from .bridge.meshes import colour_material
 
 ARM_BONES = (("Shoulder", 0.45), ("Elbow", 0.40), ("Wrist", 0.15))
 SHOULDER = np.array([0.0, 0.0, 1.2])
@@ -47,20 +48,9 @@ def build_demo_scene(frames: int = 120) -> dict:
             "target": target.name, "picture_frame": frames // 3}
 
 
-def _material(name: str, rgb: tuple[float, float, float]) -> bpy.types.Material:
-    mat = bpy.data.materials.new(name)
-    mat.diffuse_color = (*rgb, 1.0)
-    if bpy.app.version < (5, 0, 0):  # 5.0 materials always use nodes (the flag is deprecated)
-        mat.use_nodes = True
-    bsdf = mat.node_tree.nodes.get("Principled BSDF")
-    if bsdf is not None:
-        bsdf.inputs["Base Color"].default_value = (*rgb, 1.0)
-    return mat
-
-
 def dress_bones(arm: bpy.types.Object, skip: tuple[str, ...] = ()) -> None:
     """A cylinder on every bone (armatures do not render), parented to the bone."""
-    bone_mat = _material("Bone", (0.8, 0.55, 0.3))
+    bone_mat = colour_material("Bone", (0.8, 0.55, 0.3, 1.0))
     for bone in arm.data.bones:
         if any(bone.name.startswith(s) for s in skip):
             continue
@@ -84,14 +74,19 @@ def _cylinder(radius: float, length: float, sides: int = 16) -> tuple[list, list
     return verts, [], sides_f + caps
 
 
+def aim_camera(cam: bpy.types.Object, look_at, location) -> None:
+    """Put ``cam`` at ``location`` looking at ``look_at`` (world, metres), level with the horizon."""
+    cam.location = location
+    d = np.array(look_at, dtype=float) - np.array(location, dtype=float)
+    cam.rotation_euler = (math.atan2(math.hypot(d[0], d[1]), -d[2]), 0.0, math.atan2(d[1], d[0]) - math.pi / 2)
+
+
 def add_camera_and_light(scene, look_at=(0.5, 0.0, 1.1), location=(2.6, -2.2, 1.9)) -> None:
     """A camera aimed at ``look_at``, a sun, a floor and a dark world."""
     bpy.ops.mesh.primitive_plane_add(size=6.0, location=(look_at[0], look_at[1], 0.0))
     cam = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
     scene.collection.objects.link(cam)
-    cam.location = location
-    d = np.array(look_at) - np.array(location)
-    cam.rotation_euler = (math.atan2(math.hypot(d[0], d[1]), -d[2]), 0.0, math.atan2(d[1], d[0]) - math.pi / 2)
+    aim_camera(cam, look_at, location)
     scene.camera = cam
     light = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", "SUN"))
     light.data.energy = 3.0
@@ -106,7 +101,7 @@ def add_target_marker(scene, target: bpy.types.Object, path: np.ndarray) -> None
     """A red ball riding on ``target`` and its (frames, 3) path drawn as a thin blue tube."""
     ball_mesh = bpy.data.meshes.new(f"{target.name}.Ball")
     ball_mesh.from_pydata(*sphere_mesh_data(0.03))
-    ball_mesh.materials.append(bpy.data.materials.get("Target") or _material("Target", (0.9, 0.15, 0.15)))
+    ball_mesh.materials.append(colour_material("Target", (0.9, 0.15, 0.15, 1.0)))
     ball = bpy.data.objects.new(f"{target.name}.Ball", ball_mesh)
     scene.collection.objects.link(ball)
     ball.parent = target
@@ -116,7 +111,7 @@ def add_target_marker(scene, target: bpy.types.Object, path: np.ndarray) -> None
     spline.points.add(len(path) - 1)
     spline.points.foreach_set("co", np.hstack([path, np.ones((len(path), 1))]).astype(np.float32).ravel())
     path_obj = bpy.data.objects.new(f"{target.name}.Path", curve)
-    path_obj.data.materials.append(bpy.data.materials.get("Path") or _material("Path", (0.2, 0.4, 0.9)))
+    path_obj.data.materials.append(colour_material("Path", (0.2, 0.4, 0.9, 1.0)))
     scene.collection.objects.link(path_obj)
 
 
@@ -164,18 +159,31 @@ def render_workbench(filepath: str, look_at=(0.1, 0.45, 0.45), location=(2.3, -0
     scene = bpy.context.scene
     cam = bpy.data.objects.new("PreviewCamera", bpy.data.cameras.new("PreviewCamera"))
     scene.collection.objects.link(cam)
-    cam.location = location
-    d = np.array(look_at) - np.array(location)
-    cam.rotation_euler = (math.atan2(math.hypot(d[0], d[1]), -d[2]), 0.0, math.atan2(d[1], d[0]) - math.pi / 2)
+    aim_camera(cam, look_at, location)
     cam.data.lens = 40
     scene.camera = cam
     bpy.ops.mesh.primitive_plane_add(size=4.0, location=(look_at[0], look_at[1], 0.0))
+    workbench_render(filepath, size)
+
+
+def workbench_render(filepath: str, size: tuple[int, int]) -> None:
+    """Render the scene's camera with Workbench (material colours, studio light, shadows) to an 8-bit RGB PNG.
+
+    The same scene gives the same file: no dither noise (which would also double the size) and no
+    stamped date, render time or file name.
+    """
+    scene = bpy.context.scene
     scene.render.engine = "BLENDER_WORKBENCH"
     shading = scene.display.shading
     shading.light, shading.color_type = "STUDIO", "MATERIAL"
     shading.show_shadows = True
+    scene.render.dither_intensity = 0.0
+    for prop in scene.render.bl_rna.properties:
+        if prop.identifier.startswith("use_stamp_"):
+            setattr(scene.render, prop.identifier, False)
     scene.render.resolution_x, scene.render.resolution_y = size
     scene.render.resolution_percentage = 100
-    scene.render.image_settings.file_format = "PNG"
-    scene.render.filepath = filepath
+    settings = scene.render.image_settings
+    settings.file_format, settings.color_mode, settings.color_depth, settings.compression = "PNG", "RGB", "8", 100
+    scene.render.filepath = str(filepath)
     bpy.ops.render.render(write_still=True)
