@@ -5,10 +5,11 @@ Run from the repo root with a bpy venv:
 ``.venvs/5.0.1/bin/python bench/bench_aim.py [--frames 1000] [--repeat 3] [--json] [--quick]``
 (also ``.venvs/4.5.15`` and ``.venvs/4.2.23``; ``--quick`` is 120 frames, one repeat).
 
-Protocol (issue 15, item 4): one rig for every row, built fresh per bake: three bones pointing
-up (spine 0.4 m, neck 0.15 m, head 0.2 m), each limited by Blender IK limits to a swing cone
-about X and Z (20, 25, 35 degrees) and a twist about Y, which for these bones is the yaw (20, 30,
-45 degrees). The face looks along world -Y. The target sweeps 2 m in front of the face, yaw
+Protocol (issue 15, item 4): one rig for every row, built fresh per bake by
+``tests/blender/aim_scenes.py`` (shared with the tests): three bones pointing up (spine 0.4 m,
+neck 0.15 m, head 0.2 m), each limited by Blender IK limits to a swing cone about X and Z (20,
+25, 35 degrees) and a twist about Y, which for these bones is the yaw (20, 30, 45 degrees). The
+face looks along world -Y. The target sweeps 2 m in front of the face, yaw
 +/-50 degrees and pitch +/-25 degrees (every frame reachable by the whole chain within its
 limits; not by the head alone). Rows:
 
@@ -39,56 +40,27 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="articulate-bench-"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "blender"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import aim_scenes as aims  # noqa: E402
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402
+import parity_scenes as ps  # noqa: E402
 from blender_output import stdout_to_stderr  # noqa: E402
 from mathutils import Matrix  # noqa: E402
 
 import cli  # noqa: E402
 
-SWING_DEG = {"Spine": 20.0, "Neck": 25.0, "Head": 35.0}
-TWIST_DEG = {"Spine": 20.0, "Neck": 30.0, "Head": 45.0}
-EYE = np.array([0.0, 0.0, 1.65])
-TRACK = {"X": "TRACK_X", "NEG_X": "TRACK_NEGATIVE_X", "Y": "TRACK_Y", "NEG_Y": "TRACK_NEGATIVE_Y",
-         "Z": "TRACK_Z", "NEG_Z": "TRACK_NEGATIVE_Z"}
-VEC = {"X": (1, 0, 0), "NEG_X": (-1, 0, 0), "Y": (0, 1, 0), "NEG_Y": (0, -1, 0), "Z": (0, 0, 1), "NEG_Z": (0, 0, -1)}
-
-
-def target_path(frames: int) -> np.ndarray:
-    t = np.linspace(0.0, 1.0, frames)
-    yaw = np.radians(50.0) * np.sin(2 * np.pi * t)
-    pitch = np.radians(25.0) * np.sin(4 * np.pi * t + 0.3)
-    return EYE + 2.0 * np.stack([np.sin(yaw) * np.cos(pitch), -np.cos(yaw) * np.cos(pitch), np.sin(pitch)], axis=1)
-
 
 def build(addon, frames: int):
     """A fresh file with the rig and the animated target; returns (armature, target, face axis key)."""
-    bridge = __import__(f"{addon.__name__}.operators.bridge", fromlist=["x"])
-    compat = __import__(f"{addon.__name__}.operators.compat", fromlist=["x"])
     bpy.ops.wm.read_homefile(use_empty=True)
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = 1, frames
-    heads = np.array([[0.0, 0.0, 1.0], [0.0, 0.0, 1.4], [0.0, 0.0, 1.55]])
-    tails = np.array([[0.0, 0.0, 1.4], [0.0, 0.0, 1.55], [0.0, 0.0, 1.75]])
-    arm = bridge.create_armature("Rig", heads, tails, [-1, 0, 1], list(SWING_DEG))
-    for name in SWING_DEG:
-        pb = arm.pose.bones[name]
-        for axis in "xyz":
-            limit = math.radians(TWIST_DEG[name] if axis == "y" else SWING_DEG[name])
-            setattr(pb, f"use_ik_limit_{axis}", True)
-            setattr(pb, f"ik_min_{axis}", -limit)
-            setattr(pb, f"ik_max_{axis}", limit)
-    target = bpy.data.objects.new("Look", None)
-    scene.collection.objects.link(target)
-    compat.write_channels(target, [compat.Channel("location", i, "Object Transforms") for i in range(3)],
-                          np.arange(1.0, frames + 1.0), target_path(frames))
-    R = np.array(arm.data.bones["Head"].matrix_local)[:3, :3]
-    face = next(k for k, v in VEC.items() if np.allclose(R @ v, (0, -1, 0), atol=1e-6))
-    bpy.context.view_layer.objects.active = arm
-    return arm, target, face
+    return aims.build_look_rig(addon, aims.target_path(frames, pitch_phase=0.3))
 
 
 def bake_articulate(addon, frames: int, spread: float, up: bool) -> tuple[float, tuple]:
@@ -105,28 +77,22 @@ def bake_articulate(addon, frames: int, spread: float, up: bool) -> tuple[float,
     return seconds, (arm, target, face)
 
 
-def _select(arm, names: set[str]) -> None:
-    on_pose_bone = "select" in bpy.types.PoseBone.bl_rna.properties
-    for pb in arm.pose.bones:
-        (pb if on_pose_bone else pb.bone).select = pb.name in names
-
-
 def bake_damped(addon, frames: int, limit: bool) -> tuple[float, tuple]:
     arm, target, face = build(addon, frames)
     head = arm.pose.bones["Head"]
     con = head.constraints.new("DAMPED_TRACK")
-    con.target, con.track_axis = target, TRACK[face]
+    con.target, con.track_axis = target, "TRACK_" + face.replace("NEG_", "NEGATIVE_")
     if limit:
         lim = head.constraints.new("LIMIT_ROTATION")
         lim.owner_space = "LOCAL"
         for axis in "xyz":
-            deg = TWIST_DEG["Head"] if axis == "y" else SWING_DEG["Head"]
+            deg = aims.TWIST_DEG["Head"] if axis == "y" else aims.SWING_DEG["Head"]
             setattr(lim, f"use_limit_{axis}", True)
             setattr(lim, f"min_{axis}", -math.radians(deg))
             setattr(lim, f"max_{axis}", math.radians(deg))
     bpy.context.scene.frame_set(1)
     bpy.ops.object.mode_set(mode="POSE")
-    _select(arm, {"Head"})
+    ps.select_bones(arm, {"Head"})
     t0 = time.perf_counter()
     with stdout_to_stderr():
         result = bpy.ops.nla.bake(frame_start=1, frame_end=frames, only_selected=True, visual_keying=True,
@@ -139,37 +105,22 @@ def bake_damped(addon, frames: int, limit: bool) -> tuple[float, tuple]:
     return seconds, (arm, target, face)
 
 
-def _angle(a, b):
-    a = a / np.linalg.norm(a, axis=-1, keepdims=True)
-    b = b / np.linalg.norm(b, axis=-1, keepdims=True)
-    return np.arctan2(np.linalg.norm(np.cross(a, b), axis=-1), np.sum(a * b, axis=-1))
-
-
-def evaluate(state, frames: int) -> dict:
+def evaluate(addon, state, frames: int) -> dict:
     arm, target, face = state
-    scene = bpy.context.scene
-    aim_local = np.array(VEC[face], dtype=float)
-    aim, up, origin, goal = [], [], [], []
+    played = aims.playback(arm, target, aims.axes(addon)[face], frames)
     excess = 0.0
     turn = np.zeros((frames, 3))
-    for f in range(1, frames + 1):
-        scene.frame_set(f)
-        M = np.array(arm.matrix_world @ arm.pose.bones["Head"].matrix)
-        origin.append(M[:3, 3])
-        aim.append(M[:3, :3] @ aim_local)
-        up.append(M[:3, 1])
-        goal.append(np.array(target.matrix_world.translation))
-        for b, name in enumerate(SWING_DEG):
-            R = np.array(arm.pose.bones[name].matrix_basis)[:3, :3]
+    for f in range(frames):
+        for b, name in enumerate(aims.SWING_DEG):
+            R = played["basis"][f, b]
             q = Matrix(R.tolist()).to_quaternion()
             twist = abs((2.0 * math.atan2(q.y, q.w) + math.pi) % (2 * math.pi) - math.pi)
             swing = math.acos(max(-1.0, min(1.0, R[1, 1])))
-            excess = max(excess, math.degrees(swing) - SWING_DEG[name], math.degrees(twist) - TWIST_DEG[name])
-            turn[f - 1, b] = 2.0 * math.acos(min(1.0, abs(q.w)))
-    aim, up, origin, goal = map(np.array, (aim, up, origin, goal))
-    err = np.degrees(_angle(aim, goal - origin))
-    d = aim / np.linalg.norm(aim, axis=-1, keepdims=True)
-    roll = np.degrees(_angle(up, np.array([0.0, 0.0, 1.0]) - d[:, 2:3] * d))
+            excess = max(excess, math.degrees(swing) - aims.SWING_DEG[name],
+                         math.degrees(twist) - aims.TWIST_DEG[name])
+            turn[f, b] = 2.0 * math.acos(min(1.0, abs(q.w)))
+    err = np.degrees(aims.angle(played["aim"], played["target"] - played["origin"]))
+    roll = np.degrees(aims.roll_error(played))
     total = turn.sum(axis=1)
     share = np.median(turn[total > 1e-3, 2] / total[total > 1e-3])
     return {"aimed_0.1deg": float(np.mean(err <= 0.1)), "aim_median_deg": float(np.median(err)),
@@ -201,7 +152,7 @@ def main() -> int:
             seconds, state = route()
             times[name].append(seconds)
             if rep == args.repeat - 1:
-                last[name] = evaluate(state, args.frames)
+                last[name] = evaluate(addon, state, args.frames)
     rows = [{"route": name, "frames": args.frames, "seconds": float(np.median(times[name])),
              "ms_per_frame": 1000.0 * float(np.median(times[name])) / args.frames, **last[name]} for name in routes]
     print(f"blender {bpy.app.version_string}, numpy {np.__version__}, load {os.getloadavg()[0]:.2f}")

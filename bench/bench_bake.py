@@ -38,9 +38,11 @@ from pathlib import Path
 
 os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="articulate-bench-"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "blender"))
 
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402
+import parity_scenes as ps  # noqa: E402
 
 import cli  # noqa: E402
 
@@ -212,12 +214,6 @@ def find_pole_angles(scene, arm, chains, cons, frames: int) -> list[float]:
     return [float((a + 180.0) % 360.0 - 180.0) for a in fine]
 
 
-def _select_bones(arm, names: set[str]) -> None:
-    on_pose_bone = "select" in bpy.types.PoseBone.bl_rna.properties  # 5.0 moved selection off Bone
-    for pb in arm.pose.bones:
-        (pb if on_pose_bone else pb.bone).select = pb.name in names
-
-
 def bake_blender(examples, frames: int, angles: list[float] | None) -> tuple[float, dict]:
     """Route B on a fresh scene: Blender's IK constraints baked by ``nla.bake`` with visual keying.
 
@@ -239,7 +235,7 @@ def bake_blender(examples, frames: int, angles: list[float] | None) -> tuple[flo
     scene.frame_set(1)
     bpy.context.view_layer.objects.active = arm
     bpy.ops.object.mode_set(mode="POSE")
-    _select_bones(arm, {pb.name for ch in chains for pb in ch["bones"]})
+    ps.select_bones(arm, {pb.name for ch in chains for pb in ch["bones"]})
     t0 = time.perf_counter()
     result = bpy.ops.nla.bake(frame_start=1, frame_end=frames, only_selected=True, visual_keying=True,
                               clear_constraints=False, bake_types={"POSE"})

@@ -28,6 +28,7 @@ ratio Rigify / Articulate (above 1: Articulate is faster).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import re
@@ -48,8 +49,6 @@ from blender_output import stdout_to_stderr  # noqa: E402
 
 import cli  # noqa: E402
 
-LIMB_BONES = ("ORG-upper_arm", "ORG-forearm", "ORG-hand", "ORG-thigh", "ORG-shin", "ORG-foot", "ORG-toe")
-SWITCHES = tuple(f"{limb}_parent.{side}" for limb in ("upper_arm", "thigh") for side in "LR")
 IK_CONTROLS = tuple(f"{name}.{side}" for name in ("hand_ik", "foot_ik", "upper_arm_ik_target", "thigh_ik_target")
                     for side in "LR")
 # One Rigify bake button: its operator id and the properties the rig UI sets on it.
@@ -87,51 +86,24 @@ def _register_rig_ui() -> dict[str, list[tuple[str, dict]]]:
 
 def _open(path: Path, frames: int) -> bpy.types.Object:
     with stdout_to_stderr():
-        bpy.ops.wm.open_mainfile(filepath=str(path))
-    rig = bpy.data.objects["rig"]
-    for obj in bpy.context.view_layer.objects:
-        obj.select_set(obj == rig)
-    bpy.context.view_layer.objects.active = rig
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, frames
-    scene.articulate.frame_start, scene.articulate.frame_end = 1, frames
-    return rig
+        return ps.open_rigify_rig(path, frames)
 
 
-def _limb_points(rig: bpy.types.Object, frames: int) -> np.ndarray:
-    """(F, P, 3) world heads and tails of every ORG limb bone in playback [m]."""
-    names = [f"{b}.{s}" for b in LIMB_BONES for s in "LR"]
-    out = np.empty((frames, 2 * len(names), 3))
-    for f in range(1, frames + 1):
-        bpy.context.scene.frame_set(f)
-        mw = np.array(rig.matrix_world)
-        pts = np.array([tuple(getattr(rig.pose.bones[n], end)) for n in names for end in ("head", "tail")])
-        out[f - 1] = pts @ mw[:3, :3].T + mw[:3, 3]
-    return out
-
-
-def _key_switches(rig: bpy.types.Object, value: float, frames: int) -> None:
+def _key_switches(addon, rig: bpy.types.Object, value: float, frames: int) -> None:
     """Key every limb's IK_FK switch to ``value`` on the range (what Rigify's bake leaves to the user)."""
-    for name in SWITCHES:
-        pb = rig.pose.bones[name]
-        pb["IK_FK"] = value
-        for f in range(1, frames + 1):
-            pb.keyframe_insert('["IK_FK"]', frame=f)
+    body_controls = importlib.import_module(f"{addon.__name__}.operators.bridge.body_controls")
+    paths = [f'pose.bones["{name}"]["{body_controls.IK_FK_PROPERTY}"]' for name in ps.SWITCHES]
+    body_controls.key_constant(bpy.context, rig, paths, [value] * len(paths), 1, frames)
 
 
-def _unkey_ik_controls(rig: bpy.types.Object, frames: int) -> None:
+def _unkey_ik_controls(addon, rig: bpy.types.Object, frames: int) -> None:
     """Take the IK controls' keys off and move them away: only a placement can bring the IK back."""
-    for name in IK_CONTROLS:
-        pb = rig.pose.bones.get(name)
-        if pb is None:
-            continue
-        for f in range(1, frames + 1):
-            for path in ("location", "rotation_quaternion", "rotation_euler"):
-                try:
-                    pb.keyframe_delete(path, frame=f)
-                except RuntimeError:  # no key there
-                    pass
-        pb.location = (0.3, 0.2, 0.1)
+    compat = importlib.import_module(f"{addon.__name__}.operators.compat")
+    names = [name for name in IK_CONTROLS if name in rig.pose.bones]
+    compat.clear_range(rig, 1, frames, {compat.bone_data_path(name, path) for name in names
+                                        for path in ("location", "rotation_quaternion", "rotation_euler")})
+    for name in names:
+        rig.pose.bones[name].location = (0.3, 0.2, 0.1)
 
 
 def _rigify_call(op_id: str, props: dict, frames: int) -> str:
@@ -152,7 +124,8 @@ def _score(err: np.ndarray) -> dict:
             "frames_over_1mm": int((err.max(axis=1) > 1e-3).sum())}
 
 
-def run(frames: int) -> dict:
+def run(addon, frames: int) -> dict:
+    """Both directions by both routes on a fresh Rigify rig of ``frames`` frames; ``addon``: the enabled add-on."""
     work = Path(tempfile.mkdtemp(prefix="articulate-bench-ikfk-"))
     source = ps.make_rigify_blend(work / "rigify.blend", frames)
     results: dict = {"frames": frames, "rows": []}
@@ -160,13 +133,13 @@ def run(frames: int) -> dict:
     # IK to FK
     rig = _open(source, frames)
     buttons = _register_rig_ui()
-    reference = _limb_points(rig, frames)
+    reference = ps.limb_points(rig, frames)
     t0 = time.perf_counter()
     with stdout_to_stderr():
         done = bpy.ops.articulate.ik_to_fk(use_scene_settings=False, frame_start=1, frame_end=frames)
     seconds = time.perf_counter() - t0
     assert done == {"FINISHED"}, done
-    err = np.linalg.norm(_limb_points(rig, frames) - reference, axis=-1)
+    err = np.linalg.norm(ps.limb_points(rig, frames) - reference, axis=-1)
     results["rows"].append({"direction": "ik_to_fk", "route": "articulate", "seconds": seconds, **_score(err)})
     fk_source = work / "fk.blend"
     with stdout_to_stderr():
@@ -177,16 +150,16 @@ def run(frames: int) -> dict:
     with stdout_to_stderr():
         failed = [e for op_id, props in buttons["ik_to_fk"] if (e := _rigify_call(op_id, props, frames))]
     seconds = time.perf_counter() - t0
-    _key_switches(rig, 1.0, frames)
-    err = np.linalg.norm(_limb_points(rig, frames) - reference, axis=-1)
+    _key_switches(addon, rig, 1.0, frames)
+    err = np.linalg.norm(ps.limb_points(rig, frames) - reference, axis=-1)
     results["rows"].append({"direction": "ik_to_fk", "route": "rigify", "seconds": seconds, "limbs":
                             len(buttons["ik_to_fk"]), "failed": failed, **_score(err)})
 
     # FK to IK, from Articulate's IK-to-FK result
     for route in ("articulate", "rigify"):
         rig = _open(fk_source, frames)
-        reference = _limb_points(rig, frames)
-        _unkey_ik_controls(rig, frames)
+        reference = ps.limb_points(rig, frames)
+        _unkey_ik_controls(addon, rig, frames)
         failed = []
         t0 = time.perf_counter()
         with stdout_to_stderr():
@@ -197,8 +170,8 @@ def run(frames: int) -> dict:
                 failed = [e for op_id, props in buttons["fk_to_ik"] if (e := _rigify_call(op_id, props, frames))]
         seconds = time.perf_counter() - t0
         if route == "rigify":
-            _key_switches(rig, 0.0, frames)
-        err = np.linalg.norm(_limb_points(rig, frames) - reference, axis=-1)
+            _key_switches(addon, rig, 0.0, frames)
+        err = np.linalg.norm(ps.limb_points(rig, frames) - reference, axis=-1)
         row = {"direction": "fk_to_ik", "route": route, "seconds": seconds, **_score(err)}
         if route == "rigify":
             row.update(limbs=len(buttons["fk_to_ik"]), failed=failed)
@@ -219,8 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.frames = 40
-    cli.ensure_addon()
-    results = run(args.frames)
+    results = run(cli.ensure_addon(), args.frames)
     print(f"Rigify human rig, 4 limbs, {args.frames} frames, bpy {bpy.app.version_string}")
     print(f"{'direction':9} {'route':10} {'seconds':>8} {'max mm':>9} {'median mm':>10} {'frames >1mm':>11} "
           f"{'rigify/ours':>11}")

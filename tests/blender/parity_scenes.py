@@ -13,8 +13,9 @@ child process, see :data:`RIGIFY_SCRIPT`):
 Both are scored by :func:`score`: per frame and live IK constraint, the distance from the
 chain's end point (the owner's tail with use_tail, else its head) to its target in playback,
 and pops (a chain bone's head jumping while its target holds still). Used by
-``tests/blender/test_parity.py`` and ``bench/bench_parity.py``; imports the add-on's operators
-only through ``bpy.ops``.
+``tests/blender/test_parity.py`` and ``bench/bench_parity.py``; the Rigify rig's helpers
+(:func:`open_rigify_rig`, :func:`limb_points`) by ``tests/blender/test_ik_fk.py`` and
+``bench/bench_ik_fk.py``. Imports the add-on's operators only through ``bpy.ops``.
 """
 
 from __future__ import annotations
@@ -561,6 +562,33 @@ def make_rigify_blend(path: Path, frames: int) -> Path:
     return path
 
 
+# The generated rig's ORG limb bones (each with .L and .R) whose heads and tails an IK/FK switch must keep,
+# arm then leg, and the bones holding each limb's IK_FK switch.
+LIMB_BONES = ("ORG-upper_arm", "ORG-forearm", "ORG-hand", "ORG-thigh", "ORG-shin", "ORG-foot", "ORG-toe")
+SWITCHES = tuple(f"{limb}_parent.{side}" for limb in ("upper_arm", "thigh") for side in "LR")
+
+
+def open_rigify_rig(path: Path, frames: int) -> bpy.types.Object:
+    """Open the .blend of :func:`make_rigify_blend`, scene range 1..frames; return its rig, active, alone selected."""
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    rig = bpy.data.objects["rig"]
+    activate(rig)
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, frames
+    return rig
+
+
+def limb_points(rig: bpy.types.Object, frames: int) -> np.ndarray:
+    """(F, P, 3) world heads and tails of every :data:`LIMB_BONES` bone on frames 1..frames, in playback [m]."""
+    names = [f"{b}.{s}" for b in LIMB_BONES for s in "LR"]
+    out = np.empty((frames, 2 * len(names), 3))
+    for f in range(1, frames + 1):
+        bpy.context.scene.frame_set(f)
+        mw = np.array(rig.matrix_world)
+        pts = np.array([tuple(getattr(rig.pose.bones[n], end)) for n in names for end in ("head", "tail")])
+        out[f - 1] = pts @ mw[:3, :3].T + mw[:3, 3]
+    return out
+
+
 SCENES: tuple[ParityScene, ...] = (
     ParityScene("chain3", build_chain3, "IK chain_count 3"),
     ParityScene("chain5", build_chain5, "IK chain_count 5"),
@@ -693,7 +721,8 @@ def score(arm: bpy.types.Object, specs: Sequence[IKSpec], frames: Sequence[int],
     return {"residual_m": residual, "pop_frames": sorted(pops), "ik_live_frames": live}
 
 
-def _select_bones(arm: bpy.types.Object, names: set[str]) -> None:
+def select_bones(arm: bpy.types.Object, names: set[str]) -> None:
+    """Select the pose bones named in ``names`` and deselect the others (the armature in pose mode)."""
     on_pose_bone = "select" in bpy.types.PoseBone.bl_rna.properties  # 5.0 moved selection off Bone
     for pb in arm.pose.bones:
         (pb if on_pose_bone else pb.bone).select = pb.name in names
@@ -728,7 +757,7 @@ def bake_blender(arm: bpy.types.Object, specs: Sequence[IKSpec], frames: Sequenc
     scene.frame_set(frames[0])
     activate(arm)
     bpy.ops.object.mode_set(mode="POSE")
-    _select_bones(arm, {b for s in specs for b in s.bones})
+    select_bones(arm, {b for s in specs for b in s.bones})
     t0 = time.perf_counter()
     result = bpy.ops.nla.bake(frame_start=frames[0], frame_end=frames[-1], **BLENDER_BAKE)
     seconds = time.perf_counter() - t0

@@ -4,6 +4,7 @@
 import json
 import math
 
+import aim_scenes as aims
 import bpy
 import numpy as np
 import pytest
@@ -11,50 +12,20 @@ from mathutils import Matrix
 
 FRAMES = 48
 BEHIND = range(38, 43)  # frames whose target is behind the head: beyond the limits
-LIMITS_DEG = {"Spine": 20.0, "Neck": 25.0, "Head": 35.0}  # swing cones (about X and Z)
-TWIST_DEG = {"Spine": 20.0, "Neck": 30.0, "Head": 45.0}  # twist about each bone's Y: the bones point up, so yaw
-AXIS_VECTORS = {"X": (1, 0, 0), "NEG_X": (-1, 0, 0), "Y": (0, 1, 0), "NEG_Y": (0, -1, 0), "Z": (0, 0, 1),
-                "NEG_Z": (0, 0, -1)}
-
-
-def _target_path() -> np.ndarray:
-    """(FRAMES, 3) target positions: sweeping in front of the face, then behind it on BEHIND."""
-    eye = np.array([0.0, 0.0, 1.65])
-    t = np.linspace(0.0, 1.0, FRAMES)
-    yaw = np.radians(50.0) * np.sin(2 * np.pi * t)
-    pitch = np.radians(25.0) * np.sin(4 * np.pi * t)
-    path = eye + 2.0 * np.stack([np.sin(yaw) * np.cos(pitch), -np.cos(yaw) * np.cos(pitch), np.sin(pitch)], axis=1)
-    for f in BEHIND:
-        path[f - 1] = eye + np.array([0.3, 2.0, 0.2])
-    return path
 
 
 @pytest.fixture
-def rig(empty_scene, addon_module):
+def axes(addon):
+    return aims.axes(addon)
+
+
+@pytest.fixture
+def rig(empty_scene, addon):
     """Spine, neck and head pointing up, limited by Blender IK limits (swing cone, twist range); an animated target."""
-    bridge = addon_module("operators.bridge")
-    compat = addon_module("operators.compat")
-    heads = np.array([[0.0, 0.0, 1.0], [0.0, 0.0, 1.4], [0.0, 0.0, 1.55]])
-    tails = np.array([[0.0, 0.0, 1.4], [0.0, 0.0, 1.55], [0.0, 0.0, 1.75]])
-    arm = bridge.create_armature("Rig", heads, tails, [-1, 0, 1], list(LIMITS_DEG))
-    for name, deg in LIMITS_DEG.items():
-        pb = arm.pose.bones[name]
-        for axis in "xyz":
-            limit = math.radians(TWIST_DEG[name] if axis == "y" else deg)
-            setattr(pb, f"use_ik_limit_{axis}", True)
-            setattr(pb, f"ik_min_{axis}", -limit)
-            setattr(pb, f"ik_max_{axis}", limit)
-    target = bpy.data.objects.new("Look", None)
-    empty_scene.collection.objects.link(target)
-    compat.write_channels(target, [compat.Channel("location", i, "Object Transforms") for i in range(3)],
-                          np.arange(1.0, FRAMES + 1.0), _target_path())
-    # The face looks along world -Y: the head bone's axis that points there at rest is the aim axis.
-    R = np.array(arm.data.bones["Head"].matrix_local)[:3, :3]
-    front = next(k for k, v in AXIS_VECTORS.items() if np.allclose(R @ v, (0, -1, 0), atol=1e-6))
+    arm, target, front = aims.build_look_rig(addon, aims.target_path(FRAMES, behind=BEHIND))
     chain = arm.articulate.chains.add()
     chain.name, chain.tip_bone, chain.chain_length, chain.target = "Look", "Head", 3, target
     chain.mode, chain.aim_axis, chain.up_axis, chain.aim_spread = "AIM", front, "Y", 0.5
-    bpy.context.view_layer.objects.active = arm
     return arm, target, chain
 
 
@@ -65,44 +36,20 @@ def _bake(tmp_path) -> dict:
     return json.loads(path.read_text())
 
 
-def _played(arm, target, chain):
+def _played(arm, target, chain, axes):
     """Per frame, as playback shows it: head origin, aim axis, up axis (bone Y), target, and each bone's basis."""
-    scene = bpy.context.scene
-    aim_local = np.array(AXIS_VECTORS[chain.aim_axis], dtype=float)
-    out = {"origin": [], "aim": [], "up": [], "target": [], "basis": []}
-    for f in range(1, FRAMES + 1):
-        scene.frame_set(f)
-        M = np.array(arm.matrix_world @ arm.pose.bones["Head"].matrix)
-        out["origin"].append(M[:3, 3])
-        out["aim"].append(M[:3, :3] @ aim_local)
-        out["up"].append(M[:3, 1])
-        out["target"].append(np.array(target.matrix_world.translation))
-        out["basis"].append([np.array(arm.pose.bones[n].matrix_basis)[:3, :3] for n in LIMITS_DEG])
-    return {k: np.array(v) for k, v in out.items()}
+    return aims.playback(arm, target, axes[chain.aim_axis], FRAMES)
 
 
-def _angle(a, b):
-    a = a / np.linalg.norm(a, axis=-1, keepdims=True)
-    b = b / np.linalg.norm(b, axis=-1, keepdims=True)
-    return np.arctan2(np.linalg.norm(np.cross(a, b), axis=-1), np.sum(a * b, axis=-1))
-
-
-def _roll_error(played):
-    """Angle between the head's up axis and world +Z, both seen across the aim direction [rad]."""
-    d = played["aim"] / np.linalg.norm(played["aim"], axis=-1, keepdims=True)
-    want = np.array([0.0, 0.0, 1.0]) - d[:, 2:3] * d
-    return _angle(played["up"], want)
-
-
-def test_baked_head_looks_at_the_target_within_its_limits(rig, tmp_path):
+def test_baked_head_looks_at_the_target_within_its_limits(rig, axes, tmp_path):
     """Playback: the head's aim axis points at the target within 0.1 degree wherever the limits allow; the
     frames behind the head are reported missed with a reason; every bone stays inside its swing cone."""
     arm, target, chain = rig
     report = _bake(tmp_path)
     entry = report["chains"][0]
     assert report["measured_by"] == "playback" and entry["mode"] == "aim" and entry["solver"] == "aim"
-    played = _played(arm, target, chain)
-    err = _angle(played["aim"], played["target"] - played["origin"])
+    played = _played(arm, target, chain, axes)
+    err = aims.angle(played["aim"], played["target"] - played["origin"])
     behind = np.array([f in BEHIND for f in range(1, FRAMES + 1)])
     assert np.degrees(err[~behind]).max() < 0.1
     assert np.all(np.degrees(err[behind]) > 20.0)
@@ -112,33 +59,33 @@ def test_baked_head_looks_at_the_target_within_its_limits(rig, tmp_path):
         assert entry["reasons"][k].startswith("limits stop the aim") and "deg short" in entry["reasons"][k]
     # The report's aim angles are what playback shows (float32 evaluation aside).
     np.testing.assert_allclose(entry["aim_error_rad"], err, atol=1e-5)
-    for b, (name, deg) in enumerate(LIMITS_DEG.items()):
-        swing = _angle(played["basis"][:, b, :, 1], np.array([0.0, 1.0, 0.0]))
+    for b, (name, deg) in enumerate(aims.SWING_DEG.items()):
+        swing = aims.angle(played["basis"][:, b, :, 1], np.array([0.0, 1.0, 0.0]))
         assert np.degrees(swing).max() <= deg + 1e-3, name
         q = np.array([Matrix(R.tolist()).to_quaternion() for R in played["basis"][:, b]])
         twist = 2.0 * np.arctan2(q[:, 2], q[:, 0])  # swing-twist: the twist about Y
         twist = (twist + np.pi) % (2 * np.pi) - np.pi
-        assert np.degrees(np.abs(twist)).max() <= TWIST_DEG[name] + 1e-3, name
-    assert max(np.degrees(_angle(played["basis"][:, b, :, 1], np.array([0.0, 1.0, 0.0]))).max()
+        assert np.degrees(np.abs(twist)).max() <= aims.TWIST_DEG[name] + 1e-3, name
+    assert max(np.degrees(aims.angle(played["basis"][:, b, :, 1], np.array([0.0, 1.0, 0.0]))).max()
                for b in range(3)) > 15.0  # the limits were reached
 
 
-def test_up_axis_keeps_the_head_from_rolling(rig, tmp_path):
+def test_up_axis_keeps_the_head_from_rolling(rig, axes, tmp_path):
     """With up axis +Y (the top of the head) the head's top turns toward world up; without it, it rolls."""
     arm, target, chain = rig
     report = _bake(tmp_path)
-    played = _played(arm, target, chain)
+    played = _played(arm, target, chain, axes)
     reachable = np.array([f not in BEHIND for f in range(1, FRAMES + 1)])
-    roll = _roll_error(played)
+    roll = aims.roll_error(played)
     assert np.degrees(roll[reachable]).max() < 0.1
     np.testing.assert_allclose(np.array(report["chains"][0]["up_error_rad"])[reachable], roll[reachable], atol=1e-5)
     chain.up_axis = "NONE"
     _bake(tmp_path)
-    free = _played(arm, target, chain)
-    assert np.degrees(_roll_error(free)[reachable]).max() > 0.5
+    free = _played(arm, target, chain, axes)
+    assert np.degrees(aims.roll_error(free)[reachable]).max() > 0.5
 
 
-def test_up_target_turns_the_up_axis_toward_an_object(rig, tmp_path):
+def test_up_target_turns_the_up_axis_toward_an_object(rig, axes, tmp_path):
     """An Up Target: the head's up axis turns toward the direction from the head to that object."""
     arm, target, chain = rig
     up = bpy.data.objects.new("Up", None)
@@ -146,34 +93,34 @@ def test_up_target_turns_the_up_axis_toward_an_object(rig, tmp_path):
     up.location = (0.4, -1.0, 3.5)  # above and to the side: the head rolls about 12 degrees toward it
     chain.up_target = up
     report = _bake(tmp_path)
-    played = _played(arm, target, chain)
+    played = _played(arm, target, chain, axes)
     d = played["aim"] / np.linalg.norm(played["aim"], axis=-1, keepdims=True)
     v = np.array(up.location) - played["origin"]
     want = v - np.sum(v * d, axis=-1, keepdims=True) * d
     reachable = np.array([f not in BEHIND for f in range(1, FRAMES + 1)])
-    assert np.degrees(_angle(played["up"], want)[reachable]).max() < 0.1
-    assert np.degrees(_roll_error(played)[reachable]).max() > 10.0  # not world up: rolled toward the object
+    assert np.degrees(aims.angle(played["up"], want)[reachable]).max() < 0.1
+    assert np.degrees(aims.roll_error(played)[reachable]).max() > 10.0  # not world up: rolled toward the object
     assert report["chains"][0]["up_target"] == "Up"
 
 
-def test_a_second_bake_keys_the_same_poses(rig, tmp_path):
+def test_a_second_bake_keys_the_same_poses(rig, axes, tmp_path):
     """Every frame turns from the rest pose, not from the keys a bake left: baking twice changes nothing."""
     arm, target, chain = rig
     _bake(tmp_path)
-    first = _played(arm, target, chain)["basis"]
+    first = _played(arm, target, chain, axes)["basis"]
     _bake(tmp_path)
-    np.testing.assert_allclose(_played(arm, target, chain)["basis"], first, atol=1e-6)
+    np.testing.assert_allclose(_played(arm, target, chain, axes)["basis"], first, atol=1e-6)
 
 
-def test_influence_turns_each_bone_part_of_the_way(rig, tmp_path):
+def test_influence_turns_each_bone_part_of_the_way(rig, axes, tmp_path):
     """Influence 0.5: every bone turns half the angle it turns at full influence; playback shows the blend."""
     arm, target, chain = rig
     chain.up_axis = "NONE"
     _bake(tmp_path)
-    full = _played(arm, target, chain)
+    full = _played(arm, target, chain, axes)
     chain.influence = 0.5
     report = _bake(tmp_path)
-    half = _played(arm, target, chain)
+    half = _played(arm, target, chain, axes)
     angle_full = np.arccos(np.clip((np.trace(full["basis"], axis1=-2, axis2=-1) - 1) / 2, -1, 1))
     angle_half = np.arccos(np.clip((np.trace(half["basis"], axis1=-2, axis2=-1) - 1) / 2, -1, 1))
     np.testing.assert_allclose(angle_half, 0.5 * angle_full, atol=1e-4)
@@ -183,11 +130,11 @@ def test_influence_turns_each_bone_part_of_the_way(rig, tmp_path):
     assert np.array(entry["converged"])[reachable].all()
     # Measured against where the blended aim points, not the target, which the head now misses.
     assert max(np.array(entry["aim_error_rad"])[reachable]) < 1e-4
-    err = _angle(half["aim"], half["target"] - half["origin"])
+    err = aims.angle(half["aim"], half["target"] - half["origin"])
     assert np.degrees(err[reachable]).max() > 10.0
 
 
-def test_reduced_keys_keep_the_aim(rig, tmp_path):
+def test_reduced_keys_keep_the_aim(rig, axes, tmp_path):
     """Reduce Keys on an aim chain: fewer keys, and playback still aims within the tolerance it reports."""
     arm, target, chain = rig
     chain.aim_tolerance = math.radians(0.05)
@@ -196,8 +143,8 @@ def test_reduced_keys_keep_the_aim(rig, tmp_path):
                                    report_path=str(path)) == {"FINISHED"}
     report = json.loads(path.read_text())
     assert report["key_reduction"]["keys_after"] < report["key_reduction"]["keys_before"]
-    played = _played(arm, target, chain)
-    err = _angle(played["aim"], played["target"] - played["origin"])
+    played = _played(arm, target, chain, axes)
+    err = aims.angle(played["aim"], played["target"] - played["origin"])
     entry = report["chains"][0]
     np.testing.assert_allclose(entry["aim_error_rad"], err, atol=1e-5)
     reached = np.array(entry["converged"])
@@ -207,14 +154,14 @@ def test_reduced_keys_keep_the_aim(rig, tmp_path):
     assert np.all(err[reached] <= entry["aim_tolerance_rad"] + 1e-6)
 
 
-def test_solve_current_frame_aims_without_keys(rig):
+def test_solve_current_frame_aims_without_keys(rig, axes):
     arm, target, chain = rig
     bpy.context.scene.frame_set(10)
     assert bpy.ops.articulate.solve_frame() == {"FINISHED"}
     bpy.context.view_layer.update()
     M = np.array(arm.matrix_world @ arm.pose.bones["Head"].matrix)
-    aim = M[:3, :3] @ np.array(AXIS_VECTORS[chain.aim_axis], dtype=float)
-    assert np.degrees(_angle(aim, np.array(target.matrix_world.translation) - M[:3, 3])) < 0.1
+    aim = M[:3, :3] @ np.array(axes[chain.aim_axis], dtype=float)
+    assert np.degrees(aims.angle(aim, np.array(target.matrix_world.translation) - M[:3, 3])) < 0.1
     assert arm.animation_data is None or arm.animation_data.action is None
 
 
@@ -225,19 +172,19 @@ def test_an_up_axis_along_the_aim_axis_is_refused(rig):
         bpy.ops.articulate.bake(use_scene_settings=False, frame_start=1, frame_end=5)
 
 
-def test_live_posing_aims_the_head(rig):
+def test_live_posing_aims_the_head(rig, axes):
     """With Live on, moving the target turns the head toward it (no frame change, no operator)."""
     arm, target, chain = rig
     target.animation_data_clear()
     arm.articulate.live = True
-    aim_local = np.array(AXIS_VECTORS[chain.aim_axis], dtype=float)
+    aim_local = np.array(axes[chain.aim_axis], dtype=float)
     for place in ((0.8, -2.0, 2.0), (-1.0, -1.5, 1.2)):
         target.location = place
         bpy.context.view_layer.update()
         M = np.array(arm.matrix_world @ arm.pose.bones["Head"].matrix)
-        err = _angle(M[:3, :3] @ aim_local, np.array(place) - M[:3, 3])
+        err = aims.angle(M[:3, :3] @ aim_local, np.array(place) - M[:3, 3])
         assert np.degrees(err) < 0.1
-        assert np.degrees(_roll_error({"aim": (M[:3, :3] @ aim_local)[None], "up": M[None, :3, 1]})[0]) < 0.1
+        assert np.degrees(aims.roll_error({"aim": (M[:3, :3] @ aim_local)[None], "up": M[None, :3, 1]})[0]) < 0.1
 
 
 class _Layout:
@@ -307,13 +254,13 @@ def test_a_turret_of_two_hinges_tracks_a_target_all_around(empty_scene, addon_mo
     for f in range(1, n + 1):
         scene.frame_set(f)
         M = np.array(arm.matrix_world @ barrel.matrix)
-        err.append(_angle(M[:3, 1], path[f - 1] - M[:3, 3]))
+        err.append(aims.angle(M[:3, 1], path[f - 1] - M[:3, 3]))
         Rb, Rp = np.array(base.matrix_basis)[:3, :3], np.array(barrel.matrix_basis)[:3, :3]
         np.testing.assert_allclose(Rb[:, 1], (0, 1, 0), atol=1e-5)  # a hinge about Y
         np.testing.assert_allclose(Rp[:, 0], (1, 0, 0), atol=1e-5)  # a hinge about X
         assert abs(math.degrees(math.atan2(Rp[2, 1], Rp[1, 1]))) <= 45.0 + 1e-3
         if previous is not None:
-            yaw_steps.append(_angle(Rb[:, 0], previous[:, 0]))
+            yaw_steps.append(aims.angle(Rb[:, 0], previous[:, 0]))
         previous = Rb
     err = np.degrees(np.array(err))
     assert err[~high].max() < 0.1
@@ -322,7 +269,7 @@ def test_a_turret_of_two_hinges_tracks_a_target_all_around(empty_scene, addon_mo
     assert np.degrees(max(yaw_steps)) < 2.0 * 360.0 / (n - 1)
 
 
-def test_eyes_aim_from_the_baked_head(empty_scene, addon_module, tmp_path):
+def test_eyes_aim_from_the_baked_head(empty_scene, addon, addon_module, axes, tmp_path):
     """Two eye chains hang from a head chain: they are solved after it, from the head as baked, and hit the target."""
     bridge = addon_module("operators.bridge")
     compat = addon_module("operators.compat")
@@ -342,8 +289,7 @@ def test_eyes_aim_from_the_baked_head(empty_scene, addon_module, tmp_path):
     path = np.stack([0.6 * np.sin(t), -1.2 + 0.3 * np.cos(t), 1.65 + 0.3 * np.sin(2.0 * t)], axis=1)
     compat.write_channels(target, [compat.Channel("location", i, "Object Transforms") for i in range(3)],
                           np.arange(1.0, n + 1.0), path)
-    R = np.array(arm.data.bones["Head"].matrix_local)[:3, :3]
-    front = next(k for k, v in AXIS_VECTORS.items() if np.allclose(R @ v, (0, -1, 0), atol=1e-6))
+    front = aims.front_axis(addon, arm)
     for tip, length, axis in (("Head", 2, front), ("Eye.L", 1, "Y"), ("Eye.R", 1, "Y")):
         chain = arm.articulate.chains.add()
         chain.name, chain.tip_bone, chain.chain_length, chain.target = tip, tip, length, target
@@ -360,8 +306,8 @@ def test_eyes_aim_from_the_baked_head(empty_scene, addon_module, tmp_path):
         goal = np.array(target.matrix_world.translation)
         for eye in ("Eye.L", "Eye.R"):
             M = np.array(arm.matrix_world @ arm.pose.bones[eye].matrix)
-            eye_err.append(_angle(M[:3, 1], goal - M[:3, 3]))
+            eye_err.append(aims.angle(M[:3, 1], goal - M[:3, 3]))
         M = np.array(arm.matrix_world @ arm.pose.bones["Head"].matrix)
-        head_turn.append(_angle(M[:3, :3] @ np.array(AXIS_VECTORS[front], dtype=float), np.array([0.0, -1.0, 0.0])))
+        head_turn.append(aims.angle(M[:3, :3] @ np.array(axes[front], dtype=float), np.array([0.0, -1.0, 0.0])))
     assert np.degrees(max(eye_err)) < 0.1
     assert np.degrees(max(head_turn)) > 15.0  # the head turned too: the eyes aimed from where it was keyed

@@ -14,9 +14,6 @@ import pytest
 from test_honest_bakes import _animated_target, arm_of_three
 
 FRAMES = 40
-LIMB_BONES = {"arm": ("ORG-upper_arm", "ORG-forearm", "ORG-hand"),
-              "leg": ("ORG-thigh", "ORG-shin", "ORG-foot", "ORG-toe")}
-SWITCHES = [f"{limb}_parent.{side}" for limb in ("upper_arm", "thigh") for side in "LR"]
 
 
 @pytest.fixture(scope="module")
@@ -25,32 +22,17 @@ def rigify_blend(addon, blend_from_script):
 
 
 def _open(path):
-    bpy.ops.wm.open_mainfile(filepath=str(path))
-    rig = bpy.data.objects["rig"]
-    for obj in bpy.context.view_layer.objects:
-        obj.select_set(obj == rig)
-    bpy.context.view_layer.objects.active = rig
+    rig = ps.open_rigify_rig(path, FRAMES)
     scene = bpy.context.scene
     scene.articulate.frame_range, scene.articulate.frame_start, scene.articulate.frame_end = "CUSTOM", 1, FRAMES
     return rig
-
-
-def _limb_points(rig, frames=FRAMES):
-    """(F, P, 3) heads and tails of every ORG limb bone, per frame, in playback."""
-    names = [f"{b}.{s}" for bones in LIMB_BONES.values() for b in bones for s in "LR"]
-    out = []
-    for f in range(1, frames + 1):
-        bpy.context.scene.frame_set(f)
-        mw = rig.matrix_world
-        out.append([tuple(mw @ getattr(rig.pose.bones[n], end)) for n in names for end in ("head", "tail")])
-    return np.array(out)
 
 
 def _switch_values(rig, frames):
     out = []
     for f in frames:
         bpy.context.scene.frame_set(f)
-        out.append([rig.pose.bones[s]["IK_FK"] for s in SWITCHES])
+        out.append([rig.pose.bones[s]["IK_FK"] for s in ps.SWITCHES])
     return np.array(out)
 
 
@@ -59,13 +41,13 @@ def test_rigify_ik_to_fk_then_back(rigify_blend, tmp_path):
     within 1 mm of where the IK controls put it, on every frame; then FK to IK puts the IK controls back so the
     IK plays the FK pose within 1 mm, the switches keyed to IK. Keys outside the range keep the switch as it was."""
     rig = _open(rigify_blend)
-    ik_points = _limb_points(rig)
+    ik_points = ps.limb_points(rig, FRAMES)
     report_path = tmp_path / "ik_fk.json"
     assert bpy.ops.articulate.ik_to_fk(report_path=str(report_path)) == {"FINISHED"}
     report = json.loads(report_path.read_text())
     assert len(report["limbs"]) == 4
     np.testing.assert_allclose(_switch_values(rig, range(1, FRAMES + 1)), 1.0)
-    fk_points = _limb_points(rig)
+    fk_points = ps.limb_points(rig, FRAMES)
     err = np.linalg.norm(fk_points - ik_points, axis=-1)
     assert err.max() < 1e-3, err.max()
     # the report's numbers are playback's
@@ -79,16 +61,16 @@ def test_rigify_ik_to_fk_then_back(rigify_blend, tmp_path):
         pb.location = (0.3, 0.2, 0.1)
     bpy.context.scene.frame_set(5)
     bpy.context.scene.frame_set(1)
-    moved = _limb_points(rig)
+    moved = ps.limb_points(rig, FRAMES)
     with_ik = np.linalg.norm(moved - fk_points, axis=-1).max()
     assert with_ik < 1e-6  # still FK: the switches are keyed to FK
     # what the moved controls would play in IK: far off, so the test below can fail
-    for name in SWITCHES:
+    for name in ps.SWITCHES:
         rig.pose.bones[name]["IK_FK"] = 0.0
     assert bpy.ops.articulate.fk_to_ik(report_path=str(report_path)) == {"FINISHED"}
     back = json.loads(report_path.read_text())
     np.testing.assert_allclose(_switch_values(rig, range(1, FRAMES + 1)), 0.0)
-    ik_again = _limb_points(rig)
+    ik_again = ps.limb_points(rig, FRAMES)
     err = np.linalg.norm(ik_again - fk_points, axis=-1)
     assert err.max() < 1e-3, (err.max(), back["notes"])
 
@@ -167,12 +149,12 @@ def test_rigify_fk_to_ik_turns_the_poles_when_the_limbs_use_them(rigify_blend):
     """With the limbs' pole on (``pole_vector``), FK to IK places the hand and foot controls and turns each
     pole so the elbows and knees bend as in FK: the IK plays the FK pose within 1 mm."""
     rig = _open(rigify_blend)
-    for name in SWITCHES:
+    for name in ps.SWITCHES:
         rig.pose.bones[name]["pole_vector"] = True
     assert bpy.ops.articulate.ik_to_fk() == {"FINISHED"}
-    fk_points = _limb_points(rig)
+    fk_points = ps.limb_points(rig, FRAMES)
     for name in ("upper_arm_ik_target.L", "thigh_ik_target.R"):
         rig.pose.bones[name].location = (0.2, -0.3, 0.1)
     assert bpy.ops.articulate.fk_to_ik() == {"FINISHED"}
-    err = np.linalg.norm(_limb_points(rig) - fk_points, axis=-1)
+    err = np.linalg.norm(ps.limb_points(rig, FRAMES) - fk_points, axis=-1)
     assert err.max() < 1e-3, err.max()
