@@ -27,7 +27,7 @@ def arm_of_three(name="Arm"):
     return arm
 
 
-def _animated_target(name, start, end, frames=20):
+def animated_target(name, start, end, frames=20):
     target = bpy.data.objects.new(name, None)
     bpy.context.scene.collection.objects.link(target)
     for f in range(1, frames + 1):
@@ -53,7 +53,7 @@ def _tip_distance(arm, bone, target, frame, tail=True):
 def test_use_tail_off_converts_to_blenders_chain(empty_scene, addon, tmp_path):
     """use_tail off: Blender's chain is the owner's parent and grandparent, ending at the owner's head."""
     arm = arm_of_three()
-    target = _animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
+    target = animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
     con = arm.pose.bones["Wrist"].constraints.new("IK")
     con.target, con.chain_count, con.use_tail = target, 2, False
     assert bpy.ops.articulate.chains_from_constraints() == {"FINISHED"}
@@ -72,7 +72,7 @@ def test_use_tail_off_converts_to_blenders_chain(empty_scene, addon, tmp_path):
 def test_muted_or_zero_influence_constraints_are_skipped_with_a_note(empty_scene, addon, how):
     """Constraints Blender would not solve are not converted, and the operator says why."""
     arm = arm_of_three()
-    target = _animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
+    target = animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
     live = arm.pose.bones["Wrist"].constraints.new("IK")
     live.target, live.chain_count = target, 3
     off = arm.pose.bones["Elbow"].constraints.new("IK")
@@ -88,7 +88,7 @@ def test_muted_or_zero_influence_constraints_are_skipped_with_a_note(empty_scene
 def test_chain_names_are_unique(empty_scene, addon):
     """Two IK constraints on one bone (Rigify's IK pair) become chains with different names."""
     arm = arm_of_three()
-    target = _animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
+    target = animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
     for _ in range(2):
         con = arm.pose.bones["Wrist"].constraints.new("IK")
         con.target, con.chain_count = target, 2
@@ -117,8 +117,8 @@ def test_second_chains_base_is_sampled_with_the_first_ik_muted(empty_scene, addo
             eb.parent, eb.use_connect = parent, True
         parent = eb
     bpy.ops.object.mode_set(mode="OBJECT")
-    lower_t = _animated_target("Tlow", (0.3, 0.3, 0.8), (0.4, -0.2, 0.7))
-    upper_t = _animated_target("Tup", (0.5, 0.4, 1.1), (0.2, -0.3, 1.3))
+    lower_t = animated_target("Tlow", (0.3, 0.3, 0.8), (0.4, -0.2, 0.7))
+    upper_t = animated_target("Tup", (0.5, 0.4, 1.1), (0.2, -0.3, 1.3))
     c1 = arm.pose.bones["B1"].constraints.new("IK")
     c1.target, c1.chain_count = lower_t, 2
     c2 = arm.pose.bones["B3"].constraints.new("IK")
@@ -138,7 +138,7 @@ def test_second_chains_base_is_sampled_with_the_first_ik_muted(empty_scene, addo
 def test_overridden_bones_are_warned_and_reported(empty_scene, addon, tmp_path):
     """A chain bone under Copy Rotation: the bake warns naming it, and the frames are reported overridden."""
     arm = arm_of_three()
-    target = _animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
+    target = animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
     driver = bpy.data.objects.new("Driver", None)
     driver.rotation_euler = (0.0, 0.0, 0.0)
     bpy.context.scene.collection.objects.link(driver)
@@ -160,7 +160,7 @@ def test_overridden_bones_are_warned_and_reported(empty_scene, addon, tmp_path):
 def test_failed_bake_restores_the_constraints_it_muted(empty_scene, addon):
     """A bake that fails after muting the converted IK leaves the constraints as they were."""
     arm = arm_of_three()
-    target = _animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
+    target = animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
     con = arm.pose.bones["Wrist"].constraints.new("IK")
     con.target, con.chain_count = target, 3
     assert bpy.ops.articulate.chains_from_constraints() == {"FINISHED"}
@@ -180,7 +180,7 @@ def test_failed_bake_restores_the_constraints_it_muted(empty_scene, addon):
 def test_driver_muted_ik_pair_converts_the_active_one(empty_scene, addon):
     """Rigify's pattern: two IK constraints on a bone, a driver mutes one. Only the live one becomes a chain."""
     arm = arm_of_three()
-    target = _animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
+    target = animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
     arm["use_stretch"] = 1.0
     pair = []
     for name, expression in (("IK", "var"), ("IK.001", "1 - var")):
@@ -206,7 +206,7 @@ def test_itasc_goals_convert_or_are_named(empty_scene, addon_module):
     chains = addon_module("operators.chains")
     arm = arm_of_three()
     arm.pose.ik_solver = "ITASC"
-    target = _animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
+    target = animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7))
     pose = arm.pose.bones["Wrist"].constraints.new("IK")
     pose.name, pose.target, pose.chain_count, pose.ik_type = "pose", target, 2, "COPY_POSE"
     pose.use_stretch = True

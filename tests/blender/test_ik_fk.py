@@ -11,7 +11,7 @@ import bpy
 import numpy as np
 import parity_scenes as ps
 import pytest
-from test_honest_bakes import _animated_target, arm_of_three
+from test_honest_bakes import animated_target, arm_of_three
 
 FRAMES = 40
 
@@ -86,7 +86,7 @@ def test_rigify_switch_keys_stay_outside_the_range(rigify_blend):
 
 def _plain_rig(use_pole: bool):
     arm = arm_of_three()
-    target = _animated_target("T", (0.5, 0.3, 0.9), (-0.2, 0.5, 1.0), FRAMES)
+    target = animated_target("T", (0.5, 0.3, 0.9), (-0.2, 0.5, 1.0), FRAMES)
     con = arm.pose.bones["Wrist"].constraints.new("IK")
     con.target, con.chain_count = target, 2
     if use_pole:

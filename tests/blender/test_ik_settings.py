@@ -11,7 +11,7 @@ import json
 import bpy
 import numpy as np
 import pytest
-from test_honest_bakes import _animated_target, arm_of_three
+from test_honest_bakes import animated_target, arm_of_three
 
 FRAMES = 24
 
@@ -66,7 +66,7 @@ def test_keyed_influence_converts_with_its_keys_and_the_bake_reaches_the_blended
     in playback the tip is on the goal Blender's IK solves for (FK end + w (target - FK end)) on every frame,
     where the target itself is not reached while w < 1; the report says so and measures against the goal."""
     arm = arm_of_three()
-    target = _animated_target("T", (0.4, 0.3, 1.0), (-0.3, 0.4, 0.9), FRAMES)
+    target = animated_target("T", (0.4, 0.3, 1.0), (-0.3, 0.4, 0.9), FRAMES)
     _fk_swing(arm)
     con = _ik(arm, target)
     for frame, value in ((1, 0.0), (8, 0.0), (16, 1.0)):
@@ -110,7 +110,7 @@ def _animated_target_position(target, frame):
 def test_a_chain_of_its_own_at_half_influence(empty_scene, tmp_path):
     """A chain made in the panel (no constraint) at influence 0.5 reaches half way from its FK pose."""
     arm = arm_of_three()
-    target = _animated_target("T", (0.5, 0.3, 0.9), (0.3, 0.5, 1.1), FRAMES)
+    target = animated_target("T", (0.5, 0.3, 0.9), (0.3, 0.5, 1.1), FRAMES)
     _fk_swing(arm)
     fk_tips = _tips(arm)
     chain = arm.articulate.chains.add()
@@ -127,7 +127,7 @@ def test_stretch_reaches_targets_beyond_reach_with_scale_keys(empty_scene, tmp_p
     bones, keyed as scale (children inherit: the keys divide the parent's out); in-reach frames keep scale 1.
     Blender's own IK with Stretch also reaches them; without Stretch the same frames miss."""
     arm = arm_of_three()
-    target = _animated_target("T", (0.3, 0.2, 1.0), (0.6, 0.5, 1.9), FRAMES)  # ends 2.07 m out
+    target = animated_target("T", (0.3, 0.2, 1.0), (0.6, 0.5, 1.9), FRAMES)  # ends 2.07 m out
     con = _ik(arm, target, use_stretch=True)
     for name, s in (("Shoulder", 0.2), ("Elbow", 0.5), ("Wrist", 1.0)):
         arm.pose.bones[name].ik_stretch = s
@@ -162,7 +162,7 @@ def test_without_stretch_the_same_frames_miss(empty_scene, tmp_path):
     """Stretch off on the constraint (it is on by default; the bones' IK Stretch 0 by default is what keeps a
     default rig from stretching): the frames beyond reach miss and no scale is keyed."""
     arm = arm_of_three()
-    target = _animated_target("T", (0.3, 0.2, 1.0), (0.6, 0.5, 1.9), FRAMES)
+    target = animated_target("T", (0.3, 0.2, 1.0), (0.6, 0.5, 1.9), FRAMES)
     _ik(arm, target, use_stretch=False)
     for name in ("Shoulder", "Elbow", "Wrist"):
         arm.pose.bones[name].ik_stretch = 1.0
