@@ -750,7 +750,7 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
             for u in trees)
         notes.extend(
             f"chain {prepared[m].settings.name!r}: its pole bends its own bones below the ones it shares (Blender's "
-            "IK turns the whole chain about its root-to-target line instead), so the bend can differ from Blender's"
+            "IK drops the poles of chains it solves as one tree, so its bend there follows the solver)"
             for u in trees for m in u.members
             if prepared[m].source.pole is not None and _tail_start(u, prepared, m) < len(prepared[m].bones))
     t_end = time.perf_counter()
