@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-3.0-or-later
 # The main job on the bundled example: a headless bake writing out/demo/{demo.blend,report.json,demo.png},
-# then the UR5 and Panda presets as Add Robot draws them: out/demo/robots.png.
+# then the UR5, Panda and iiwa presets as Add Robot draws them: out/demo/robots.png.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"

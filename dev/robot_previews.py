@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Render the UR5 and Panda presets as Add Robot draws them (Workbench, headless) to <out>/robots.png."""
+"""Render the UR5, Panda and iiwa presets as Add Robot draws them (Workbench, headless) to <out>/robots.png."""
 
 from __future__ import annotations
 

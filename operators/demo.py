@@ -135,7 +135,7 @@ def render_picture(filepath: str, frame: int, samples: int = 16) -> None:
     bpy.ops.render.render(write_still=True)
 
 
-ROBOT_PREVIEWS = (("ur5", (0.0, 0.0)), ("panda", (0.0, 0.9)))  # preset, (x, y) of its base [m]
+ROBOT_PREVIEWS = (("ur5", (0.0, 0.0)), ("panda", (0.0, 0.9)), ("lbr_iiwa_14_r820", (0.0, 1.8)))  # preset, (x, y) of its base [m]
 
 
 def build_robot_previews(robots=ROBOT_PREVIEWS) -> list[str]:
@@ -153,7 +153,7 @@ def build_robot_previews(robots=ROBOT_PREVIEWS) -> list[str]:
     return rigs
 
 
-def render_workbench(filepath: str, look_at=(0.1, 0.45, 0.45), location=(2.3, -0.9, 1.25),
+def render_workbench(filepath: str, look_at=(0.05, 0.9, 0.45), location=(2.7, -0.6, 1.3),
                      size: tuple[int, int] = (800, 500)) -> None:
     """Render the current scene with Workbench (fast, headless) in the materials' colours to a PNG."""
     scene = bpy.context.scene

@@ -22,6 +22,10 @@ def independent_parse(text: str) -> tuple[int, int, np.ndarray, np.ndarray]:
         count, values = int(arrays[0][0]), [float(v) for v in arrays[0][1].split()]
         assert len(values) == count
         triangles = sum(int(n) for n in re.findall(r'<triangles [^>]*count="(\d+)"', body))
+        for count, vcount in re.findall(r'<polylist [^>]*count="(\d+)">.*?<vcount>([^<]*)</vcount>', body, re.S):
+            sides = [int(v) for v in vcount.split()]
+            assert len(sides) == int(count)
+            triangles += sum(n - 2 for n in sides)  # a polygon of n sides is n - 2 triangles
         geometries[gid] = (np.reshape(values, (-1, 3)), triangles)
     n_vertices = n_triangles = 0
     lows, highs = [], []

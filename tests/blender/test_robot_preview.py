@@ -14,6 +14,7 @@ PACKAGES = SHARED / "meshes"
 UR5_VISUAL = PACKAGES / "ur_description" / "meshes" / "ur5" / "visual"
 UR5_LINKS = {"base_link_inertia": "base", "shoulder_link": "shoulder", "upper_arm_link": "upperarm",
              "forearm_link": "forearm", "wrist_1_link": "wrist1", "wrist_2_link": "wrist2", "wrist_3_link": "wrist3"}
+IIWA_VISUAL = Path(__file__).resolve().parents[2] / "presets" / "robots" / "meshes" / "lbr_iiwa_14_r820" / "visual"
 needs_ur5 = pytest.mark.skipif(not UR5_VISUAL.is_dir(), reason="shared UR5 meshes not present")
 
 
@@ -94,6 +95,36 @@ def test_ur5_preset_draws_the_bundled_meshes(empty_scene):
     meshes = _meshes(bpy.context.object)
     assert len(meshes) == 7 and all(len(o.data.vertices) > 1000 for o in meshes.values())
     assert sum(len(o.data.polygons) for o in meshes.values()) == 1932 + 13492 + 29436 + 21028 + 14074 * 2 + 1658
+
+
+def test_iiwa_preset_draws_its_bundled_meshes_where_the_kinematics_put_them(empty_scene, addon_module):
+    """Add Robot > KUKA iiwa gives the iiwa's own meshes (bundled): 8 objects, the counts of an independent
+    parse of each file, every vertex on its link for any joint values, the files' grey and orange."""
+    assert bpy.ops.articulate.robot_add(preset="lbr_iiwa_14_r820") == {"FINISHED"}
+    arm = bpy.context.object
+    meshes = _meshes(arm)
+    links = ["base_link"] + [f"link_{i}" for i in range(1, 8)]
+    assert sorted(meshes) == sorted(f"{link}.{link}" for link in links)
+    robot = addon_module("operators.bridge.robot")
+    collada = addon_module("ik_core.formats.collada")
+    kinematics = addon_module("ik_core.model.kinematics")
+    model = robot.robot_model(arm)
+    q = np.random.default_rng(5).uniform(-2.0, 2.0, model.skeleton.dof)
+    robot.set_joint_values(arm, model.skeleton, q)
+    bpy.context.view_layer.update()
+    for link in links:
+        obj = meshes[f"{link}.{link}"]
+        path = IIWA_VISUAL / f"{link}.dae"
+        vertices, triangles, _low, _high = independent_parse(path.read_text())
+        assert (len(obj.data.vertices), len(obj.data.polygons)) == (vertices, triangles)
+        local = collada.merge_meshes(collada.read_collada(path)).positions
+        # The URDF's visual origins are all zero; base_link is the model's base frame.
+        T = np.array(arm.matrix_world) @ (np.eye(4) if link == "base_link"
+                                          else kinematics.effector_poses(model.skeleton, q, link))
+        np.testing.assert_allclose(_world_vertices(obj), local @ T[:3, :3].T + T[:3, 3], atol=2e-5)
+    colours = {m.name.split(".")[0]: tuple(m.diffuse_color) for o in meshes.values() for m in o.data.materials}
+    assert colours["orange"] == pytest.approx((0.8, 0.3984314, 0.0, 1.0))
+    assert colours["gray"] == pytest.approx((0.64, 0.64, 0.64, 1.0))
 
 
 def test_panda_preset_draws_coloured_capsules(empty_scene):

@@ -17,6 +17,7 @@ from ik_core.formats.collada import ColladaMaterial, ColladaMesh, merge_meshes, 
 UR5_MESHES = SHARED / "robots" / "meshes" / "ur_description" / "meshes" / "ur5" / "visual"
 UR5_FILES = ("base", "shoulder", "upperarm", "forearm", "wrist1", "wrist2", "wrist3")
 BUNDLED_UR5 = Path(__file__).resolve().parents[3] / "presets" / "robots" / "meshes" / "ur5" / "visual"
+BUNDLED_IIWA = BUNDLED_UR5.parents[1] / "lbr_iiwa_14_r820" / "visual"
 
 
 # --- the UR5's official meshes, against a separate regex-and-split parse ------------------------
@@ -38,6 +39,21 @@ def test_ur5_meshes_match_an_independent_parse(name: str) -> None:
     assert 0.05 < np.max(high - low) < 0.6
     np.testing.assert_allclose(np.linalg.norm(mesh.normals, axis=-1), 1.0, atol=1e-6)
     assert all(m.color is not None for m in mesh.materials)  # every UR5 material has a diffuse colour
+
+
+@pytest.mark.parametrize("name", ["base_link"] + [f"link_{i}" for i in range(1, 8)])
+def test_bundled_iiwa_meshes_match_an_independent_parse(name: str) -> None:
+    """The iiwa's meshes (polylists, several materials each) read as a regex parse reads them."""
+    path = BUNDLED_IIWA / f"{name}.dae"
+    vertices, triangles, low, high = independent_parse(path.read_text())
+    meshes = read_collada(path)
+    mesh = merge_meshes(meshes)
+    assert (len(mesh.positions), len(mesh.triangles)) == (vertices, triangles)
+    np.testing.assert_allclose(mesh.positions.min(axis=0), low, atol=1e-9)
+    np.testing.assert_allclose(mesh.positions.max(axis=0), high, atol=1e-9)
+    assert 0.1 < np.max(high - low) < 0.5  # an iiwa link is 10 to 50 cm: metres
+    np.testing.assert_allclose(np.linalg.norm(mesh.normals, axis=-1), 1.0, atol=1e-6)
+    assert all(m.color is not None for m in mesh.materials)
 
 
 def test_bundled_ur5_meshes_are_the_official_ones() -> None:
