@@ -135,7 +135,8 @@ def render_picture(filepath: str, frame: int, samples: int = 16) -> None:
     bpy.ops.render.render(write_still=True)
 
 
-ROBOT_PREVIEWS = (("ur5", (0.0, 0.0)), ("panda", (0.0, 0.9)), ("lbr_iiwa_14_r820", (0.0, 1.8)))  # preset, (x, y) of its base [m]
+# Preset, (x, y) of its base [m].
+ROBOT_PREVIEWS = (("ur5", (0.0, 0.0)), ("panda", (0.0, 0.9)), ("lbr_iiwa_14_r820", (0.0, 1.8)))
 
 
 def build_robot_previews(robots=ROBOT_PREVIEWS) -> list[str]:
