@@ -90,7 +90,9 @@ def import_mesh_file(path: Path, name: str, paint: tuple[str, Sequence[float]] =
     except KeyError:
         return None
     before = set(bpy.data.objects)
-    op(filepath=str(path))
+    # A URDF's mesh coordinates are its link frame as written (RViz and the simulators read them
+    # raw): no axis conversion. Blender's OBJ importer would otherwise turn Y-up files to Z-up.
+    op(filepath=str(path), forward_axis="Y", up_axis="Z")
     objects = [o for o in bpy.data.objects if o not in before]
     material = colour_material(*paint)
     for obj in objects:

@@ -172,9 +172,12 @@ ROBOT_WITH_MESH = """<robot name="two_link">
 </robot>"""
 
 
+TETRAHEDRON = [(0.0, 0.0, 0.0), (0.05, 0.0, 0.0), (0.0, 0.02, 0.0), (0.0, 0.0, 0.08)]  # no two axes alike [m]
+
+
 def _write_stl(path: Path) -> None:
     """An ASCII STL tetrahedron: a real mesh file for Blender's own STL importer."""
-    v = [(0, 0, 0), (0.05, 0, 0), (0, 0.05, 0), (0, 0, 0.05)]
+    v = TETRAHEDRON
     faces = [(0, 2, 1), (0, 1, 3), (0, 3, 2), (1, 2, 3)]
     lines = ["solid t"]
     for f in faces:
@@ -203,6 +206,40 @@ def test_urdf_meshes_import_through_blenders_importer(empty_scene, tmp_path):
     after = np.array(stl.matrix_world.translation)
     assert np.linalg.norm(after - before) > 0.05  # it turns with the joint
     assert before[2] == pytest.approx(0.25, abs=1e-4)  # placed by the visual's origin
+
+
+def _write_obj(path: Path) -> None:
+    """A Wavefront OBJ of the same lopsided tetrahedron."""
+    faces = [(0, 2, 1), (0, 1, 3), (0, 3, 2), (1, 2, 3)]
+    lines = [f"v {x} {y} {z}" for x, y, z in TETRAHEDRON] + [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in faces]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("ext", ["stl", "obj"])
+def test_urdf_mesh_files_keep_their_coordinates_as_the_link_frame(empty_scene, tmp_path, ext):
+    """STL and OBJ coordinates are the link's frame as written (as RViz reads them): every vertex lands at
+    the visual origin applied to it, with no Y-up to Z-up turn, at rest and with the joint turned."""
+    pkg = tmp_path / "pkgs"
+    (_write_stl if ext == "stl" else _write_obj)(pkg / "two_link" / "meshes" / f"arm.{ext}")
+    urdf = tmp_path / "two_link.urdf"
+    urdf.write_text(ROBOT_WITH_MESH.replace("arm.stl", f"arm.{ext}").replace(
+        '<origin xyz="0 0 0.25"/>', '<origin xyz="0 0 0.25" rpy="0.3 0 0"/>'))
+    assert bpy.ops.articulate.robot_import_urdf(filepath=str(urdf), tip_link="tip", package_dir=str(pkg)) == {
+        "FINISHED"}
+    arm = bpy.context.object
+    (mesh,) = [o for o in bpy.data.objects if o.parent == arm and o.type == "MESH" and len(o.data.vertices) == 4]
+    c, s = np.cos(0.3), np.sin(0.3)
+    visual = np.array([[1, 0, 0], [0, c, -s], [0, s, c]])  # rpy (0.3, 0, 0)
+    for angle in (0.0, 0.5):
+        arm.pose.bones["shoulder"].rotation_euler = (0.0, angle, 0.0)
+        bpy.context.view_layer.update()
+        joint = np.array([[np.cos(angle), 0, np.sin(angle)], [0, 1, 0], [-np.sin(angle), 0, np.cos(angle)]])
+        expected = (np.array(TETRAHEDRON) @ visual.T + [0, 0, 0.25]) @ joint.T  # about +Y at the origin
+        M = np.array(mesh.matrix_world)
+        got = np.array([v.co for v in mesh.data.vertices]) @ M[:3, :3].T + M[:3, 3]
+        nearest = np.linalg.norm(got[:, None] - expected[None], axis=-1).min(axis=0)
+        assert nearest.max() < 1e-6, (angle, got, expected)  # every vertex where the link frame puts it
 
 
 def test_missing_urdf_mesh_falls_back_with_a_warning(empty_scene, tmp_path):
