@@ -96,6 +96,9 @@ def import_mesh_file(path: Path, name: str, paint: tuple[str, Sequence[float]] =
     objects = [o for o in bpy.data.objects if o not in before]
     material = colour_material(*paint)
     for obj in objects:
+        obj.name = name  # as for .dae files: the link and the file, Blender numbering the parts of a file
+        if obj.data is not None and obj.data.users == 1:
+            obj.data.name = name
         if obj.type == "MESH" and not any(slot.material for slot in obj.material_slots):
             obj.data.materials.clear()
             obj.data.materials.append(material)

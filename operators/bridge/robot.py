@@ -108,8 +108,6 @@ def build_robot_rig(
             if parent >= 0:
                 eb.parent = edit[parent]
             edit[i] = eb
-    for i in moving:
-        _set_joint_limits(arm.pose.bones[skeleton.joints[i].name], skeleton.joints[i])
     q_home = np.asarray(home_q if home_q is not None else skeleton.preferred_q, dtype=float)
     info = {
         "name": model.name,
@@ -120,8 +118,12 @@ def build_robot_rig(
     arm["articulate_robot"] = json.dumps(info)
     arm[MODEL_KEY] = model.to_json()
     # Geometry is placed at the rest pose W and keeps its place relative to its bone, so it is
-    # parented while the rig is still at rest; the home pose then moves it with the bones.
+    # parented while the rig is still at rest, before the limit constraints: a joint whose range
+    # leaves out 0 (the Panda's fourth) would otherwise be held off its rest as the parenting is
+    # taken, and every link below it drawn turned by that much. The home pose then moves it.
     warnings = _add_geometry(arm, skeleton, W, moving, _joint_of_link(model), visuals, urdf_dir, package_dirs)
+    for i in moving:
+        _set_joint_limits(arm.pose.bones[skeleton.joints[i].name], skeleton.joints[i])
     set_joint_values(arm, skeleton, q_home)
     targets = [add_robot_chain(arm, model, link) for link in tool_links]
     bpy.context.view_layer.objects.active = previous or arm

@@ -14,7 +14,9 @@ PACKAGES = SHARED / "meshes"
 UR5_VISUAL = PACKAGES / "ur_description" / "meshes" / "ur5" / "visual"
 UR5_LINKS = {"base_link_inertia": "base", "shoulder_link": "shoulder", "upper_arm_link": "upperarm",
              "forearm_link": "forearm", "wrist_1_link": "wrist1", "wrist_2_link": "wrist2", "wrist_3_link": "wrist3"}
-IIWA_VISUAL = Path(__file__).resolve().parents[2] / "presets" / "robots" / "meshes" / "lbr_iiwa_14_r820" / "visual"
+BUNDLED_MESHES = Path(__file__).resolve().parents[2] / "presets" / "robots" / "meshes"
+IIWA_VISUAL = BUNDLED_MESHES / "lbr_iiwa_14_r820" / "visual"
+PANDA_MESHES = BUNDLED_MESHES / "panda"
 needs_ur5 = pytest.mark.skipif(not UR5_VISUAL.is_dir(), reason="shared UR5 meshes not present")
 
 
@@ -127,13 +129,40 @@ def test_iiwa_preset_draws_its_bundled_meshes_where_the_kinematics_put_them(empt
     assert colours["gray"] == pytest.approx((0.64, 0.64, 0.64, 1.0))
 
 
-def test_panda_preset_draws_coloured_capsules(empty_scene):
-    """Without Franka's meshes, the Panda is drawn with its published capsules in the URDF colour."""
+def _obj_positions(path: Path) -> np.ndarray:
+    """(V, 3) the ``v`` lines of a Wavefront OBJ, read by a split: the file's own coordinates."""
+    return np.array([line.split()[1:4] for line in path.read_text().splitlines() if line.startswith("v ")],
+                    dtype=float)
+
+
+def test_panda_preset_draws_franka_meshes_where_the_kinematics_put_them(empty_scene, addon_module):
+    """Add Robot > Panda gives Franka's meshes (bundled OBJ): every link drawn, all its vertices, which map
+    back through the kinematics onto the file's own bounds for any joint values; Franka's white and grey."""
     assert bpy.ops.articulate.robot_add(preset="panda") == {"FINISHED"}
-    meshes = _meshes(bpy.context.object)
-    assert len(meshes) == 30  # a cylinder and two spheres per capsule: one capsule per link, two on links 5 and 7
-    assert {m.name for o in meshes.values() for m in o.data.materials} == {"PandaWhite"}
-    assert tuple(bpy.data.materials["PandaWhite"].diffuse_color) == pytest.approx((0.93, 0.93, 0.92, 1.0))
+    arm = bpy.context.object
+    robot = addon_module("operators.bridge.robot")
+    kinematics = addon_module("ik_core.model.kinematics")
+    model = robot.robot_model(arm)
+    lower, upper = model.limits()
+    q = lower + (upper - lower) * np.random.default_rng(7).uniform(0.1, 0.9, model.skeleton.dof)  # within limits
+    robot.set_joint_values(arm, model.skeleton, q)
+    bpy.context.view_layer.update()
+    meshes = _meshes(arm)
+    files = {0: "collision/link0", **{i: f"visual/link{i}" for i in range(1, 7)}, 7: "collision/link7"}
+    for i, stem in files.items():
+        link = f"panda_link{i}"
+        parts = [o for name, o in meshes.items() if name.split(".")[0] == link]
+        assert parts, link
+        world = np.concatenate([_world_vertices(o) for o in parts])
+        T = np.array(arm.matrix_world) @ (np.eye(4) if i == 0 else kinematics.effector_poses(model.skeleton, q, link))
+        local = (world - T[:3, 3]) @ T[:3, :3]  # back into the link's frame
+        raw = _obj_positions(PANDA_MESHES / f"{stem}.obj")
+        assert len(world) <= len(raw)  # Blender keeps the vertices faces use
+        np.testing.assert_allclose(local.min(axis=0), raw.min(axis=0), atol=2e-5)
+        np.testing.assert_allclose(local.max(axis=0), raw.max(axis=0), atol=2e-5)
+    greys = {round(m.diffuse_color[0], 3) for o in meshes.values() for m in o.data.materials}
+    assert 0.251 in greys and 1.0 in greys  # Franka's dark grey and white, from the OBJ materials
+    assert bpy.data.materials["PandaWhite"].users  # links 0 and 7 have no material of their own
 
 
 def test_urdf_colour_paints_meshes_without_their_own(empty_scene, tmp_path):

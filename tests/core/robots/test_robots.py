@@ -233,7 +233,7 @@ def test_preset_visuals_are_bundled_and_name_preset_links() -> None:
                 assert resolve_mesh(v.filename, path.parent) is not None, (name, v.filename)
         assert (path.parent / "LICENSE").is_file()
         drawn[name] = {v.kind for v in visuals}
-    assert drawn["ur5"] == drawn["lbr_iiwa_14_r820"] == {"mesh"} and drawn["panda"] == {"cylinder", "sphere"}
+    assert drawn["ur5"] == drawn["lbr_iiwa_14_r820"] == drawn["panda"] == {"mesh"}
 
 
 def test_preset_naming_a_missing_visuals_file_is_refused(tmp_path: Path) -> None:
