@@ -21,6 +21,7 @@ from ..ik_core.take.key_reduction import fewest_keys, interpolate_auto_clamped
 from ..ik_core.take.stretch import stretch_take
 from ..ik_core.take.tracking import to_base_frame, track_chain
 from . import aiming, bridge, playback
+from .correction import correct_through_playback
 
 
 class BakeFailed(Exception):
@@ -632,6 +633,7 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
     wm = context.window_manager if write_keys else None
     levels = _levels([u.chain for u in units])
     t_resample = 0.0
+    corrections: list[str] = []  # notes of chains keyed again through the constraints after them
     try:
         for level in sorted(set(levels)):
             batch = [k for k, lv in enumerate(levels) if lv == level]
@@ -683,6 +685,10 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
                                                    key_tolerance, scale)
             else:
                 _write(arm, [poses[k] for k in batch], frames, write_keys)
+                if write_keys:
+                    corrections += _correct_overrides(scene, arm, [units[k] for k in batch], prepared,
+                                                      [samples[k] for k in batch], results, frames,
+                                                      [stretches[k] is None for k in batch])
     except ArticulateError as err:
         raise BakeFailed(str(err)) from None
     finally:
@@ -719,6 +725,8 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
                           if _member_samples(units, samples, k).full_target is not None else None
                           for k in range(len(prepared))])
     report["warnings"] = pole_warnings(prepared) + warnings
+    if corrections:
+        report.setdefault("notes", []).extend(corrections)
     if any(r is not None for r in reductions):
         done = [r for r in reductions if r is not None]
         report["key_reduction"] = {
@@ -834,6 +842,48 @@ def chain_rotations(p: PreparedChain, q: np.ndarray) -> tuple[list, np.ndarray]:
             bones.append(p.bones[i])
             mats.append(joint_motion(p.skeleton, q, i)[..., :3, :3])
     return bones, np.stack(mats, axis=1) if mats else np.zeros((len(q), 0, 3, 3))
+
+
+def _correct_overrides(scene, arm, units, prepared, samples, results, frames, plain: Sequence[bool]) -> list[str]:
+    """Key single chains again where constraints after their keys move the tip off target; returns notes.
+
+    Only chains whose keys constraints move (not drivers, which set the channels outright),
+    at full influence, without Stretch (``plain``); see :mod:`.correction`. The frames corrected
+    are those the solver reached that playback shows off target.
+    """
+    notes = []
+    for u, unit_samples, ok in zip(units, samples, plain):
+        m = u.members[0]
+        p, smp, res = prepared[m], unit_samples[0], results[m]
+        chain = p.settings
+        if u.is_tree or not ok or p.solver == aiming.SOLVER_NAME or smp.full_target is not None:
+            continue
+        sources = playback.overriding(arm, [b.name for b in p.bones])
+        following = [s for items in sources.values() for s in items]
+        if not following or any("driver" in s or s.startswith("IK ") for s in following):
+            continue
+        source = bridge.TipSource(arm, p.bones[-1].name, chain.use_tail, chain.target, chain.target_bone)
+
+        missed = np.asarray(res.converged, dtype=bool) & _off_target(scene, frames, source, chain.tolerance)
+        if not missed.any():
+            continue
+        bones, R = chain_rotations(p, res.q)
+        fixed = correct_through_playback(scene, frames, arm, [b.name for b in bones], R, missed,
+                                         lambda keys, bones=bones: _write(arm, [(bones, keys)], frames, True))
+        still = missed & _off_target(scene, frames, source, chain.tolerance)
+        shown = "; ".join(f"{bone} follows {', '.join(items)}" for bone, items in sources.items())
+        notes.append(
+            f"chain {chain.name!r}: constraints after its keys turn its bones in playback ({shown}); on "
+            f"{int(missed.sum())} frame(s) the keys were corrected toward playback giving the solved pose "
+            f"({fixed.rounds} round(s), largest bone miss {np.degrees(fixed.miss_before):.3g} deg before, "
+            f"{np.degrees(fixed.miss_after):.3g} deg after): {int((missed & ~still).sum())} now on target")
+    return notes
+
+
+def _off_target(scene, frames, source: bridge.TipSource, tolerance: float) -> np.ndarray:
+    """(N,) True on frames where playback puts the chain's tip farther than ``tolerance`` from its target."""
+    tip, target = bridge.sample_tips(scene, frames, [source])[0]
+    return np.linalg.norm(tip[:, :3, 3] - target[:, :3, 3], axis=-1) > tolerance
 
 
 def _write(arm, poses: Sequence[tuple[list, np.ndarray]], frames, write_keys: bool) -> None:

@@ -45,6 +45,7 @@ from .sampling import (
     base_matrix,
     sample_bones,
     sample_chains,
+    sample_local_rotations,
     sample_tips,
     target_matrix,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "rotation_channel_values",
     "rotation_part",
     "sample_bones",
+    "sample_local_rotations",
     "sample_chains",
     "sample_tips",
     "set_pose_rotations",

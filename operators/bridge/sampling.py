@@ -143,6 +143,28 @@ def sample_bones(
     return {name: world[arm.name] @ poses[arm.name][:, index[name]] for name in names}
 
 
+def sample_local_rotations(
+    scene: bpy.types.Scene, frames: Sequence[int], arm: bpy.types.Object, names: Sequence[str]
+) -> np.ndarray:
+    """(N, B, 3, 3) each named bone's local rotation as playback evaluates it, constraints included.
+
+    The rotation a bone's pose channels would need to give its evaluated matrix: relative to its
+    rest, in its parent's evaluated frame (the armature's for a root bone). Scale is divided out
+    (uniform scale only). One pass of :func:`_sample`; the current frame is restored.
+    """
+    _world, poses, bone_index, _values = _sample(scene, frames, {}, {arm.name: arm})
+    P, index = poses[arm.name], bone_index[arm.name]
+    out = np.empty((len(frames), len(names), 3, 3))
+    for k, name in enumerate(names):
+        bone = arm.data.bones[name]
+        rest = matrix_to_array(bone.matrix_local)
+        if bone.parent is not None:
+            rest = P[:, index[bone.parent.name]] @ np.linalg.inv(matrix_to_array(bone.parent.matrix_local)) @ rest
+        local = (np.linalg.inv(rest) @ P[:, index[name]])[..., :3, :3]
+        out[:, k] = local / np.linalg.norm(local, axis=-2, keepdims=True)
+    return out
+
+
 def sample_tips(
     scene: bpy.types.Scene, frames: Sequence[int], sources: Sequence[TipSource]
 ) -> list[tuple[np.ndarray, np.ndarray]]:
