@@ -608,9 +608,9 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
     """Sample, solve, key, and measure the keyed range by playback."""
     scene = context.scene
     t_start = time.perf_counter()
-    warnings = [w for p in prepared
-                for w in playback.override_warnings(f"chain {p.settings.name!r}",
-                                                    playback.overriding(arm, [b.name for b in p.bones]))]
+    overrides = {p.settings.name: playback.override_warnings(f"chain {p.settings.name!r}",
+                                                             playback.overriding(arm, [b.name for b in p.bones]))
+                 for p in prepared}
     units = solve_units(arm, prepared)
     current = scene.frame_current
     scene.frame_set(frames[0])
@@ -633,7 +633,7 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
     wm = context.window_manager if write_keys else None
     levels = _levels([u.chain for u in units])
     t_resample = 0.0
-    corrections: list[str] = []  # notes of chains keyed again through the constraints after them
+    corrections: dict[str, str] = {}  # per chain keyed again through the constraints after it, a note
     try:
         for level in sorted(set(levels)):
             batch = [k for k, lv in enumerate(levels) if lv == level]
@@ -686,7 +686,7 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
             else:
                 _write(arm, [poses[k] for k in batch], frames, write_keys)
                 if write_keys:
-                    corrections += _correct_overrides(scene, arm, [units[k] for k in batch], prepared,
+                    corrections |= _correct_overrides(scene, arm, [units[k] for k in batch], prepared,
                                                       [samples[k] for k in batch], results, frames,
                                                       [stretches[k] is None for k in batch])
     except ArticulateError as err:
@@ -724,9 +724,13 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
         ], report, goals=[_member_samples(units, samples, k).target
                           if _member_samples(units, samples, k).full_target is not None else None
                           for k in range(len(prepared))])
-    report["warnings"] = pole_warnings(prepared) + warnings
+    # A chain whose keys were corrected around what moves them, with no frame left overridden,
+    # needs no warning that its keys will not show.
+    shown = {e["chain"] for e in report["chains"] if e["chain"] in corrections and not e.get("overridden_frames")}
+    report["warnings"] = pole_warnings(prepared) + [w for name, ws in overrides.items() if name not in shown
+                                                    for w in ws]
     if corrections:
-        report.setdefault("notes", []).extend(corrections)
+        report.setdefault("notes", []).extend(corrections.values())
     if any(r is not None for r in reductions):
         done = [r for r in reductions if r is not None]
         report["key_reduction"] = {
@@ -844,14 +848,15 @@ def chain_rotations(p: PreparedChain, q: np.ndarray) -> tuple[list, np.ndarray]:
     return bones, np.stack(mats, axis=1) if mats else np.zeros((len(q), 0, 3, 3))
 
 
-def _correct_overrides(scene, arm, units, prepared, samples, results, frames, plain: Sequence[bool]) -> list[str]:
-    """Key single chains again where constraints after their keys move the tip off target; returns notes.
+def _correct_overrides(scene, arm, units, prepared, samples, results, frames,
+                       plain: Sequence[bool]) -> dict[str, str]:
+    """Key single chains again where constraints after their keys move the tip off target; a note per chain.
 
     Only chains whose keys constraints move (not drivers, which set the channels outright),
     at full influence, without Stretch (``plain``); see :mod:`.correction`. The frames corrected
     are those the solver reached that playback shows off target.
     """
-    notes = []
+    notes = {}
     for u, unit_samples, ok in zip(units, samples, plain):
         m = u.members[0]
         p, smp, res = prepared[m], unit_samples[0], results[m]
@@ -872,7 +877,7 @@ def _correct_overrides(scene, arm, units, prepared, samples, results, frames, pl
                                          lambda keys, bones=bones: _write(arm, [(bones, keys)], frames, True))
         still = missed & _off_target(scene, frames, source, chain.tolerance)
         shown = "; ".join(f"{bone} follows {', '.join(items)}" for bone, items in sources.items())
-        notes.append(
+        notes[chain.name] = (
             f"chain {chain.name!r}: constraints after its keys turn its bones in playback ({shown}); on "
             f"{int(missed.sum())} frame(s) the keys were corrected toward playback giving the solved pose "
             f"({fixed.rounds} round(s), largest bone miss {np.degrees(fixed.miss_before):.3g} deg before, "

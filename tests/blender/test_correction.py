@@ -46,6 +46,7 @@ def test_a_partial_copy_rotation_after_the_ik_is_keyed_around(addon, tmp_path, i
     assert any(chain["solver_converged"]) and not chain["overridden_frames"]
     assert chain["converged"] == chain["solver_converged"]
     assert sum("keys were corrected" in note for note in report["notes"]) == 1, report["notes"]
+    assert not any("will not show" in w for w in report["warnings"])  # they do show: no warning says otherwise
     assert arm.pose.bones["B3"].constraints["Copy Rotation"].mute is False  # still live in playback
     residual = ps.score(arm, specs, list(range(1, FRAMES + 1)))["residual_m"]
     assert not ps.compare_report(report, specs, residual)
@@ -82,6 +83,7 @@ def test_a_copy_rotation_that_overrides_outright_is_reported_and_the_solved_keys
     assert solved.any()
     assert chain["overridden_frames"] == [f for f, ok in zip(range(1, FRAMES + 1), solved) if ok]
     assert any("0 now on target" in note for note in report["notes"]), report["notes"]
+    assert any("will not show" in w for w in report["warnings"])
     arm.pose.bones["B3"].constraints["Copy Rotation"].mute = True
     residual = ps.score(arm, specs, list(range(1, FRAMES + 1)))["residual_m"][:, 0]
     assert residual[solved].max() <= chain["tolerance_m"] + 1e-6
