@@ -853,7 +853,8 @@ def _correct_overrides(scene, arm, units, prepared, samples, results, frames,
     """Key single chains again where constraints after their keys move the tip off target; a note per chain.
 
     Only chains whose keys constraints move (not drivers, which set the channels outright),
-    at full influence, without Stretch (``plain``); see :mod:`.correction`. The frames corrected
+    at full influence, without Stretch (``plain``), whose bones inherit their parents' rotation;
+    see :mod:`.correction`. The frames corrected
     are those the solver reached that playback shows off target.
     """
     notes = {}
@@ -862,6 +863,8 @@ def _correct_overrides(scene, arm, units, prepared, samples, results, frames,
         p, smp, res = prepared[m], unit_samples[0], results[m]
         chain = p.settings
         if u.is_tree or not ok or p.solver == aiming.SOLVER_NAME or smp.full_target is not None:
+            continue
+        if not all(b.bone.use_inherit_rotation for b in p.bones):  # the local rotations read back assume it
             continue
         sources = playback.overriding(arm, [b.name for b in p.bones])
         following = [s for items in sources.values() for s in items]

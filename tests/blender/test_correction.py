@@ -96,3 +96,14 @@ def test_chains_nothing_moves_are_not_played_again(addon, tmp_path):
     ps.activate(arm)
     report = _bake(arm, tmp_path)
     assert not any("corrected" in note for note in report.get("notes", []))
+
+
+def test_bones_that_do_not_inherit_rotation_are_left_to_the_report(addon, tmp_path):
+    """The correction reads local rotations as a child of its parent's: a chain bone that does not inherit
+    rotation is not corrected, and its frames stay reported overridden."""
+    arm = _chain_with_copy(0.4)
+    arm.data.bones["B3"].use_inherit_rotation = False
+    report = _bake(arm, tmp_path)
+    (chain,) = report["chains"]
+    assert not any("corrected" in note for note in report.get("notes", []))
+    assert chain["overridden_frames"]
