@@ -21,7 +21,7 @@ from ..ik_core.take.key_reduction import fewest_keys, interpolate_auto_clamped
 from ..ik_core.take.stretch import stretch_take
 from ..ik_core.take.tracking import to_base_frame, track_chain
 from . import aiming, bridge, playback
-from .correction import correct_through_playback
+from .correction import Correction, correct_through_playback
 
 
 class BakeFailed(Exception):
@@ -608,9 +608,8 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
     """Sample, solve, key, and measure the keyed range by playback."""
     scene = context.scene
     t_start = time.perf_counter()
-    overrides = {p.settings.name: playback.override_warnings(f"chain {p.settings.name!r}",
-                                                             playback.overriding(arm, [b.name for b in p.bones]))
-                 for p in prepared}
+    # Per chain, the constraints and drivers that move its bones' keys in playback.
+    moved_by = {p.settings.name: playback.overriding(arm, [b.name for b in p.bones]) for p in prepared}
     units = solve_units(arm, prepared)
     current = scene.frame_current
     scene.frame_set(frames[0])
@@ -633,7 +632,7 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
     wm = context.window_manager if write_keys else None
     levels = _levels([u.chain for u in units])
     t_resample = 0.0
-    corrections: dict[str, str] = {}  # per chain keyed again through the constraints after it, a note
+    corrections: dict[str, Correction] = {}  # per chain keyed again through the constraints after it
     try:
         for level in sorted(set(levels)):
             batch = [k for k, lv in enumerate(levels) if lv == level]
@@ -687,7 +686,7 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
                 _write(arm, [poses[k] for k in batch], frames, write_keys)
                 if write_keys:
                     corrections |= _correct_overrides(scene, arm, [units[k] for k in batch], prepared,
-                                                      [samples[k] for k in batch], results, frames,
+                                                      [samples[k] for k in batch], results, frames, moved_by,
                                                       [stretches[k] is None for k in batch])
     except ArticulateError as err:
         raise BakeFailed(str(err)) from None
@@ -726,11 +725,19 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
                           for k in range(len(prepared))])
     # A chain whose keys were corrected around what moves them, with no frame left overridden,
     # needs no warning that its keys will not show.
-    shown = {e["chain"] for e in report["chains"] if e["chain"] in corrections and not e.get("overridden_frames")}
-    report["warnings"] = pole_warnings(prepared) + [w for name, ws in overrides.items() if name not in shown
-                                                    for w in ws]
-    if corrections:
-        report.setdefault("notes", []).extend(corrections.values())
+    by_name = {e["chain"]: e for e in report["chains"]}
+    shown = {name for name in corrections if not by_name[name].get("overridden_frames")}
+    report["warnings"] = pole_warnings(prepared) + [
+        w for name, sources in moved_by.items() if name not in shown
+        for w in playback.override_warnings(f"chain {name!r}", sources)]
+    for name, fixed in corrections.items():
+        still = np.isin(frames, by_name[name]["overridden_frames"])
+        report.setdefault("notes", []).append(
+            f"chain {name!r}: constraints after its keys turn its bones in playback "
+            f"({playback.describe(moved_by[name])}); on {int(fixed.tried.sum())} frame(s) the keys were corrected "
+            f"toward playback giving the solved pose ({fixed.rounds} round(s), largest bone miss "
+            f"{np.degrees(fixed.miss_before):.3g} deg before, {np.degrees(fixed.miss_after):.3g} deg after): "
+            f"{int((fixed.tried & ~still).sum())} now on target")
     if any(r is not None for r in reductions):
         done = [r for r in reductions if r is not None]
         report["key_reduction"] = {
@@ -848,50 +855,32 @@ def chain_rotations(p: PreparedChain, q: np.ndarray) -> tuple[list, np.ndarray]:
     return bones, np.stack(mats, axis=1) if mats else np.zeros((len(q), 0, 3, 3))
 
 
-def _correct_overrides(scene, arm, units, prepared, samples, results, frames,
-                       plain: Sequence[bool]) -> dict[str, str]:
-    """Key single chains again where constraints after their keys move the tip off target; a note per chain.
+def _correct_overrides(scene, arm, units, prepared, samples, results, frames, moved_by: dict[str, dict],
+                       plain: Sequence[bool]) -> dict[str, Correction]:
+    """Key single chains again where constraints after their keys turn their bones in playback.
 
-    Only chains whose keys constraints move (not drivers, which set the channels outright),
-    at full influence, without Stretch (``plain``), whose bones inherit their parents' rotation;
-    see :mod:`.correction`. The frames corrected
-    are those the solver reached that playback shows off target.
+    Only chains whose keys constraints alone move (``moved_by``, per chain: not drivers, which
+    set the channels outright), at full influence, without Stretch (``plain``), whose bones
+    inherit their parents' rotation; see :mod:`.correction`. Frames the solver reached are
+    candidates. Returns per chain corrected what the correction did.
     """
-    notes = {}
+    out = {}
     for u, unit_samples, ok in zip(units, samples, plain):
         m = u.members[0]
         p, smp, res = prepared[m], unit_samples[0], results[m]
-        chain = p.settings
         if u.is_tree or not ok or p.solver == aiming.SOLVER_NAME or smp.full_target is not None:
             continue
         if not all(b.bone.use_inherit_rotation for b in p.bones):  # the local rotations read back assume it
             continue
-        sources = playback.overriding(arm, [b.name for b in p.bones])
-        following = [s for items in sources.values() for s in items]
-        if not following or any("driver" in s or s.startswith("IK ") for s in following):
-            continue
-        source = bridge.TipSource(arm, p.bones[-1].name, chain.use_tail, chain.target, chain.target_bone)
-
-        missed = np.asarray(res.converged, dtype=bool) & _off_target(scene, frames, source, chain.tolerance)
-        if not missed.any():
+        if not playback.keyable_around(moved_by[p.settings.name]) or not np.any(res.converged):
             continue
         bones, R = chain_rotations(p, res.q)
-        fixed = correct_through_playback(scene, frames, arm, [b.name for b in bones], R, missed,
+        fixed = correct_through_playback(scene, frames, arm, [b.name for b in bones], R,
+                                         np.asarray(res.converged, dtype=bool),
                                          lambda keys, bones=bones: _write(arm, [(bones, keys)], frames, True))
-        still = missed & _off_target(scene, frames, source, chain.tolerance)
-        shown = "; ".join(f"{bone} follows {', '.join(items)}" for bone, items in sources.items())
-        notes[chain.name] = (
-            f"chain {chain.name!r}: constraints after its keys turn its bones in playback ({shown}); on "
-            f"{int(missed.sum())} frame(s) the keys were corrected toward playback giving the solved pose "
-            f"({fixed.rounds} round(s), largest bone miss {np.degrees(fixed.miss_before):.3g} deg before, "
-            f"{np.degrees(fixed.miss_after):.3g} deg after): {int((missed & ~still).sum())} now on target")
-    return notes
-
-
-def _off_target(scene, frames, source: bridge.TipSource, tolerance: float) -> np.ndarray:
-    """(N,) True on frames where playback puts the chain's tip farther than ``tolerance`` from its target."""
-    tip, target = bridge.sample_tips(scene, frames, [source])[0]
-    return np.linalg.norm(tip[:, :3, 3] - target[:, :3, 3], axis=-1) > tolerance
+        if fixed.tried.any():
+            out[p.settings.name] = fixed
+    return out
 
 
 def _write(arm, poses: Sequence[tuple[list, np.ndarray]], frames, write_keys: bool) -> None:

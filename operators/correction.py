@@ -69,7 +69,8 @@ def correct_through_playback(
         arm: The armature.
         bones: The B bones keyed, parents before children.
         solved: (N, B, 3, 3) the local rotations the solver chose (and the keys now).
-        frames_to_fix: (N,) True on the frames to correct.
+        frames_to_fix: (N,) True on the frames that may be corrected (those the solver reached);
+            only those where playback turns some bone off its solved rotation are.
         write: Keys (N, B, 3, 3) local rotations on every frame of the take.
         rounds: Corrections per frame at most.
 
@@ -77,17 +78,17 @@ def correct_through_playback(
         The :class:`Correction`; the keys written are its ``keys``.
     """
     keys = np.array(solved, dtype=float, copy=True)
-    index = np.flatnonzero(frames_to_fix)
-    played = [frames[i] for i in index]
-    goal = solved[index]
 
-    def misses() -> np.ndarray:
+    def misses(index: np.ndarray) -> np.ndarray:
         """(n, B, 3) turn from each bone's evaluated local rotation to its solved one, as a rotation vector."""
-        shown = bridge.sample_local_rotations(scene, played, arm, bones)
-        return rot.matrix_to_rotvec(np.swapaxes(shown, -1, -2) @ goal)
+        shown = bridge.sample_local_rotations(scene, [frames[i] for i in index], arm, bones)
+        return rot.matrix_to_rotvec(np.swapaxes(shown, -1, -2) @ solved[index])
 
-    miss = misses()
+    index = np.flatnonzero(frames_to_fix)
+    miss = misses(index)
     size = np.linalg.norm(miss, axis=-1)  # (n, B)
+    moved = (size > DONE_RAD).any(axis=1)  # frames playback turns off the solved pose: the ones to correct
+    index, miss, size = index[moved], miss[moved], size[moved]
     best_size, best_keys = size.copy(), keys[index].copy()
     before = float(size.max(initial=0.0))
     step = np.ones_like(size)
@@ -104,7 +105,7 @@ def correct_through_playback(
         fixing[stuck] = best_keys[stuck]
         keys[index] = fixing
         write(keys)
-        last, miss = size, misses()
+        last, miss = size, misses(index)
         size = np.linalg.norm(miss, axis=-1)
         better = size < best_size - DONE_RAD
         best_size[better] = size[better]
@@ -116,5 +117,6 @@ def correct_through_playback(
     if not np.array_equal(keys[index], best_keys):
         keys[index] = best_keys
         write(keys)
-    return Correction(keys, np.asarray(frames_to_fix, dtype=bool).copy(), done, before,
-                      float(best_size.max(initial=0.0)))
+    tried = np.zeros(len(keys), dtype=bool)
+    tried[index] = True
+    return Correction(keys, tried, done, before, float(best_size.max(initial=0.0)))

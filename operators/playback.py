@@ -94,11 +94,22 @@ def overriding(arm: bpy.types.Object, bones: Sequence[str]) -> dict[str, list[st
     return {name: items for name, items in found.items() if items}
 
 
+def describe(sources: dict[str, list[str]], most: int | None = None) -> str:
+    """``sources`` of :func:`overriding` as a phrase: "Bone follows what, what; ..." (``most`` bones at most)."""
+    return "; ".join(f"{bone} follows {', '.join(items)}" for bone, items in list(sources.items())[:most])
+
+
+def keyable_around(sources: dict[str, list[str]]) -> bool:
+    """Whether only constraints move the bones (keys can be corrected around them): no driver, no live IK."""
+    found = [item for items in sources.values() for item in items]
+    return bool(found) and not any(item.startswith(("a driver on", "IK ")) for item in found)
+
+
 def override_warnings(label: str, sources: dict[str, list[str]]) -> list[str]:
     """One warning per chain whose bones something overrides: what, and what to do."""
     if not sources:
         return []
-    shown = "; ".join(f"{bone} follows {', '.join(items)}" for bone, items in list(sources.items())[:4])
+    shown = describe(sources, 4)
     return [f"{label}: {shown}; its keys will not show in playback: mute those, or bake onto the bones "
             "they follow (on a Rigify rig: the FK controls with the limb in FK)"]
 
@@ -161,7 +172,7 @@ def verify(scene: bpy.types.Scene, frames: Sequence[int], chains: Sequence[Playb
             shown &= rot <= chain.rotation_tolerance + FLOAT_SLACK_RAD
         overridden = solver_ok & ~shown
         sources = overriding(chain.arm_obj, chain.bones) if overridden.any() else {}
-        why = "; ".join(f"{b} follows {', '.join(s)}" for b, s in sources.items()) or (
+        why = describe(sources) or (
             "the rig's constraints or drivers change the keyed pose")
         reasons = list(entry["reasons"])
         for k in np.flatnonzero(overridden):
