@@ -117,9 +117,7 @@ def rtb_row(name: str, skeleton, targets: np.ndarray, q_path: np.ndarray) -> lis
     from bench_robots import _strip_meshes  # the same URDF loading as the robot benchmark
 
     files = {"panda": ("panda.urdf", "panda_link8"), "ur5": ("ur5.urdf", "tool0")}
-    urdf = Path(__file__).resolve().parents[2] / "shared" / "robots" / files[name][0]
-    if not urdf.is_file():
-        return []
+    urdf = Path(__file__).resolve().parents[1] / "data" / "robots" / files[name][0]
     elinks, robot_name, _ = URDF_file(str(urdf), patch=_strip_meshes)
     ets = rtb.Robot(elinks, name=robot_name).ets(end=files[name][1])
     q = q_path[0].copy()

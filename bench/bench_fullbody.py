@@ -43,7 +43,7 @@ from ik_core.humanoid import calibrate, detect_roles, solve_body  # noqa: E402
 from ik_core.humanoid.geometry import exp_so3, mv, normalize, rot_z  # noqa: E402
 from ik_core.humanoid.trunk import head_heading, heading_of  # noqa: E402
 
-MOCAP = ROOT.parent / "shared" / "mocap"
+MOCAP = ROOT / "data" / "mocap"
 TAKES = ("cmu_131_01", "cmu_131_02", "cmu_131_03")
 
 

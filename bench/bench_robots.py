@@ -5,7 +5,7 @@ Run from the repo root: ``.venvs/bench/bin/python bench/bench_robots.py [--n 100
 [--robots ur5,panda,iiwa] [--json] [--quick]``. The bench venv holds the peers
 (bench/requirements-peers.txt); ``ik_core`` is imported from this checkout.
 
-Protocol: for each robot (official URDFs in /work/shared/robots, tool frame 'tool0', or
+Protocol: for each robot (official URDFs in data/robots, tool frame 'tool0', or
 'panda_link8' for the Panda), n configurations drawn uniformly inside the URDF limits with a
 fixed seed; the target is the tool frame's full pose; every solve starts from the middle of
 the limits. Success: position error <= 1e-5 m and rotation error <= 1e-5 rad, recomputed with
@@ -50,7 +50,7 @@ from ik_core.model.rotations import rotation_error  # noqa: E402
 from ik_core.solvers.dls.solver import DLSSolver  # noqa: E402
 from ik_core.take.tracking import solve_track  # noqa: E402
 
-ROBOTS_DIR = ROOT.parent / "shared" / "robots"
+ROBOTS_DIR = ROOT / "data" / "robots"
 ROBOTS = {
     "ur5": ("ur5.urdf", "tool0"),
     "panda": ("panda.urdf", "panda_link8"),

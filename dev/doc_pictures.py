@@ -7,7 +7,7 @@ Run from the repo root: ``.venvs/5.0.1/bin/python dev/doc_pictures.py [--out doc
 - ``roboticist``: the UR5 preset following ``presets/examples/ur5_cartesian_poses.csv`` (Import Cartesian Path,
   poses in the robot's base, baked), the path drawn; also checks and exports the trajectory.
 - ``full_body``: a metarig baked by Bake Full Body from head and hand trackers imported from a tracker CSV
-  (written from CMU motion capture in /work/shared/mocap), the trackers drawn as small spheres.
+  (written from CMU motion capture in data/mocap), the trackers drawn as small spheres.
 - ``pipeline``: ``cli.py demo`` run headless in a child process, its saved .blend rendered at four frames, tiled.
 
 Workbench renders, 960x540; each line printed says what a guide quotes (summaries, report fields, sizes).
@@ -29,7 +29,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "presets" / "examples"
-MOCAP = ROOT.parent / "shared" / "mocap" / "cmu_131_01.bvh"
+MOCAP = ROOT / "data" / "mocap" / "cmu_131_01.bvh"
 SIZE = (960, 540)
 GUIDES = ("animator", "roboticist", "full_body", "pipeline")
 

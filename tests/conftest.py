@@ -3,13 +3,9 @@
 
 import os
 import tempfile
-from pathlib import Path
 
 # Blender reads this on the first `import bpy`: keep its config out of the user's home.
 os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="articulate-user-"))
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED = REPO_ROOT.parent / "shared"
 
 try:  # the same examples on every run and machine: a red CI must be reproducible
     from hypothesis import settings

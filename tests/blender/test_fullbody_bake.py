@@ -2,21 +2,19 @@
 """Full-body bake on a CMU skeleton imported with Blender's BVH importer: head and hands meet the trackers."""
 
 import json
-from pathlib import Path
 
 import bpy
 import numpy as np
 import pytest
+from data_files import data_file
 
-MOCAP = Path(__file__).resolve().parents[3] / "shared" / "mocap" / "cmu_131_02.bvh"
+MOCAP = data_file("mocap", "cmu_131_02.bvh")
 FRAMES = 40
 
 
 @pytest.fixture
 def cmu(empty_scene, addon):
     """The CMU skeleton with its motion, and three empties keyed on its head and hands (the trackers)."""
-    if not MOCAP.is_file():
-        pytest.skip("shared mocap not present")
     bpy.ops.import_anim.bvh(filepath=str(MOCAP), frame_start=1, use_fps_scale=False)
     arm = bpy.context.object
     scene = bpy.context.scene

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-FORBIDDEN_TOP_LEVEL = ("tests/", "bench/", ".ci/", "dev/", ".venvs/", "dist/", "out/", ".git", "Makefile")
+FORBIDDEN_TOP_LEVEL = ("tests/", "bench/", "data/", ".ci/", "dev/", ".venvs/", "dist/", "out/", ".git", "Makefile")
 
 
 @pytest.fixture(scope="module")

@@ -7,17 +7,14 @@ import bpy
 import numpy as np
 import pytest
 from collada_counts import independent_parse
+from data_files import ROBOTS, UR5_VISUAL, ur5_package_dir
 from robot_cases import dual_arm_urdf, rail_arm_urdf
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "robots"
-PACKAGES = SHARED / "meshes"
-UR5_VISUAL = PACKAGES / "ur_description" / "meshes" / "ur5" / "visual"
 UR5_LINKS = {"base_link_inertia": "base", "shoulder_link": "shoulder", "upper_arm_link": "upperarm",
              "forearm_link": "forearm", "wrist_1_link": "wrist1", "wrist_2_link": "wrist2", "wrist_3_link": "wrist3"}
 BUNDLED_MESHES = Path(__file__).resolve().parents[2] / "presets" / "robots" / "meshes"
 IIWA_VISUAL = BUNDLED_MESHES / "lbr_iiwa_14_r820" / "visual"
 PANDA_MESHES = BUNDLED_MESHES / "panda"
-needs_ur5 = pytest.mark.skipif(not UR5_VISUAL.is_dir(), reason="shared UR5 meshes not present")
 
 
 def _meshes(arm) -> dict[str, bpy.types.Object]:
@@ -42,18 +39,17 @@ def _scene_state():
             len(bpy.data.meshes), len(bpy.data.materials))
 
 
-@needs_ur5
-def test_ur5_urdf_gets_its_seven_dae_meshes_placed_and_coloured(empty_scene, addon_module):
+def test_ur5_urdf_gets_its_seven_dae_meshes_placed_and_coloured(empty_scene, addon_module, tmp_path):
     """The official UR5 with its package folder: 7 mesh objects, vertex counts of an independent parse,
     every vertex where the core's reading and the URDF's kinematics put it, the files' colours."""
-    assert bpy.ops.articulate.robot_import_urdf(filepath=str(SHARED / "ur5.urdf"),
-                                                package_dir=str(PACKAGES)) == {"FINISHED"}
+    assert bpy.ops.articulate.robot_import_urdf(filepath=str(ROBOTS / "ur5.urdf"),
+                                                package_dir=str(ur5_package_dir(tmp_path))) == {"FINISHED"}
     arm = bpy.context.object
     meshes = _meshes(arm)
     assert sorted(meshes) == sorted(f"{link}.{stem}" for link, stem in UR5_LINKS.items())
     robot = addon_module("operators.bridge.robot")
     collada = addon_module("ik_core.formats.collada")
-    visuals = {v.link: v for v in addon_module("ik_core.formats.urdf_visuals").parse_visuals(SHARED / "ur5.urdf")}
+    visuals = {v.link: v for v in addon_module("ik_core.formats.urdf_visuals").parse_visuals(ROBOTS / "ur5.urdf")}
     model = robot.robot_model(arm)
     kinematics = addon_module("ik_core.model.kinematics")
     q = np.random.default_rng(3).uniform(-2.5, 2.5, model.skeleton.dof)  # the meshes must follow the bones
@@ -74,11 +70,10 @@ def test_ur5_urdf_gets_its_seven_dae_meshes_placed_and_coloured(empty_scene, add
     assert not [o for o in bpy.data.objects if o.name.endswith((".joint", ".link0"))]  # no stick figure
 
 
-@needs_ur5
-def test_each_robot_gets_a_collection_of_its_own(empty_scene):
+def test_each_robot_gets_a_collection_of_its_own(empty_scene, tmp_path):
     """Armature, target and link meshes of each robot sit in one collection named after it, nothing else."""
-    assert bpy.ops.articulate.robot_import_urdf(filepath=str(SHARED / "ur5.urdf"),
-                                                package_dir=str(PACKAGES)) == {"FINISHED"}
+    assert bpy.ops.articulate.robot_import_urdf(filepath=str(ROBOTS / "ur5.urdf"),
+                                                package_dir=str(ur5_package_dir(tmp_path))) == {"FINISHED"}
     ur5 = bpy.context.object
     assert bpy.ops.articulate.robot_add(preset="panda") == {"FINISHED"}
     panda = bpy.context.object

@@ -7,8 +7,7 @@ from pathlib import Path
 import bpy
 import numpy as np
 import pytest
-
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "robots"
+from data_files import ROBOTS
 
 
 @pytest.fixture
@@ -67,10 +66,9 @@ def test_solving_to_the_target_reaches_the_pose(ur5, core):
     assert np.allclose(got[:3, :3], goal[:3, :3], atol=1e-3)
 
 
-@pytest.mark.skipif(not SHARED.is_dir(), reason="shared robots not present")
 def test_import_urdf_warns_about_missing_meshes(empty_scene, core):
     """A URDF whose meshes cannot be found still builds, with simple links and a warning naming files."""
-    assert bpy.ops.articulate.robot_import_urdf(filepath=str(SHARED / "panda.urdf"), tip_link="panda_link8") == {
+    assert bpy.ops.articulate.robot_import_urdf(filepath=str(ROBOTS / "panda.urdf"), tip_link="panda_link8") == {
         "FINISHED"}
     arm = bpy.context.object
     assert len([b for b in arm.data.bones if b.name != "tool"]) == 7

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Tests of the BVH reader: parsing the shared CMU takes, forward kinematics and error messages."""
+"""Tests of the BVH reader: parsing the bundled CMU takes, forward kinematics and error messages."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from shared_data import shared_file
+from data_files import data_file
 
 from ik_core.errors import InvalidInputError
 from ik_core.formats.bvh import Y_UP_TO_Z_UP, BVHError, parse_bvh, read_bvh
@@ -50,10 +50,10 @@ Frame Time: 0.04
 
 @pytest.fixture(scope="module", params=sorted(TAKES))
 def take(request: pytest.FixtureRequest):
-    return request.param, read_bvh(shared_file("mocap", f"{request.param}.bvh"))
+    return request.param, read_bvh(data_file("mocap", f"{request.param}.bvh"))
 
 
-def test_shared_files_parse(take) -> None:
+def test_bundled_takes_parse(take) -> None:
     """Each CMU take parses with the frame count of the README, 120 Hz and 31 joints."""
     name, bvh = take
     assert bvh.frame_count == TAKES[name]

@@ -3,20 +3,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 from collada_counts import independent_parse
-from shared_data import SHARED
+from data_files import UR5_VISUAL
 
 from ik_core.errors import ColladaError
 from ik_core.formats.collada import ColladaMaterial, ColladaMesh, merge_meshes, read_collada
 
-UR5_MESHES = SHARED / "robots" / "meshes" / "ur_description" / "meshes" / "ur5" / "visual"
 UR5_FILES = ("base", "shoulder", "upperarm", "forearm", "wrist1", "wrist2", "wrist3")
-BUNDLED_UR5 = Path(__file__).resolve().parents[3] / "presets" / "robots" / "meshes" / "ur5" / "visual"
+BUNDLED_UR5 = UR5_VISUAL
 BUNDLED_IIWA = BUNDLED_UR5.parents[1] / "lbr_iiwa_14_r820" / "visual"
 
 
@@ -26,9 +26,7 @@ BUNDLED_IIWA = BUNDLED_UR5.parents[1] / "lbr_iiwa_14_r820" / "visual"
 @pytest.mark.parametrize("name", UR5_FILES)
 def test_ur5_meshes_match_an_independent_parse(name: str) -> None:
     """Vertex and triangle counts and bounds of each official UR5 mesh equal a regex parse's."""
-    path = UR5_MESHES / f"{name}.dae"
-    if not path.is_file():
-        pytest.skip(f"shared mesh {path} not present")
+    path = BUNDLED_UR5 / f"{name}.dae"
     vertices, triangles, low, high = independent_parse(path.read_text())
     mesh = merge_meshes(read_collada(path))
     assert len(mesh.positions) == vertices
@@ -56,12 +54,25 @@ def test_bundled_iiwa_meshes_match_an_independent_parse(name: str) -> None:
     assert all(m.color is not None for m in mesh.materials)
 
 
+# SHA-256 of ros-industrial/universal_robot's ur_description/meshes/ur5/visual/*.dae at commit
+# a7a2c5459b9702ba8b07ebf35f0134159e50e680 (presets/robots/meshes/README.md).
+UR5_OFFICIAL_SHA256 = {
+    "base": "d76755b25c45002b4167cd1a6bb4cf501567627ae0ed9b7e2d94b421d417712d",
+    "forearm": "a163079ff71fa2a5cdea9a642a1ec31007b9b6c29ce14d106e7cb088896b4c8b",
+    "shoulder": "fce5dd86671eeb56ddc821f138ad5fd45e03a5c7d31bdf59f3b46f193e1c9455",
+    "upperarm": "bcfe8208ad1cbeada65166078d6b883413e9aa4e05fa891d1d80d780aecf4fd7",
+    "wrist1": "0eeddca348d2e2db0d834298a58a3ea09b7aafe59051f1f552d6114d92de5acd",
+    "wrist2": "9be5d84e57e63adeccd9110cc87d0e457cabb13cdd4603016f9a22233f1dc34e",
+    "wrist3": "7630f9d288ecbbf24d9def977521e766ccedd6b4e89334253c818a049b462e37",
+}
+
+
 def test_bundled_ur5_meshes_are_the_official_ones() -> None:
-    """The meshes bundled for the UR5 preset are byte for byte the shared official files."""
-    if not UR5_MESHES.is_dir():
-        pytest.skip("shared UR5 meshes not present")
+    """The meshes bundled for the UR5 preset are byte for byte the official files (their SHA-256)."""
+    assert sorted(UR5_OFFICIAL_SHA256) == sorted(UR5_FILES)
     for name in UR5_FILES:
-        assert (BUNDLED_UR5 / f"{name}.dae").read_bytes() == (UR5_MESHES / f"{name}.dae").read_bytes()
+        digest = hashlib.sha256((BUNDLED_UR5 / f"{name}.dae").read_bytes()).hexdigest()
+        assert digest == UR5_OFFICIAL_SHA256[name], name
 
 
 # --- written documents for the hard cases -----------------------------------------------------

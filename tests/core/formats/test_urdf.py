@@ -8,22 +8,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from data_files import data_file
 
 from ik_core.errors import SkeletonError, UnknownNameError, URDFError
 from ik_core.formats.urdf import chain_joint_names, load_urdf, parse_urdf
 from ik_core.model.kinematics import effector_poses
 from ik_core.model.skeleton import JointKind, Mimic
 
-SHARED = Path(__file__).resolve().parents[3].parent / "shared"
-ROBOTS = SHARED / "robots"
 TWO_PI = 6.283185307179586
 
 
 def robot(name: str) -> Path:
-    path = ROBOTS / f"{name}.urdf"
-    if not path.is_file():
-        pytest.skip(f"shared robot file {path} is absent")
-    return path
+    return data_file("robots", f"{name}.urdf")
 
 
 def rx(a: float) -> np.ndarray:
@@ -41,7 +37,7 @@ def rz(a: float) -> np.ndarray:
     return np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
 
 
-# --- the shared, official robot files ---------------------------------------------------------
+# --- the official robot files (data/robots) ------------------------------------------------------
 
 UR5_ARM = [
     "shoulder_pan_joint",
@@ -93,7 +89,7 @@ TOOL = {
         ("lbr_iiwa_14_r820", ["tool0", "base"], 9),
     ],
 )
-def test_shared_robot_default_load(name: str, leaves: list[str], n_joints: int) -> None:
+def test_official_robot_default_load(name: str, leaves: list[str], n_joints: int) -> None:
     """By default every URDF joint is kept and every leaf link becomes an effector of that name."""
     skel = load_urdf(robot(name))
     assert list(skel.effector_names) == leaves

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from shared_data import shared_file
+from data_files import data_file
 
 from ik_core.errors import URDFError
 from ik_core.formats.urdf_visuals import parse_visuals, resolve_mesh
@@ -43,7 +43,7 @@ def test_bad_colour_names_the_visual() -> None:
 
 
 def test_official_ur5_visuals_are_light_grey_meshes() -> None:
-    visuals = parse_visuals(shared_file("robots", "ur5.urdf"))
+    visuals = parse_visuals(data_file("robots", "ur5.urdf"))
     assert len(visuals) == 7 and all(v.kind == "mesh" and v.filename.endswith(".dae") for v in visuals)
     assert {(v.material, v.color) for v in visuals} == {("LightGrey", (0.7, 0.7, 0.7, 1.0))}
 

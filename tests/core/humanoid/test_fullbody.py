@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from data_files import data_file
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shared_data import shared_file
 
 from ik_core.errors import InvalidInputError
 from ik_core.formats.bvh import read_bvh
@@ -81,7 +81,7 @@ def body():
 
 @pytest.fixture(scope="module")
 def cmu():
-    bvh = read_bvh(shared_file("mocap", "cmu_131_02.bvh"))
+    bvh = read_bvh(data_file("mocap", "cmu_131_02.bvh"))
     roles = detect_roles(bvh.bones())
     world = bvh.world_transforms(frames=slice(0, 600, 2), z_up=True)
     gt = world[:, [bvh.index(roles[r]) for r in roles.roles]]

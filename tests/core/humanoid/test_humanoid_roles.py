@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from shared_data import shared_file
+from data_files import data_file
 
 from ik_core.errors import InvalidInputError
 from ik_core.formats.bvh import read_bvh
@@ -349,7 +349,7 @@ def test_layered_rig_without_controls_uses_deform_then_org_layer() -> None:
 @pytest.mark.parametrize("take", ["cmu_131_01", "cmu_131_02", "cmu_131_03"])
 def test_real_cmu_files(take: str) -> None:
     """The shared CMU BVH files map: 3ds Max names where Shoulder is the upper arm, Collar the clavicle."""
-    bones = read_bvh(shared_file("mocap", f"{take}.bvh")).bones()
+    bones = read_bvh(data_file("mocap", f"{take}.bvh")).bones()
     for use_presets in (True, False):
         roles = detect_roles(bones, use_presets=use_presets)
         assert roles.spine == ("lowerback", "Chest", "Chest2")

@@ -5,8 +5,8 @@ import json
 
 import numpy as np
 import pytest
+from data_files import data_file
 from robot_cases import dual_arm_urdf, rail_arm_urdf
-from shared_data import shared_file
 
 from ik_core import SkeletonError, URDFError, effector_poses
 from ik_core.robots.model import RobotModel, wrap_into_limits
@@ -50,7 +50,7 @@ def test_default_tools_are_one_per_arm():
     """Tree robots get a tool per arm (not per gripper finger); the official Panda its flange, not a collision link."""
     assert RobotModel.from_urdf(dual_arm_urdf()).default_tools() == ["l_tool", "r_tool"]
     assert RobotModel.from_urdf(rail_arm_urdf()).default_tools() == ["tool0"]
-    panda = RobotModel.from_urdf(shared_file("robots", "panda.urdf"))
+    panda = RobotModel.from_urdf(data_file("robots", "panda.urdf"))
     assert panda.default_tools() == ["panda_link8"]
 
 
@@ -126,7 +126,7 @@ def test_serial_tool_is_the_tip_of_a_single_chain():
     assert RobotModel.from_urdf(rail_arm_urdf()).serial_tool() == "tool0"
     assert RobotModel.from_urdf(dual_arm_urdf()).serial_tool() is None
     # The Panda's self-collision links hang from every link by fixed joints: still one chain.
-    assert RobotModel.from_urdf(shared_file("robots", "panda.urdf")).serial_tool() == "panda_link8"
+    assert RobotModel.from_urdf(data_file("robots", "panda.urdf")).serial_tool() == "panda_link8"
     two_ends = rail_arm_urdf().replace("</robot>", '<link name="tcp"/><joint name="tcp_joint" type="fixed">'
                                                    '<parent link="l6"/><child link="tcp"/></joint></robot>')
     model = RobotModel.from_urdf(two_ends)

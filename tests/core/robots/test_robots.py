@@ -11,13 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from data_files import data_file
 
 from ik_core.errors import SkeletonError, UnknownNameError
 from ik_core.formats.urdf import load_urdf
 from ik_core.model.kinematics import effector_poses, forward_kinematics
 from ik_core.robots.presets import PRESETS_FOLDER, list_presets, load_preset, preset_info
 
-ROBOTS = Path(__file__).resolve().parents[3].parent / "shared" / "robots"
 PI, TWO_PI = math.pi, 2 * math.pi
 REQUIRED = {"ur5", "ur5e", "ur10e", "panda", "lbr_iiwa_14_r820", "kinova_gen3_7dof"}
 # preset name -> (URDF file, tip link)
@@ -54,9 +54,7 @@ def test_required_presets_are_listed():
 @pytest.mark.parametrize("name", sorted(FROM_URDF))
 def test_urdf_presets_match_the_official_urdf(name):
     """Presets copied from a URDF reproduce its FK (every joint frame and the tool) to 1e-9 m."""
-    path = ROBOTS / FROM_URDF[name][0]
-    if not path.is_file():
-        pytest.skip(f"shared robot file {path} is absent")
+    path = data_file("robots", FROM_URDF[name][0])
     tip = FROM_URDF[name][1]
     urdf, preset = load_urdf(path, tip_links=tip), load_preset(name)
     assert preset.joint_names == urdf.joint_names

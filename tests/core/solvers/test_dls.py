@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from data_files import data_file
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +18,7 @@ from ik_core.solvers.dls.kinematics import EffectorModel, rotation_log
 from ik_core.solvers.dls.linalg import spd_solve
 from ik_core.solvers.dls.solver import REACH_POLISH, DLSSolver
 
-UR5 = Path(__file__).resolve().parents[4] / "shared" / "robots" / "ur5.urdf"
+UR5 = data_file("robots", "ur5.urdf")
 POS_TOL, ROT_TOL = 1e-5, 1e-5
 
 
@@ -63,8 +62,6 @@ def arm() -> Skeleton:
 
 @pytest.fixture(scope="module")
 def ur5() -> Skeleton:
-    if not UR5.exists():
-        pytest.skip(f"{UR5} is not available")
     from ik_core.formats.urdf import load_urdf
 
     return load_urdf(UR5, tip_links="tool0")

@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from data_files import ROBOTS
 
 from ik_core import Effector, InvalidInputError, Joint, JointKind, Skeleton
 from ik_core.formats.urdf import load_urdf
@@ -15,7 +14,6 @@ from ik_core.model.rotations import rotation_error, rotvec_to_matrix
 from ik_core.solvers.base import Solver
 from ik_core.solvers.dls.solver import REACH_POLISH, DLSSolver
 
-ROBOTS = Path(__file__).resolve().parents[4] / "shared" / "robots"
 POS_TOL, ROT_TOL = 1e-5, 1e-5
 
 
