@@ -1,11 +1,14 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-.PHONY: demo test envs bench bench-env
+.PHONY: demo test build envs bench bench-env
 
 demo:  ## headless bake of the bundled example: out/demo/{demo.blend,report.json,demo.png}
 	dev/demo.sh
 
 test:  ## ruff + core tests + Blender tests on bpy 5.0.1, 4.5.15 and 4.2.23
 	dev/test.sh
+
+build:  ## the extension zip to install in Blender (Install from Disk): dist/articulate-<version>.zip
+	dev/build.sh
 
 envs:  ## create the virtual environments (idempotent)
 	dev/envs.sh all

@@ -7,10 +7,14 @@ cli.py's own parser, and every option a guide names exists; every label a guide 
 **bold** (a button, a field, a panel, a menu path) is one the UI shows.
 """
 
+import os
 import re
 import shlex
 import struct
+import subprocess
 import sys
+import tomllib
+import zipfile
 from pathlib import Path
 
 import bpy
@@ -65,7 +69,7 @@ def test_every_guide_exists_and_the_readme_lists_it_after_the_two_commands():
         assert f"(docs/{name}.md)" in section, f"README's Guides list does not link docs/{name}.md"
 
 
-@pytest.mark.parametrize("name", GUIDES)
+@pytest.mark.parametrize("name", [*GUIDES, "install"])
 def test_links_point_to_files_and_headings_that_exist(name):
     """Every relative link of a guide names an existing file, and an existing heading when it has an anchor."""
     page = _page(name)
@@ -80,6 +84,47 @@ def test_links_point_to_files_and_headings_that_exist(name):
         if anchor:
             assert resolved.suffix == ".md", f"{name}.md links {target!r}: an anchor into a non-markdown file"
             assert anchor in _anchors(resolved), f"{name}.md links {target!r}: no such heading in {file or name}"
+
+
+def _manifest() -> dict:
+    return tomllib.loads(_text(REPO / "blender_manifest.toml"))
+
+
+def test_install_page_is_linked_from_the_readme_first_screen():
+    """The README links docs/install.md before its Guides list, where a newcomer reads first."""
+    readme = _text(REPO / "README.md")
+    assert "(docs/install.md)" in readme[:readme.index("## Guides")]
+
+
+def test_install_page_names_the_real_tab_zip_and_blender_version(addon):
+    """The sidebar tab the install page names is the panels' bl_category; the zip it names is the one
+    the manifest's id and version give; the oldest Blender it names is the manifest's minimum."""
+    text = _text(DOCS / "install.md")
+    panels = __import__(f"{addon.__name__}.ui.panels", fromlist=["ARTICULATE_PT_main"])
+    assert f"tab **{panels.ARTICULATE_PT_main.bl_category}**" in text
+    manifest = _manifest()
+    zips = set(re.findall(r"dist/([\w.-]+\.zip)", text))
+    assert zips == {f"{manifest['id']}-{manifest['version']}.zip"}, zips
+    major, minor, _patch = manifest["blender_version_min"].split(".")
+    assert f"Blender {major}.{minor} LTS or newer" in text
+    make_targets = re.findall(r"^([a-z-]+):", _text(REPO / "Makefile"), re.M)
+    for target in re.findall(r"^make ([a-z-]+)", "\n".join(CODE_BLOCK.findall(text)), re.M):
+        assert target in make_targets, f"install.md runs make {target}: no such target"
+
+
+@pytest.mark.slow
+def test_make_builds_the_zip_the_install_page_installs(tmp_path):
+    """dev/build.sh (make build) builds with Blender's builder the zip the page names, holding the add-on."""
+    manifest = _manifest()
+    proc = subprocess.run(["bash", str(REPO / "dev" / "build.sh"), str(tmp_path)], capture_output=True, text=True,
+                          timeout=300, env={**os.environ})
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (built,) = tmp_path.glob("*.zip")
+    assert built.name == f"{manifest['id']}-{manifest['version']}.zip"
+    assert f"dist/{built.name}" in _text(DOCS / "install.md")
+    names = zipfile.ZipFile(built).namelist()
+    assert {"blender_manifest.toml", "__init__.py", "ui/panels.py"} <= set(names)
+    assert not [n for n in names if n.startswith(("tests/", "data/", "dev/", "bench/"))]
 
 
 def _png_size(path: Path) -> tuple[int, int]:
