@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The user guides in docs/ cannot rot silently.
+"""The README and the pages in docs/ cannot rot silently.
 
-Every guide exists, is linked from the README's Guides list, links only to files (and headings)
-that exist, and shows its picture; every ``cli.py`` command line in a code block parses with
-cli.py's own parser, and every option a guide names exists; every label a guide writes in
-**bold** (a button, a field, a panel, a menu path) is one the UI shows.
+The README stays short and leads to every page; every guide exists, is linked from the README's
+Guides list, and shows its picture; every page links only to files (and headings) that exist;
+every ``cli.py`` command line in a code block parses with cli.py's own parser, and every option
+a page names exists; every label a guide or the reference writes in **bold** (a button, a field,
+a panel, a menu path) is one the UI shows; the benchmark tables name scripts that exist.
 """
 
 import os
@@ -23,6 +24,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
 GUIDES = ("animator", "roboticist", "full_body", "pipeline")
+# Pages for looking things up, linked from the README's Guides section below the guides.
+LOOKUP = ("reference", "formats", "benchmarks")
+PAGES = (*GUIDES, "install", *LOOKUP)
+README_MAX_LINES = 150
 MAX_PICTURE_BYTES = 300 * 1024
 LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
 BOLD = re.compile(r"\*\*(.+?)\*\*")
@@ -34,6 +39,11 @@ SHELL_OPERATORS = {"||", "&&", ";", "|", ">", "2>", "&"}
 RIGIFY_LABELS = {"Rigify Meta-Rigs", "Basic", "Basic Human"}
 # The chain lists' add buttons are drawn as a "+" icon (ADD) without text.
 ICON_BUTTONS = {"+"}
+# Blender's own command-line options, which the pages name beside cli.py's.
+BLENDER_OPTIONS = {"--python", "--python-exit-code", "--factory-startup"}
+# The reference's list items begin with their topic in bold; these topics are not UI labels.
+REFERENCE_TOPICS = {"Chains", "Aim chains", "The report is what playback shows", "Files",
+                    "AWS Deadline Cloud and other Open Job Description farms", "Flamenco"}
 
 
 def _page(name: str) -> Path:
@@ -69,12 +79,28 @@ def test_every_guide_exists_and_the_readme_lists_it_after_the_two_commands():
         assert f"(docs/{name}.md)" in section, f"README's Guides list does not link docs/{name}.md"
 
 
-@pytest.mark.parametrize("name", [*GUIDES, "install"])
+def test_readme_is_short_and_leads_to_every_page():
+    """The README a newcomer reads in two minutes: at most 150 lines, its sections in order, a picture,
+    and a link to every page in docs/ (the reference and the benchmarks moved there)."""
+    readme = _text(REPO / "README.md")
+    assert len(readme.splitlines()) <= README_MAX_LINES
+    sections = ("## The two commands", "## Install", "## Guides", "## Layout", "## Licence")
+    at = [readme.index(s) for s in sections]
+    assert at == sorted(at), "README sections out of order"
+    assert "](docs/images/" in readme[:at[0]], "no picture before the two commands"
+    section = readme[readme.index("## Guides"):readme.index("## Layout")]
+    for name in PAGES:
+        if name != "install":
+            assert f"(docs/{name}.md)" in section, f"README's Guides section does not link docs/{name}.md"
+    assert sorted(p.stem for p in DOCS.glob("*.md")) == sorted(PAGES), "a page in docs/ the README does not know"
+
+
+@pytest.mark.parametrize("name", [*PAGES, "README"])
 def test_links_point_to_files_and_headings_that_exist(name):
-    """Every relative link of a guide names an existing file, and an existing heading when it has an anchor."""
-    page = _page(name)
+    """Every relative link of a page names an existing file, and an existing heading when it has an anchor."""
+    page = REPO / "README.md" if name == "README" else _page(name)
     links = LINK.findall(_without_code(_text(page)))
-    assert links, f"{name}.md links nothing"
+    assert links or name in LOOKUP, f"{name}.md links nothing"
     for _bang, _label, target in links:
         if re.match(r"[a-z]+:", target):
             continue  # web addresses are not checked offline
@@ -183,7 +209,7 @@ def test_command_line_reader_finds_both_forms():
                                        ["check", "--armature", "R", "--report", "r.json"]]
 
 
-@pytest.mark.parametrize("path", [*(f"docs/{g}.md" for g in GUIDES), "README.md"])
+@pytest.mark.parametrize("path", [*(f"docs/{g}.md" for g in PAGES), "README.md"])
 def test_cli_command_lines_parse_with_cli_parser(path):
     """Every cli.py command in a code block names a real subcommand and real options with valid values."""
     parser = _cli_parser()
@@ -204,16 +230,16 @@ def _subparsers(parser) -> dict:
 
 
 def test_pipeline_guide_shows_every_subcommand_and_names_only_real_options():
-    """docs/pipeline.md runs every subcommand in a code block, and each --option it names in prose exists."""
+    """docs/pipeline.md runs every subcommand in a code block, and each --option a page names in prose exists."""
     text = _text(_page("pipeline"))
     subs = _subparsers(_cli_parser())
     shown = {args[0] for args in cli_command_lines(text) if args}
     assert set(subs) <= shown, f"subcommands without an example: {sorted(set(subs) - shown)}"
     options = {o for sub in subs.values() for a in sub._actions for o in a.option_strings}
-    for name in GUIDES:
+    for name in (*GUIDES, "reference"):
         prose = _without_code(_text(_page(name)))
         named = {o for span in re.findall(r"`([^`\n]+)`", prose) for o in re.findall(r"(?<![\w-])--[a-z][a-z-]*", span)}
-        assert named - {"--python", "--python-exit-code"} <= options, f"{name}.md: {named - options}"
+        assert named - BLENDER_OPTIONS <= options, f"{name}.md: {named - options}"
         for sub in re.findall(r"`cli\.py ([a-z-]+)", prose):
             assert sub in subs, f"{name}.md names cli.py {sub!r}; subcommands: {sorted(subs)}"
 
@@ -279,11 +305,26 @@ def test_ui_labels_include_blender_menus_and_exclude_inventions(addon):
     assert "Bake All Chains" not in labels and "Import Robot" not in labels
 
 
-@pytest.mark.parametrize("name", GUIDES)
+@pytest.mark.parametrize("name", [*GUIDES, "reference"])
 def test_bold_labels_are_labels_the_ui_shows(addon, name):
-    """Each **bold** phrase of a guide is a label of the UI, or a menu path (A > B > C) of such labels."""
+    """Each **bold** phrase of a guide or the reference is a label of the UI, or a menu path (A > B > C)
+    of such labels."""
     labels = ui_labels(addon)
     bold = BOLD.findall(_without_code(_text(_page(name))))
     assert bold, f"{name}.md names no UI label in bold"
+    if name == "reference":
+        labels |= REFERENCE_TOPICS
     unknown = [b for b in bold if not all(part in labels for part in b.split(" > "))]
     assert not unknown, f"{name}.md: bold text the UI does not show: {unknown}"
+
+
+def test_benchmark_tables_name_scripts_that_exist():
+    """Each table of docs/benchmarks.md is headed by the bench/ script that prints it, and that script exists."""
+    text = _text(_page("benchmarks"))
+    headings = re.findall(r"^## (.+)$", text, re.M)
+    assert len(headings) >= 10
+    for heading in headings:
+        scripts = re.findall(r"`(bench/[\w/]+\.py)`", heading)
+        assert scripts, f"benchmarks.md: {heading!r} names no script"
+        for script in scripts:
+            assert (REPO / script).is_file(), f"benchmarks.md names {script}: no such file"
