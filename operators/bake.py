@@ -8,7 +8,7 @@ import bpy
 from ..ik_core.errors import name_hint
 from . import bridge, compat
 from .baking import BakeFailed, bake_chains, clear_miss_markers, frame_runs, summary_line
-from .files import chosen_report_path, report_path_problem, write_report
+from .files import BLEND_RELATIVE, chosen_report_path, report_path_problem, write_report
 from .frames import FrameRangeOptions
 from .polls import armature_poll
 from .robot_bake import bake_robot, is_model_rig
@@ -108,7 +108,7 @@ class ARTICULATE_OT_bake(FrameRangeOptions, _ChainOperator, bpy.types.Operator):
     )
     report_path: bpy.props.StringProperty(
         name="Report", description="Write a JSON report of every frame and chain to this file", subtype="FILE_PATH",
-        options={"HIDDEN", "SKIP_SAVE"},
+        options={"HIDDEN", "SKIP_SAVE", *BLEND_RELATIVE},
     )
     solver: bpy.props.StringProperty(
         name="Solver", options={"HIDDEN", "SKIP_SAVE"},

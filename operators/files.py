@@ -14,6 +14,14 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from ..ik_core.trajectory import TrajectoryError, frame_rate_parts, sample_rate
 
+# Options of a path property that accepts Blender's "//" (relative to the .blend) prefix. Every
+# path the add-on reads or writes goes through bpy.path.abspath, so all of them do; Blender 4.5+
+# warns "does not support blend relative" on a property that does not say so, 4.2 has no such option.
+BLEND_RELATIVE: frozenset[str] = frozenset(
+    {"PATH_SUPPORTS_BLEND_RELATIVE"}
+    if "is_path_supports_blend_relative" in bpy.types.Property.bl_rna.properties else ()
+)
+
 
 class ImportFile(ImportHelper):
     """Opens the file browser from a menu or button; ``execute`` reads ``self.filepath``.
@@ -25,7 +33,7 @@ class ImportFile(ImportHelper):
     # SKIP_SAVE: a remembered path would make the next menu click look like a dropped file.
     filepath: bpy.props.StringProperty(
         name="File Path", description="File to import", maxlen=1024, subtype="FILE_PATH",
-        options={"SKIP_SAVE", "HIDDEN"},
+        options={"SKIP_SAVE", "HIDDEN", *BLEND_RELATIVE},
     )
 
     def invoke(self, context: bpy.types.Context, event) -> set[str]:
@@ -38,6 +46,12 @@ class ImportFile(ImportHelper):
 
 class ExportFile(ExportHelper):
     """Opens the file browser on ``default_name(context) + filename_ext`` beside the saved .blend."""
+
+    # ExportHelper's own, taking "//" paths as every path here does (the export resolves them).
+    filepath: bpy.props.StringProperty(
+        name="File Path", description="Filepath used for exporting the file", maxlen=1024, subtype="FILE_PATH",
+        options=set(BLEND_RELATIVE),
+    )
 
     def default_name(self, context: bpy.types.Context) -> str:
         """File name without extension that the browser proposes; subclasses name what they export."""

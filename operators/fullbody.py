@@ -16,7 +16,7 @@ from ..ik_core.humanoid import TRACKER_ROLES, TRACKERS, RoleMap, calibrate, dete
 from . import bridge, compat
 from .baking import BakeFailed
 from .bridge import body_controls
-from .files import TimedImport, chosen_report_path, report_path_problem, write_report
+from .files import BLEND_RELATIVE, TimedImport, chosen_report_path, report_path_problem, write_report
 from .frames import FrameRangeOptions
 from .polls import armature_poll
 
@@ -267,7 +267,7 @@ class ARTICULATE_OT_body_bake(FrameRangeOptions, bpy.types.Operator):
         description="The earlier name of Use Panel Settings, kept for scripts: off takes Start and End",
     )
     report_path: bpy.props.StringProperty(
-        name="Report", subtype="FILE_PATH", options={"HIDDEN", "SKIP_SAVE"},
+        name="Report", subtype="FILE_PATH", options={"HIDDEN", "SKIP_SAVE", *BLEND_RELATIVE},
         description="Write a JSON report (per frame: tracker errors, held frames, jumps) to this file",
     )
 

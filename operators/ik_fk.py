@@ -26,7 +26,7 @@ from . import bridge
 from .baking import BakeFailed
 from .bridge import body_controls, matching
 from .chains import blender_chain
-from .files import chosen_report_path, report_path_problem, write_report
+from .files import BLEND_RELATIVE, chosen_report_path, report_path_problem, write_report
 from .frames import FrameRangeOptions
 from .polls import armature_poll
 
@@ -293,7 +293,8 @@ def _report(arm, direction: str, limbs, frames, measured: list[dict], keys: int)
 class _SwitchOperator(FrameRangeOptions):
     bl_options = {"REGISTER", "UNDO"}
 
-    report_path: bpy.props.StringProperty(name="Report", subtype="FILE_PATH", options={"HIDDEN", "SKIP_SAVE"},
+    report_path: bpy.props.StringProperty(name="Report", subtype="FILE_PATH",
+                                          options={"HIDDEN", "SKIP_SAVE", *BLEND_RELATIVE},
                                           description="Write a JSON report to this file")
 
     @classmethod

@@ -43,7 +43,15 @@ from .bridge.robot import (
     write_joint_values,
 )
 from .bridge.robot_trajectory import TRAJECTORY_KEY, StoredTrajectory, store_trajectory, stored_trajectory
-from .files import ExportFile, ImportFile, TimedImport, ensure_extension, report_path_problem, write_report
+from .files import (
+    BLEND_RELATIVE,
+    ExportFile,
+    ImportFile,
+    TimedImport,
+    ensure_extension,
+    report_path_problem,
+    write_report,
+)
 from .polls import list_poll, robot_poll
 
 CHECK_MARKER = "Robot check"
@@ -162,7 +170,8 @@ class ARTICULATE_OT_robot_import_urdf(ImportFile, bpy.types.Operator):
         description="Comma-separated tool links, one chain each (overrides Tool Link); empty for Tool Link",
     )
     package_dir: bpy.props.StringProperty(
-        name="Package Folder", description="Folder that package:// mesh paths are resolved against", subtype="DIR_PATH"
+        name="Package Folder", description="Folder that package:// mesh paths are resolved against", subtype="DIR_PATH",
+        options=set(BLEND_RELATIVE),
     )
 
     def execute(self, context: bpy.types.Context) -> set[str]:
@@ -487,7 +496,7 @@ class ARTICULATE_OT_trajectory_check(bpy.types.Operator):
     bl_label = "Check Trajectory"
     bl_options = {"REGISTER", "UNDO"}
 
-    report_path: bpy.props.StringProperty(name="Report", subtype="FILE_PATH",
+    report_path: bpy.props.StringProperty(name="Report", subtype="FILE_PATH", options=set(BLEND_RELATIVE),
                                           description="Write the per-frame report (.json or .csv)")
     frame_range: bpy.props.EnumProperty(name="Frames", items=FRAME_RANGES, default="TRAJECTORY",
                                         description="Frames to check")

@@ -5,6 +5,7 @@ import bpy
 
 from ..ik_core.solvers import AUTO, SOLVER_CHOICES, SOLVER_LABELS
 from ..ik_core.solvers.choice import SOLVER_DESCRIPTIONS
+from ..operators.files import BLEND_RELATIVE
 from ..operators.frames import RANGE_ITEMS
 
 SOLVER_ITEMS = [(name, SOLVER_LABELS[name], SOLVER_DESCRIPTIONS[name]) for name in SOLVER_CHOICES]
@@ -225,7 +226,7 @@ class ARTICULATE_PG_settings(bpy.types.PropertyGroup):
                     "(0 keys every frame)",
     )
     report_path: bpy.props.StringProperty(
-        name="Report File", default="", subtype="FILE_PATH",
+        name="Report File", default="", subtype="FILE_PATH", options=set(BLEND_RELATIVE),
         description="Write each bake's JSON report here (chain, full-body and IK/FK bakes run from the panel; "
                     "per frame: residual, convergence, limits, reasons); empty writes none",
     )

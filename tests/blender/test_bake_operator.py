@@ -299,3 +299,34 @@ def test_panel_report_file_is_written_by_panel_bakes_only(demo, tmp_path):
     own = tmp_path / "own.json"
     assert bpy.ops.articulate.bake(report_path=str(own)) == {"FINISHED"}
     assert own.is_file() and not panel_report.exists()
+
+
+def test_blend_relative_report_file_is_written_beside_the_blend_without_a_warning(demo, tmp_path):
+    """A Report File of ``//report.json`` (Blender's "relative to the .blend" prefix) is accepted without
+    Blender 4.5+'s "does not support blend relative" warning (a RuntimeWarning is an error in these tests)
+    and written beside the saved .blend."""
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 30
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "shot.blend"))
+    scene = bpy.context.scene
+    scene.articulate.report_path = "//reports/report.json"
+    assert bpy.ops.articulate.bake() == {"FINISHED"}
+    assert json.loads((tmp_path / "reports" / "report.json").read_text())["frames"] == list(range(1, 31))
+
+
+def test_every_path_setting_accepts_blend_relative_paths(addon_module):
+    """Every file or folder setting of the add-on, on the scene's settings and on its operators, says it takes
+    "//" paths (each goes through bpy.path.abspath), where the Blender has that flag (4.5+; 4.2 has none)."""
+    supported = "is_path_supports_blend_relative" in bpy.types.Property.bl_rna.properties
+    assert addon_module("operators.files").BLEND_RELATIVE == ({"PATH_SUPPORTS_BLEND_RELATIVE"} if supported else set())
+    structs = [bpy.types.Scene.bl_rna.properties["articulate"].fixed_type]
+    structs += [getattr(bpy.ops.articulate, name).get_rna_type() for name in dir(bpy.ops.articulate)]
+    paths = [(s, p) for s in structs for p in s.properties
+             if p.type == "STRING" and p.subtype in {"FILE_PATH", "DIR_PATH"}]
+    names = {(s.identifier, p.identifier) for s, p in paths}
+    assert {("ARTICULATE_OT_bake", "report_path"), ("ARTICULATE_OT_trajectory_export", "filepath"),
+            ("ARTICULATE_OT_robot_import_urdf", "package_dir")} <= names, sorted(names)
+    assert any(p.identifier == "report_path" for s, p in paths if s == structs[0])  # the panel's Report File
+    if supported:
+        missing = [(s.identifier, p.identifier) for s, p in paths if not p.is_path_supports_blend_relative]
+        assert not missing, missing
