@@ -1,0 +1,818 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Best effort under limits (issue 23): every solver and Auto against an independent global optimizer.
+
+Run from the repo root, in the bench venv (scipy is the optimizer; the add-on never needs it)::
+
+    python3.11 -m venv .venvs/bench && .venvs/bench/bin/pip install -r bench/requirements-peers.txt
+    .venvs/bench/bin/python bench/bench_best_effort.py [--quick] [--json] [--seed 0]
+
+(``make bench-env`` does the same; a venv with only ``numpy==2.4.6 scipy==1.17.1`` is enough.)
+
+Scenes. Random limited serial chains of 2-12 bones (seeded), each bone along its local Y, 0.1-0.4 m
+long, the root joint at the origin, effector ``tip`` at the end of the last bone. Each chain has a
+family that decides its joints: ``euler`` (ball joints with :class:`EulerLimit`, Blender's
+pose-bone IK semantics, random orders, some locked axes), ``swing`` (:class:`SwingTwistLimit`,
+some with a locked twist), ``cone`` (:class:`ConeTwistLimit`), ``hinge`` (revolute joints about X
+or Z with ranges, about one in six locked (lower == upper, not always 0), one in six wider than
+2 pi, plus continuous joints), ``mixed`` (any of these per bone) and, for 2-bone chains only,
+``limb`` (a limited ball joint then a hinge: the two-bone solver's shape). Targets, position mode:
+
+- ``reach``: FK of ``project_configuration`` of a random configuration (reachable in the limits).
+- ``out``: FK of a random configuration that violates the limits (so inside the chain's length),
+  kept only where the optimum's residual exceeds 1 mm.
+- ``beyond``: 1.05-1.6 chain lengths from the root in a random direction.
+
+The optimum. An independent global optimizer of the best-effort problem (the configuration inside
+the limits whose effector is closest to the target). It calls no ik_core solver: the feasible set
+is parametrised exactly by box variables (hinge angles; Euler angles in their ranges for Euler
+limits; for swing/cone limits the twist in its range and the swing ellipse as the image of a
+square), so the problem is smooth with bounds. ``--starts`` random starts (plus the rest pose) run
+a batched projected Levenberg-Marquardt descent; the best few are polished by scipy's L-BFGS-B
+with an analytic gradient. The parametrisation is checked against ik_core's FK and
+``limit_violation`` on every chain, and every optimum's ``limit_violation`` must be < 1e-9.
+
+Solvers. Each of ``SOLVER_NAMES`` (``two_bone`` only on 2-bone limbs) and Auto (``resolve_solver
+("auto", bones, pole=False, full_pose=False, robot=False)``) with default settings, one target at a
+time from the rest pose (``q0=None``). Columns: ``n`` targets; ``out<=1mm`` / ``far<=1mm``: share of
+out-of-limit / beyond-reach targets whose distance is within 1 mm of the optimum's; ``p95 out`` /
+``p95 far``: 95th percentile of the excess over the optimum [mm]; ``reached``: share of reachable
+targets with ``converged``; ``p95 rch``: their 95th percentile error [mm]; ``not-min``: share of
+unconverged answers from which a plain local descent (L-BFGS-B inside the limits) still gains more
+than 0.01 mm; ``ms``/``ms p95``: wall time per target; ``nan``: answers with a non-finite q;
+``exc``: exceptions (first message printed below the table); ``viol``: answers outside the limits
+(``limit_violation`` > 1e-9); ``beat``: answers more than 0.01 mm closer than the optimum (the
+optimizer's misses; should be 0). The second table gives, per family, the share within 1 mm
+(out and beyond pooled) / the share of reachable targets reached.
+
+Takes. Random 3-7 bone chains of the same families, a target on a circle or a Lissajous curve
+sweeping in and out of the limited workspace, baked as the add-on bakes a character chain:
+``solve_track(solver, targets, None, max_jump=0.5, segment=32)`` (the whole take as one segment
+for two-bone), Auto's solver with default settings. The per-frame optimum is the global optimizer's
+best of the previous frame's optimum descended (continuity) and fresh random starts (taken only
+when more than 0.01 mm closer). Columns: ``<=1mm``: share of frames within 1 mm of the optimum;
+``p95 exc`` [mm]; ``pops``: frames where some joint turns more than 0.2 rad from the frame before
+while no joint of the optimum turns more than 0.05 rad; ``opt jumps``: frames where the optimum
+itself turns a joint more than 0.2 rad; ``max step`` [rad]; ``ms/frame``.
+
+The goals of issue 23 are printed below the tables. Timings are wall clock on a shared machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from ik_core import (  # noqa: E402
+    ConeTwistLimit,
+    Effector,
+    EulerLimit,
+    Joint,
+    JointKind,
+    Skeleton,
+    effector_poses,
+    limit_violation,
+    make_solver,
+    project_configuration,
+    solve_track,
+)
+from ik_core.limits import SwingTwistLimit, circular_clamp  # noqa: E402
+from ik_core.model.euler import AXIS_INDICES, euler_to_matrix_unchecked, matrix_to_euler_unchecked  # noqa: E402
+from ik_core.model.rotations import EULER_ORDERS, matrix_to_rotvec, rotvec_to_matrix  # noqa: E402
+from ik_core.solvers import SOLVER_NAMES, resolve_solver  # noqa: E402
+
+try:
+    from scipy.optimize import minimize
+except ImportError:  # pragma: no cover - the message is the point
+    sys.exit("bench_best_effort.py needs scipy: run it with .venvs/bench/bin/python (make bench-env)")
+
+FAMILIES = ("euler", "swing", "cone", "hinge", "mixed")
+CLASSES = ("reach", "out", "far")
+MM = 1e-3
+NEAR = 1e-3  # "within 1 mm of the optimum"
+GAIN = 1e-5  # a local descent gaining more than 0.01 mm: not a local minimum
+POP, STILL = 0.2, 0.05  # joint step [rad] of a pop, and the optimum's step below which it "does not jump"
+TWO_PI = 2.0 * np.pi
+_SPLIT_Y = ConeTwistLimit(np.pi, np.pi, -np.pi, np.pi)  # swing @ twist about Y, no bounds: SwingTwistLimit's split
+_STEPS = np.concatenate([np.eye(3), -np.eye(3)]) * 1e-6  # finite-difference steps of ball-joint box variables
+
+
+def _offset(y: float) -> np.ndarray:
+    T = np.eye(4)
+    T[1, 3] = y
+    return T
+
+
+# ---------------------------------------------------------------------------------------------
+# Random limited chains
+
+
+def _ball_limit(rng: np.random.Generator, kind: str):
+    if kind == "euler":
+        lo, hi = -rng.uniform(0.1, 1.6, 3), rng.uniform(0.1, 1.6, 3)
+        lo[1], hi[1] = lo[1] * 0.5, hi[1] * 0.5
+        locked = rng.random(3) < 0.12
+        order = "XYZ" if rng.random() < 0.6 else str(rng.choice(EULER_ORDERS))
+        return EulerLimit(tuple(lo), tuple(hi), tuple(bool(v) for v in locked), order)
+    if kind == "swing":
+        lo = -rng.uniform(0.0, 1.6, 3) * (rng.random(3) < 0.85)
+        hi = rng.uniform(0.0, 1.6, 3) * (rng.random(3) < 0.85)
+        lo[1], hi[1] = lo[1] * 0.5, hi[1] * 0.5
+        locked = (False, bool(rng.random() < 0.3), False)
+        return SwingTwistLimit(tuple(lo), tuple(hi), locked)
+    lo_t = -rng.uniform(0.0, 0.8)
+    return ConeTwistLimit(rng.uniform(0.1, 1.5), rng.uniform(0.1, 1.5), lo_t, lo_t + rng.uniform(0.0, 1.2))
+
+
+def _joint(rng: np.random.Generator, kind: str, name: str, parent: int, origin: np.ndarray) -> Joint:
+    if kind in ("euler", "swing", "cone"):
+        return Joint(name, JointKind.BALL, parent, origin, limit=_ball_limit(rng, kind))
+    axis = (1.0, 0.0, 0.0) if rng.random() < 0.6 else (0.0, 0.0, 1.0)
+    u = rng.random()
+    if u < 0.12:
+        return Joint(name, JointKind.CONTINUOUS, parent, origin, axis=axis)
+    if u < 0.28:  # a locked axis: a single-value range
+        v = 0.0 if rng.random() < 0.5 else rng.uniform(-0.6, 0.6)
+        return Joint(name, JointKind.REVOLUTE, parent, origin, axis=axis, lower=v, upper=v)
+    if u < 0.42:  # wider than 2 pi
+        w = rng.uniform(3.3, 4.5)
+        return Joint(name, JointKind.REVOLUTE, parent, origin, axis=axis, lower=-w, upper=w)
+    lo = rng.uniform(-2.0, 0.4)
+    return Joint(name, JointKind.REVOLUTE, parent, origin, axis=axis, lower=lo, upper=lo + rng.uniform(0.2, 2.6))
+
+
+def random_chain(rng: np.random.Generator, bones: int, family: str, name: str) -> Skeleton:
+    """A serial chain of ``bones`` bones along local Y, joints drawn for ``family``, effector ``tip``."""
+    lengths = rng.uniform(0.1, 0.4, bones)
+    joints = []
+    for k in range(bones):
+        if family == "limb":
+            kind = str(rng.choice(("euler", "swing", "cone"))) if k == 0 else "hinge"
+        elif family == "mixed":
+            kind = str(rng.choice(("euler", "swing", "cone", "hinge")))
+        else:
+            kind = family
+        origin = np.eye(4) if k == 0 else _offset(lengths[k - 1])
+        joint = _joint(rng, kind, f"b{k}", k - 1, origin)
+        if family == "limb" and k == 1 and joint.kind is JointKind.CONTINUOUS:
+            joint = Joint("b1", JointKind.REVOLUTE, 0, origin, axis=(1.0, 0.0, 0.0), lower=0.0, upper=2.6)
+        joints.append(joint)
+    return Skeleton(joints, [Effector("tip", bones - 1, _offset(lengths[-1]))], name=name)
+
+
+def chain_length(skeleton: Skeleton) -> float:
+    """Sum of the bone lengths [m] (the root is at the origin)."""
+    return float(sum(np.linalg.norm(j.origin[:3, 3]) for j in skeleton.joints[1:]) + np.linalg.norm(
+        skeleton.effectors[0].offset[:3, 3]))
+
+
+# ---------------------------------------------------------------------------------------------
+# The independent optimizer: the feasible set as the image of a box
+
+
+def _square_to_disk(u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return u * np.sqrt(1.0 - 0.5 * v * v), v * np.sqrt(1.0 - 0.5 * u * u)
+
+
+def _disk_to_square(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r = np.hypot(x, y)
+    scale = np.where(r > 1.0, 1.0 / np.where(r > 0, r, 1.0), 1.0)
+    x, y = x * scale, y * scale
+    s2 = 2.0 * np.sqrt(2.0)
+    a, b = 2.0 + x * x - y * y, 2.0 - x * x + y * y
+    u = 0.5 * np.sqrt(np.maximum(a + s2 * x, 0.0)) - 0.5 * np.sqrt(np.maximum(a - s2 * x, 0.0))
+    v = 0.5 * np.sqrt(np.maximum(b + s2 * y, 0.0)) - 0.5 * np.sqrt(np.maximum(b - s2 * y, 0.0))
+    return np.clip(u, -1.0, 1.0), np.clip(v, -1.0, 1.0)
+
+
+@dataclass
+class _Var:
+    joint: int
+    kind: str  # "hinge", "euler", "ellipse"
+    start: int  # first box variable
+    q_start: int
+    limit: object | None = None
+    axis: np.ndarray | None = None
+    semi: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)  # ellipse +x, -x, +z, -z semi-axes
+    split: ConeTwistLimit | None = None
+    lo: np.ndarray | None = None
+    hi: np.ndarray | None = None
+    free: np.ndarray | None = None
+
+
+class Feasible:
+    """The limited configurations of a serial chain as the image of a box ``z`` in ``[lo, hi]``.
+
+    ``q(z)`` is inside the limits for every ``z`` in the box, and every configuration inside the
+    limits is ``q(z)`` of some ``z`` (up to measure-zero gimbal cases), so minimising over the box
+    with bounds is the best-effort problem itself.
+    """
+
+    def __init__(self, skeleton: Skeleton):
+        self.skeleton = skeleton
+        self.vars: list[_Var] = []
+        lo, hi = [], []
+        for i, joint in enumerate(skeleton.joints):
+            s, qs = len(lo), int(skeleton.q_index[i])
+            if joint.kind in (JointKind.REVOLUTE, JointKind.CONTINUOUS):
+                cont = joint.kind is JointKind.CONTINUOUS
+                lo.append(-TWO_PI if cont else joint.lower)
+                hi.append(TWO_PI if cont else joint.upper)
+                self.vars.append(_Var(i, "hinge", s, qs, axis=np.asarray(joint.axis)))
+            elif isinstance(joint.limit, EulerLimit):
+                lim = joint.limit
+                lk = np.asarray(lim.locked)
+                elo, ehi = np.where(lk, 0.0, lim.lower), np.where(lk, 0.0, lim.upper)
+                free = ~lk & ~(ehi - elo < TWO_PI)
+                elo, ehi = np.where(free, -TWO_PI, elo), np.where(free, TWO_PI, ehi)
+                lo += list(elo)
+                hi += list(ehi)
+                self.vars.append(_Var(i, "euler", s, qs, limit=lim, lo=elo, hi=ehi, free=free))
+            else:
+                lim = joint.limit
+                if isinstance(lim, SwingTwistLimit):
+                    lk = np.asarray(lim.locked)
+                    slo = np.where(lk, 0.0, np.clip(lim.lower, -np.pi, 0.0))
+                    shi = np.where(lk, 0.0, np.clip(lim.upper, 0.0, np.pi))
+                    semi = (shi[0], -slo[0], shi[2], -slo[2])
+                    tlo, thi, split = slo[1], shi[1], _SPLIT_Y
+                elif isinstance(lim, ConeTwistLimit):
+                    semi = (lim.swing_x, lim.swing_x, lim.swing_z, lim.swing_z)
+                    tlo, thi, split = lim.twist_min, lim.twist_max, lim
+                else:
+                    raise ValueError(f"joint {joint.name!r}: unsupported limit {lim!r}")
+                lo += [-1.0, -1.0, tlo]
+                hi += [1.0, 1.0, thi]
+                self.vars.append(_Var(i, "ellipse", s, qs, limit=lim, semi=tuple(float(v) for v in semi),
+                                      split=split, lo=np.array([tlo]), hi=np.array([thi])))
+        self.lo, self.hi = np.array(lo, dtype=float), np.array(hi, dtype=float)
+        self.n = len(lo)
+        eff = skeleton.effectors[0]
+        self.tip = eff.offset[:3, 3]
+
+    # -- local rotations --------------------------------------------------------------------
+    def _rotation(self, var: _Var, z: np.ndarray) -> np.ndarray:
+        if var.kind == "euler":
+            return euler_to_matrix_unchecked(z, var.limit.order)
+        x, y = _square_to_disk(z[..., 0], z[..., 1])
+        px, nx, pz, nz = var.semi
+        su = x * np.where(x >= 0.0, px, nx)
+        sw = y * np.where(y >= 0.0, pz, nz)
+        return var.split.compose(su, sw, z[..., 2])
+
+    def q(self, z: np.ndarray) -> np.ndarray:
+        """(B, dof) configurations of box points ``z`` (B, n)."""
+        out = np.zeros((len(z), self.skeleton.dof))
+        for var in self.vars:
+            if var.kind == "hinge":
+                out[:, var.q_start] = z[:, var.start]
+            else:
+                R = self._rotation(var, z[:, var.start:var.start + 3])
+                out[:, var.q_start:var.q_start + 3] = matrix_to_rotvec(R)
+        return out
+
+    def evaluate(self, z: np.ndarray, jac: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+        """Effector positions (B, 3) [m] and, with ``jac``, d position / dz (B, 3, n)."""
+        B = len(z)
+        R_world = np.broadcast_to(np.eye(3), (B, 3, 3))
+        o = np.zeros((B, 3))
+        pre_R, origins, omegas = [], [], []
+        for var, joint in zip(self.vars, (self.skeleton.joints[v.joint] for v in self.vars)):
+            o = o + R_world @ joint.origin[:3, 3]
+            P = R_world @ joint.origin[:3, :3]
+            if var.kind == "hinge":
+                a = var.axis
+                th = z[:, var.start]
+                c, s = np.cos(th)[:, None, None], np.sin(th)[:, None, None]
+                K = np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+                R = np.eye(3) + s * K + (1.0 - c) * (K @ K)
+                w = [np.broadcast_to(a, (B, 3))]
+            else:
+                zz = z[:, var.start:var.start + 3]
+                R = self._rotation(var, zz)
+                w = []
+                if jac:  # central differences of the local rotation, all six in one call
+                    shifted = self._rotation(var, (zz[None] + _STEPS[:, None, :]).reshape(-1, 3)).reshape(6, B, 3, 3)
+                    W = (shifted[:3] - shifted[3:]) / 2e-6 @ np.swapaxes(R, -1, -2)
+                    w = list(0.5 * np.stack([W[..., 2, 1] - W[..., 1, 2], W[..., 0, 2] - W[..., 2, 0],
+                                             W[..., 1, 0] - W[..., 0, 1]], axis=-1))
+            pre_R.append(P)
+            origins.append(o)
+            omegas.append(w)
+            R_world = P @ R
+        p = o + R_world @ self.tip
+        if not jac:
+            return p, None
+        # Column k: the world angular velocity of its joint crossed with the lever to the tip.
+        W = np.stack([P @ wk[..., None] for P, w in zip(pre_R, omegas) for wk in w], axis=1)[..., 0]  # (B, n, 3)
+        r = p[:, None, :] - np.stack([oi for oi, w in zip(origins, omegas) for _ in w], axis=1)
+        J = np.stack([W[..., 1] * r[..., 2] - W[..., 2] * r[..., 1], W[..., 2] * r[..., 0] - W[..., 0] * r[..., 2],
+                      W[..., 0] * r[..., 1] - W[..., 1] * r[..., 0]], axis=1)
+        return p, J
+
+    def z_of(self, q: np.ndarray) -> np.ndarray:
+        """(B, n) box points whose configurations are (nearly) ``q`` (B, dof): clipped into the box."""
+        q = np.atleast_2d(q)
+        z = np.zeros((len(q), self.n))
+        for var in self.vars:
+            if var.kind == "hinge":
+                v = q[:, var.q_start]
+                if self.lo[var.start] == -TWO_PI:
+                    v = np.mod(v + np.pi, TWO_PI) - np.pi
+                z[:, var.start] = v
+                continue
+            R = rotvec_to_matrix(q[:, var.q_start:var.q_start + 3])
+            if var.kind == "euler":
+                i, j, k = AXIS_INDICES[var.limit.order]
+                e0 = matrix_to_euler_unchecked(R, var.limit.order)
+                e1 = e0.copy()
+                e1[:, i] += np.pi
+                e1[:, j] = np.pi - e0[:, j]
+                e1[:, k] += np.pi
+                best, dist = None, None
+                for e in (e0, e1):
+                    c, d = circular_clamp(e, var.lo, var.hi)
+                    c = np.where(var.free, np.mod(e + np.pi, TWO_PI) - np.pi, c)
+                    d = np.where(var.free, 0.0, d).max(axis=-1)
+                    best = c if best is None else np.where((d < dist)[:, None], c, best)
+                    dist = d if dist is None else np.minimum(d, dist)
+                z[:, var.start:var.start + 3] = best
+            else:
+                su, sw, tw = var.split.swing_twist_angles(R)
+                px, nx, pz, nz = var.semi
+                ax, az = np.where(su >= 0.0, px, nx), np.where(sw >= 0.0, pz, nz)
+                x = np.where(ax > 0, su / np.where(ax > 0, ax, 1.0), 0.0)
+                y = np.where(az > 0, sw / np.where(az > 0, az, 1.0), 0.0)
+                u, v = _disk_to_square(x, y)
+                z[:, var.start] = u
+                z[:, var.start + 1] = v
+                z[:, var.start + 2] = circular_clamp(tw, var.lo[0], var.hi[0])[0]
+        return np.clip(z, self.lo, self.hi)
+
+    def sample(self, rng: np.random.Generator, count: int) -> np.ndarray:
+        """(count, n) uniform box points (periodic variables over one turn)."""
+        lo, hi = np.maximum(self.lo, -np.pi), np.minimum(self.hi, np.pi)
+        lo, hi = np.where(self.lo == self.hi, self.lo, lo), np.where(self.lo == self.hi, self.hi, hi)
+        return rng.uniform(lo, hi, (count, self.n))
+
+    def check(self, rng: np.random.Generator) -> None:
+        """Raise when the parametrisation disagrees with ik_core's FK or limits (a bench bug)."""
+        z = self.sample(rng, 16)
+        q = self.q(z)
+        p, _ = self.evaluate(z, jac=False)
+        p_ref = effector_poses(self.skeleton, q, "tip")[:, :3, 3]
+        viol = limit_violation(self.skeleton, q)
+        p_back, _ = self.evaluate(self.z_of(q), jac=False)
+        if np.abs(p - p_ref).max() > 1e-9 or viol.max() > 1e-9 or np.abs(p_back - p).max() > 1e-7:
+            raise AssertionError(f"{self.skeleton.name}: parametrisation off: FK {np.abs(p - p_ref).max():.2e}, "
+                                 f"violation {viol.max():.2e}, round trip {np.abs(p_back - p).max():.2e}")
+
+
+def descend(feas: Feasible, target: np.ndarray, z: np.ndarray, iterations: int = 60) -> tuple[np.ndarray, np.ndarray]:
+    """Batched projected Levenberg-Marquardt from box points ``z`` (B, n): (z, distance [m]) per start."""
+    z = np.array(z, dtype=float)
+    lam = np.full(len(z), 1e-2)
+    locked = feas.lo == feas.hi
+    p, J = feas.evaluate(z)
+    e = p - target
+    f = np.einsum("bi,bi->b", e, e)
+    for _ in range(iterations):
+        g = np.einsum("bij,bi->bj", J, e)
+        free = ~(locked | ((z <= feas.lo + 1e-12) & (g > 0)) | ((z >= feas.hi - 1e-12) & (g < 0)))
+        Jf = J * free[:, None, :]
+        A = Jf @ np.swapaxes(Jf, 1, 2) + lam[:, None, None] * np.eye(3)
+        y = np.linalg.solve(A, e[..., None])[..., 0]
+        z_new = np.clip(z - np.einsum("bij,bi->bj", Jf, y), feas.lo, feas.hi)
+        p_new, J_new = feas.evaluate(z_new)
+        e_new = p_new - target
+        f_new = np.einsum("bi,bi->b", e_new, e_new)
+        ok = f_new < f
+        z = np.where(ok[:, None], z_new, z)
+        e = np.where(ok[:, None], e_new, e)
+        J = np.where(ok[:, None, None], J_new, J)
+        gain = np.where(ok, f - f_new, 0.0)
+        f = np.where(ok, f_new, f)
+        lam = np.clip(np.where(ok, lam * 0.3, lam * 8.0), 1e-10, 1e8)
+        if np.all((gain < 1e-14) & ~ok | (lam >= 1e8)):
+            break
+    return z, np.sqrt(f)
+
+
+def polish(feas: Feasible, target: np.ndarray, z0: np.ndarray, maxiter: int = 300) -> tuple[np.ndarray, float]:
+    """scipy L-BFGS-B on the box from ``z0`` (n,): (z, distance [m])."""
+    def fun(z):
+        p, J = feas.evaluate(z[None])
+        e = (p[0] - target) / MM  # in mm, so that the tolerances mean something
+        return float(e @ e), 2.0 * (J[0].T @ e) / MM
+
+    res = minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=list(zip(feas.lo, feas.hi)),
+                   options={"maxiter": maxiter, "ftol": 1e-15, "gtol": 1e-9})
+    z = np.clip(res.x, feas.lo, feas.hi)
+    p, _ = feas.evaluate(z[None], jac=False)
+    return z, float(np.linalg.norm(p[0] - target))
+
+
+def global_optimum(feas: Feasible, target: np.ndarray, rng: np.random.Generator, starts: int,
+                   extra: np.ndarray | None = None, keep: int = 3) -> tuple[np.ndarray, float]:
+    """Best box point over ``starts`` random starts (plus the rest pose and ``extra``): (z, distance [m])."""
+    z0 = [feas.sample(rng, starts), feas.z_of(np.zeros(feas.skeleton.dof))]
+    if extra is not None:
+        z0.append(np.atleast_2d(extra))
+    z, d = descend(feas, target, np.concatenate(z0))
+    best_z, best_d = None, np.inf
+    for k in np.argsort(d)[:keep]:
+        zk, dk = polish(feas, target, z[k], maxiter=150)
+        if dk > d[k]:
+            zk, dk = z[k], float(d[k])
+        if dk < best_d:
+            best_z, best_d = zk, dk
+    return best_z, best_d
+
+
+def distance(skeleton: Skeleton, q: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """(...,) effector distance [m] to the target by ik_core's FK."""
+    return np.linalg.norm(effector_poses(skeleton, q, "tip")[..., :3, 3] - target, axis=-1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Single targets
+
+
+def _raw_configuration(skeleton: Skeleton, rng: np.random.Generator, spread: float) -> np.ndarray:
+    q = np.zeros(skeleton.dof)
+    for i, joint in enumerate(skeleton.joints):
+        s = skeleton.q_index[i]
+        if joint.kind is JointKind.BALL:
+            axis = rng.normal(size=3)
+            q[s:s + 3] = axis / np.linalg.norm(axis) * rng.uniform(0.0, spread)
+        elif joint.kind is JointKind.CONTINUOUS:
+            q[s] = rng.uniform(-np.pi, np.pi)
+        else:
+            lo, hi = max(joint.lower, -np.pi), min(joint.upper, np.pi)
+            q[s] = rng.uniform(lo - spread / 2, hi + spread / 2)
+    return q
+
+
+def make_targets(skeleton: Skeleton, feas: Feasible, rng: np.random.Generator, per_class: int, starts: int):
+    """Targets of each class: list of (class, target (3,), optimum distance [m], optimum q)."""
+    out = []
+    for _ in range(per_class):
+        q = project_configuration(skeleton, _raw_configuration(skeleton, rng, 2.5))
+        out.append(("reach", effector_poses(skeleton, q, "tip")[:3, 3], 0.0, q))
+    found, tries = 0, 0
+    while found < per_class and tries < 6 * per_class:
+        tries += 1
+        t = effector_poses(skeleton, _raw_configuration(skeleton, rng, np.pi), "tip")[:3, 3]
+        # A cheap screen first: any start within 1 mm proves the target is (nearly) reachable.
+        _, d = descend(feas, t, np.concatenate([feas.sample(rng, 12), feas.z_of(np.zeros(skeleton.dof))]), 30)
+        if d.min() <= NEAR:
+            continue
+        z, d_opt = global_optimum(feas, t, rng, starts)
+        if d_opt > NEAR:
+            out.append(("out", t, d_opt, feas.q(z[None])[0]))
+            found += 1
+    length = chain_length(skeleton)
+    for _ in range(per_class):
+        u = rng.normal(size=3)
+        t = u / np.linalg.norm(u) * length * rng.uniform(1.05, 1.6)
+        z, d_opt = global_optimum(feas, t, rng, starts)
+        out.append(("far", t, d_opt, feas.q(z[None])[0]))
+    return out
+
+
+def solvers_for(skeleton: Skeleton, bones: int, limb: bool) -> list[tuple[str, str]]:
+    """(row label, solver name) pairs for a chain: every solver (two-bone only on limbs) and Auto."""
+    rows = [(n, n) for n in SOLVER_NAMES if n != "two_bone" or limb]
+    return rows + [("auto", resolve_solver("auto", bones, pole=False, full_pose=False, robot=False))]
+
+
+def run_targets(args, rng: np.random.Generator, chains: list[tuple[Skeleton, str, int]]) -> tuple[list, dict]:
+    """Solve every target of every chain with every solver; one record per (solver, target)."""
+    records, errors = [], {}
+    for skeleton, family, bones in chains:
+        feas = Feasible(skeleton)
+        feas.check(rng)
+        targets = make_targets(skeleton, feas, rng, args.per_class, args.starts)
+        for label, name in solvers_for(skeleton, bones, family == "limb"):
+            try:
+                solver = make_solver(name, skeleton, "tip", mode="position")
+            except Exception as exc:  # noqa: BLE001 - counted and reported, never fatal
+                errors.setdefault(label, f"{skeleton.name} ({family}): make_solver({name!r}): {exc}")
+                for cls, *_ in targets:
+                    records.append({"solver": label, "family": family, "bones": bones, "cls": cls, "exc": True})
+                continue
+            for cls, target, d_opt, _ in targets:
+                rec = {"solver": label, "family": family, "bones": bones, "cls": cls, "exc": False, "opt": d_opt}
+                t0 = time.perf_counter()
+                try:
+                    res = solver.solve(target, None)
+                except Exception as exc:  # noqa: BLE001
+                    errors.setdefault(label, f"{skeleton.name} ({family}): {type(exc).__name__}: {exc}")
+                    rec["exc"] = True
+                    records.append(rec)
+                    continue
+                rec["ms"] = (time.perf_counter() - t0) * 1e3
+                q = np.asarray(res.q, dtype=float).reshape(-1)
+                rec["nan"] = not bool(np.isfinite(q).all())
+                if rec["nan"]:
+                    records.append(rec)
+                    continue
+                rec["viol"] = bool(limit_violation(skeleton, q) > 1e-9)
+                d = float(distance(skeleton, q, target))
+                rec["d"] = d
+                rec["converged"] = bool(np.asarray(res.converged).reshape(-1)[0])
+                rec["reason"] = str(np.asarray(res.reason).reshape(-1)[0])
+                rec["not_min"] = False
+                if not rec["converged"]:
+                    _, d_local = polish(feas, target, feas.z_of(q)[0], maxiter=40)
+                    rec["not_min"] = d - d_local > GAIN
+                    if cls != "reach" and d_local < d_opt - GAIN:  # the optimizer missed: keep the better one
+                        rec["opt_missed"] = d_opt - d_local
+                records.append(rec)
+    return records, errors
+
+
+def _share(mask: np.ndarray) -> float:
+    return float(np.mean(mask)) if len(mask) else float("nan")
+
+
+def _p95(values: list[float]) -> float:
+    return float(np.percentile(values, 95)) if len(values) else float("nan")
+
+
+def summarise(records: list[dict], label: str) -> dict:
+    """One table row: the records of solver ``label``."""
+    rs = [r for r in records if r["solver"] == label]
+    ok = [r for r in rs if not r["exc"] and not r.get("nan")]
+    row = {"solver": label, "n": len(rs)}
+    for cls, key in (("out", "out"), ("far", "far")):
+        excess = [(r["d"] - r["opt"]) for r in ok if r["cls"] == cls]
+        row[f"{key}_within"] = _share(np.array(excess) <= NEAR) * len(excess) / max(
+            1, sum(1 for r in rs if r["cls"] == cls))
+        row[f"{key}_p95_mm"] = _p95(excess) / MM if excess else float("nan")
+    reach = [r for r in rs if r["cls"] == "reach"]
+    row["reached"] = _share(np.array([r.get("converged", False) for r in reach]))
+    row["reach_p95_mm"] = _p95([r["d"] for r in reach if "d" in r]) / MM
+    unconv = [r for r in ok if not r["converged"]]
+    row["not_min"] = _share(np.array([r["not_min"] for r in unconv]))
+    ms = [r["ms"] for r in ok]
+    row["ms_mean"] = float(np.mean(ms)) if ms else float("nan")
+    row["ms_p95"] = _p95(ms)
+    row["nan"] = sum(1 for r in rs if r.get("nan"))
+    row["exc"] = sum(1 for r in rs if r["exc"])
+    row["viol"] = sum(1 for r in ok if r["viol"])
+    row["beat"] = sum(1 for r in ok if r["cls"] != "reach" and r["d"] < r["opt"] - GAIN)
+    return row
+
+
+def by_family(records: list[dict], label: str) -> dict:
+    """Per family: share within 1 mm (out + far) and share of reachable targets reached."""
+    out = {}
+    for fam in (*FAMILIES, "limb"):
+        rs = [r for r in records if r["solver"] == label and r["family"] == fam]
+        if not rs:
+            continue
+        hard = [r for r in rs if r["cls"] != "reach"]
+        near = [("d" in r) and r["d"] - r["opt"] <= NEAR for r in hard]
+        reach = [r.get("converged", False) for r in rs if r["cls"] == "reach"]
+        out[fam] = (_share(np.array(near)), _share(np.array(reach)))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Takes
+
+
+def _joint_steps(skeleton: Skeleton, q: np.ndarray) -> np.ndarray:
+    """(N-1,) largest joint turn [rad] between consecutive frames (ball joints as rotation angles)."""
+    steps = np.zeros((len(q) - 1, 0))
+    for i, joint in enumerate(skeleton.joints):
+        s = skeleton.q_index[i]
+        if joint.kind is JointKind.BALL:
+            R = rotvec_to_matrix(q[:, s:s + 3])
+            rel = np.swapaxes(R[:-1], -1, -2) @ R[1:]
+            c = np.clip((np.trace(rel, axis1=-2, axis2=-1) - 1.0) / 2.0, -1.0, 1.0)
+            steps = np.column_stack([steps, np.arccos(c)])
+        else:
+            steps = np.column_stack([steps, np.abs(np.diff(q[:, s]))])
+    return steps.max(axis=1)
+
+
+def take_targets(skeleton: Skeleton, rng: np.random.Generator, frames: int) -> np.ndarray:
+    """(frames, 3) a circle or a Lissajous curve around a reachable point, reaching past the limited workspace."""
+    length = chain_length(skeleton)
+    centre = effector_poses(skeleton, project_configuration(skeleton, _raw_configuration(skeleton, rng, 1.5)),
+                            "tip")[:3, 3] * rng.uniform(0.5, 1.0)
+    a = rng.normal(size=3)
+    a /= np.linalg.norm(a)
+    b = np.cross(a, rng.normal(size=3))
+    b /= np.linalg.norm(b)
+    t = np.linspace(0.0, 1.0, frames)[:, None]
+    r1, r2 = length * rng.uniform(0.4, 0.9, 2)
+    if rng.random() < 0.5:
+        return centre + r1 * np.cos(TWO_PI * t) * a + r1 * np.sin(TWO_PI * t) * b
+    f1, f2 = rng.integers(1, 4, 2)
+    phase = rng.uniform(0, TWO_PI)
+    return centre + r1 * np.sin(TWO_PI * f1 * t + phase) * a + r2 * np.sin(TWO_PI * f2 * t) * b
+
+
+def take_optimum(feas: Feasible, targets: np.ndarray, rng: np.random.Generator, starts: int):
+    """Per-frame optimum q (N, dof) and distance (N,): the previous optimum descended, or fresh starts."""
+    n = len(targets)
+    z0 = feas.sample(rng, n * starts)
+    tt = np.repeat(targets, starts, axis=0)
+    z_r, d_r = descend(feas, tt, z0, 60)
+    z_r, d_r = z_r.reshape(n, starts, -1), d_r.reshape(n, starts)
+    zs, ds = [], []
+    prev = None
+    for f in range(n):
+        k = int(np.argmin(d_r[f]))
+        zf, df = z_r[f, k], float(d_r[f, k])
+        if prev is None and df > NEAR:
+            zp, dp = polish(feas, targets[f], zf, maxiter=100)
+            zf, df = (zp, dp) if dp < df else (zf, df)
+        elif prev is not None:
+            zw, dw = descend(feas, targets[f], prev[None], 30)
+            zw, dw = zw[0], float(dw[0])
+            if dw > NEAR:  # out of the limited workspace: converge properly
+                zp, dp = polish(feas, targets[f], zw, maxiter=40)
+                zw, dw = (zp, dp) if dp < dw else (zw, dw)
+            # Ties (within 0.01 mm) go to the previous frame's basin: the optimum track stays continuous.
+            if df < dw - GAIN:
+                zp, dp = polish(feas, targets[f], zf, maxiter=60)
+                zf, df = (zp, dp) if dp < df else (zf, df)
+            if not df < dw - GAIN:
+                zf, df = zw, dw
+        zs.append(zf)
+        ds.append(df)
+        prev = zf
+    return feas.q(np.array(zs)), np.array(ds)
+
+
+def run_takes(args, rng: np.random.Generator) -> tuple[list[dict], dict]:
+    """Bake each take as the add-on does and compare it with the per-frame optimum."""
+    rows, errors = [], {}
+    for k in range(args.takes):
+        bones = int(rng.integers(3, 8))
+        family = str(rng.choice(FAMILIES))
+        skeleton = random_chain(rng, bones, family, f"take{k}_{family}{bones}")
+        feas = Feasible(skeleton)
+        feas.check(rng)
+        targets = take_targets(skeleton, rng, args.frames)
+        q_opt, d_opt = take_optimum(feas, targets, rng, args.take_starts)
+        name = resolve_solver("auto", bones, pole=False, full_pose=False, robot=False)
+        row = {"take": k, "family": family, "bones": bones, "solver": f"auto({name})", "frames": len(targets)}
+        try:
+            solver = make_solver(name, skeleton, "tip", mode="position")
+            segment = len(targets) if name == "two_bone" else 32
+            t0 = time.perf_counter()
+            res = solve_track(solver, targets, None, max_jump=0.5, segment=segment)
+            row["ms_frame"] = (time.perf_counter() - t0) * 1e3 / len(targets)
+        except Exception as exc:  # noqa: BLE001
+            errors.setdefault("take", f"{skeleton.name}: {type(exc).__name__}: {exc}")
+            row["exc"] = True
+            rows.append(row)
+            continue
+        q = np.asarray(res.q)
+        row["nan"] = int((~np.isfinite(q).all(axis=1)).sum())
+        q = np.where(np.isfinite(q), q, 0.0)
+        d = distance(skeleton, q, targets)
+        excess = d - d_opt
+        steps, opt_steps = _joint_steps(skeleton, q), _joint_steps(skeleton, q_opt)
+        row.update(
+            exc=False,
+            within=int((excess <= NEAR).sum()),
+            excess=excess.tolist(),
+            pops=int(((steps > POP) & (opt_steps < STILL)).sum()),
+            opt_jumps=int((opt_steps > POP).sum()),
+            max_step=float(steps.max()),
+            viol=int((limit_violation(skeleton, q) > 1e-9).sum()),
+            beat=int((excess < -GAIN).sum()),
+            out_frames=int((d_opt > NEAR).sum()),
+        )
+        rows.append(row)
+    return rows, errors
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print one JSON object per row")
+    parser.add_argument("--quick", action="store_true", help="a ~30 s run: fewer chains, starts and takes")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--chains", type=int, default=None, help="random chains (default 40, quick 6)")
+    parser.add_argument("--per-class", type=int, default=None, help="targets per class and chain (default 2, quick 1)")
+    parser.add_argument("--starts", type=int, default=None, help="optimizer random starts (default 100, quick 16)")
+    parser.add_argument("--takes", type=int, default=None, help="takes (default 16, quick 2)")
+    parser.add_argument("--frames", type=int, default=None, help="frames per take (default 240, quick 120)")
+    parser.add_argument("--take-starts", type=int, default=None, help="fresh starts per frame (default 6, quick 3)")
+    args = parser.parse_args()
+    quick = {"chains": 6, "per_class": 1, "starts": 16, "takes": 2, "frames": 120, "take_starts": 3}
+    full = {"chains": 40, "per_class": 2, "starts": 100, "takes": 16, "frames": 240, "take_starts": 6}
+    for key, value in (quick if args.quick else full).items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    rng = np.random.default_rng(args.seed)
+
+    chains = []
+    for c in range(args.chains):
+        # A quarter of the chains have 2 bones (most of them limbs, the two-bone solver's shape).
+        bones = 2 if c % 4 == 0 else int(rng.integers(3, 13))
+        family = ("limb" if c % 8 == 0 or rng.random() < 0.6 else str(rng.choice(FAMILIES))) if bones == 2 else (
+            FAMILIES[c % len(FAMILIES)])
+        chains.append((random_chain(rng, bones, family, f"c{c}_{family}{bones}"), family, bones))
+    t0 = time.perf_counter()
+    records, errors = run_targets(args, rng, chains)
+    t_targets = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    takes, take_errors = run_takes(args, rng)
+    t_takes = time.perf_counter() - t0
+    errors.update(take_errors)
+
+    labels = [*[n for n in SOLVER_NAMES], "auto"]
+    rows = [summarise(records, label) for label in labels]
+    fams = {label: by_family(records, label) for label in labels}
+    counts = {cls: sum(1 for r in records if r["solver"] == "auto" and r["cls"] == cls) for cls in CLASSES}
+    missed_opt = sum(1 for r in records if r.get("opt_missed"))
+    ok_takes = [t for t in takes if not t.get("exc")]
+    frames = sum(t["frames"] for t in ok_takes)
+    excess = np.concatenate([t["excess"] for t in ok_takes]) if ok_takes else np.zeros(0)
+    take_row = {
+        "takes": len(takes), "frames": frames,
+        "within": sum(t["within"] for t in ok_takes) / max(frames, 1),
+        "p95_mm": _p95(list(excess)) / MM if len(excess) else float("nan"),
+        "pops": sum(t["pops"] for t in ok_takes), "opt_jumps": sum(t["opt_jumps"] for t in ok_takes),
+        "max_step": max((t["max_step"] for t in ok_takes), default=float("nan")),
+        "ms_frame": float(np.mean([t["ms_frame"] for t in ok_takes])) if ok_takes else float("nan"),
+        "nan": sum(t["nan"] for t in ok_takes), "exc": sum(1 for t in takes if t.get("exc")),
+        "viol": sum(t["viol"] for t in ok_takes), "beat": sum(t["beat"] for t in ok_takes),
+        "out_frames": sum(t["out_frames"] for t in ok_takes),
+    }
+    auto = rows[-1]
+    goals = {
+        "auto_out_within_1mm>=0.99": auto["out_within"] >= 0.99,
+        "auto_reached>=0.999": auto["reached"] >= 0.999,
+        "take_pops_where_optimum_still==0": take_row["pops"] == 0,
+        "take_ms_per_frame<=0.5": take_row["ms_frame"] <= 0.5,
+    }
+    if args.json:
+        for row in rows:
+            print(json.dumps({"table": "targets", **row, "by_family": fams[row["solver"]]}))
+        for t in takes:
+            print(json.dumps({"table": "take", **{k: v for k, v in t.items() if k != "excess"}}))
+        print(json.dumps({"table": "takes", **take_row}))
+        print(json.dumps({"table": "goals", **goals, "errors": errors, "counts": counts,
+                          "seconds": {"targets": t_targets, "takes": t_takes}}))
+        return 0
+
+    print(f"{args.chains} chains (seed {args.seed}), targets per class: {counts['reach']} reach, {counts['out']} out, "
+          f"{counts['far']} far; optimizer {args.starts} starts; {t_targets:.0f} s")
+    head = (f"{'solver':9}{'n':>5}{'out<=1mm':>9}{'far<=1mm':>9}{'p95 out':>9}{'p95 far':>9}{'reached':>8}"
+            f"{'p95 rch':>8}{'not-min':>8}{'ms':>8}{'ms p95':>8}{'nan':>5}{'exc':>5}{'viol':>5}{'beat':>5}")
+    print(head)
+    for r in rows:
+        print(f"{r['solver']:9}{r['n']:5d}{r['out_within']:9.3f}{r['far_within']:9.3f}{r['out_p95_mm']:9.1f}"
+              f"{r['far_p95_mm']:9.1f}{r['reached']:8.3f}{r['reach_p95_mm']:8.2f}{r['not_min']:8.3f}"
+              f"{r['ms_mean']:8.2f}{r['ms_p95']:8.2f}{r['nan']:5d}{r['exc']:5d}{r['viol']:5d}{r['beat']:5d}")
+    fam_names = [f for f in (*FAMILIES, "limb") if any(f in fams[label] for label in labels)]
+    print("\nwithin 1 mm (out+far) / reached, per family")
+    print(f"{'solver':9}" + "".join(f"{f:>13}" for f in fam_names))
+    for label in labels:
+        cells = [fams[label].get(f) for f in fam_names]
+        print(f"{label:9}" + "".join(f"{c[0]:7.2f}/{c[1]:.2f}" if c else f"{'-':>13}" for c in cells))
+    if missed_opt:
+        print(f"(local descents from solver answers beat the optimum on {missed_opt} answers)")
+    print(f"\ntakes: {take_row['takes']} x {args.frames} frames, 3-7 bones, Auto via solve_track; "
+          f"{take_row['out_frames']} frames out of the limited workspace; optimum {args.take_starts} fresh "
+          f"starts/frame; {t_takes:.0f} s")
+    print(f"{'':9}{'<=1mm':>7}{'p95 exc':>9}{'pops':>6}{'opt jumps':>10}{'max step':>9}{'ms/frame':>9}"
+          f"{'nan':>5}{'exc':>5}{'viol':>5}{'beat':>5}")
+    print(f"{'auto':9}{take_row['within']:7.3f}{take_row['p95_mm']:9.1f}{take_row['pops']:6d}"
+          f"{take_row['opt_jumps']:10d}{take_row['max_step']:9.3f}{take_row['ms_frame']:9.2f}{take_row['nan']:5d}"
+          f"{take_row['exc']:5d}{take_row['viol']:5d}{take_row['beat']:5d}")
+    for t in takes:
+        if not t.get("exc"):
+            print(f"  take {t['take']:2d} {t['family']:6}{t['bones']:2d} bones {t['solver']:15} "
+                  f"<=1mm {t['within'] / t['frames']:.3f} pops {t['pops']:3d} opt jumps {t['opt_jumps']:3d} "
+                  f"{t['ms_frame']:.2f} ms/frame")
+    marks = {k: "ok" if v else "MISS" for k, v in goals.items()}
+    print(f"\ngoals (issue 23): Auto out<=1mm {auto['out_within']:.3f} >= 0.99 {marks['auto_out_within_1mm>=0.99']}, "
+          f"reached {auto['reached']:.3f} >= 0.999 {marks['auto_reached>=0.999']}, "
+          f"take pops {take_row['pops']} == 0 {marks['take_pops_where_optimum_still==0']}, "
+          f"{take_row['ms_frame']:.2f} ms/frame <= 0.5 {marks['take_ms_per_frame<=0.5']}")
+    for label, message in errors.items():
+        print(f"first exception ({label}): {message}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
