@@ -203,7 +203,10 @@ class ARTICULATE_OT_chain_use_alternative(bpy.types.Operator):
         except AlternativesFailed as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
-        for warning in warnings:
+        item = arm.articulate.alternatives[arm.articulate.active_alternative]
+        self.report({"INFO"}, f"{item.name} of chain {item.chain!r} keyed on frame {context.scene.frame_current}; "
+                              "a bake from here keeps it")
+        for warning in warnings:  # after the success line, so the status bar shows the warning
             self.report({"WARNING"}, warning)
         return {"FINISHED"}
 

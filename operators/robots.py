@@ -243,10 +243,13 @@ class ARTICULATE_OT_robot_chain_add(bpy.types.Operator):
                                          "build it again to add chains")
             if any(c.tool_link == self.tool_link and c.base_link == self.base_link for c in arm.articulate.chains):
                 raise bridge.BridgeError(f"robot {arm.name!r} already has a chain to {self.tool_link!r}")
-            add_robot_chain(arm, model, self.tool_link, self.base_link)
+            target = add_robot_chain(arm, model, self.tool_link, self.base_link)
         except (ArticulateError, bridge.BridgeError) as err:
             return _fail(self, err)
         context.view_layer.objects.active = arm
+        chain = arm.articulate.chains[-1]
+        self.report({"INFO"}, f"added chain {chain.name!r} from {self.base_link or 'the root'} to "
+                              f"{self.tool_link}: move its target {target.name!r}, then solve or bake")
         return {"FINISHED"}
 
 
@@ -728,6 +731,8 @@ class ARTICULATE_OT_robot_use_branch(bpy.types.Operator):
         frame = float(context.scene.frame_current)
         write_joint_values(arm, np.array([frame]), q[None], names)
         context.scene.frame_set(int(frame))
+        label = branch.name.partition(":")[0] or f"branch {data.active_branch + 1}"
+        self.report({"INFO"}, f"{label} keyed on frame {int(frame)} ({len(names)} joints); a bake from here keeps it")
         return {"FINISHED"}
 
 

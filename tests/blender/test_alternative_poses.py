@@ -230,3 +230,16 @@ def test_panel_and_list_draw_real_names(arm_scene):
     bpy.types.ARTICULATE_UL_alternatives.draw_item(None, bpy.context, _Layout(log), arm.articulate, item, 0, None, "",
                                                    0)
     assert ("prop", "distance") in log and ("prop", "margin") in log
+
+
+def test_use_pose_says_what_it_keyed(arm_scene, capfd):
+    """Use Pose reports which pose of which chain it keyed on which frame (headless, Blender prints reports)."""
+    arm, _target = arm_scene
+    assert bpy.ops.articulate.chain_alternatives() == {"FINISHED"}
+    arm.articulate.active_alternative = 1
+    capfd.readouterr()
+    assert bpy.ops.articulate.chain_use_alternative() == {"FINISHED"}
+    out = capfd.readouterr().out
+    item = arm.articulate.alternatives[1]
+    frame = bpy.context.scene.frame_current
+    assert f"Info: {item.name} of chain {item.chain!r} keyed on frame {frame}" in out

@@ -243,13 +243,17 @@ def test_tree_offers_its_links_and_takes_the_chosen_one(empty_scene, tmp_path):
     assert [c.tool_link for c in bpy.context.object.articulate.chains] == ["l_tool"]
 
 
-def test_robot_chain_add_lists_tool_links_ends_first(empty_scene, tmp_path):
-    """Add Robot Chain offers the rig's links, the arms' ends first, and adds the chosen one."""
+def test_robot_chain_add_lists_tool_links_ends_first(empty_scene, tmp_path, capfd):
+    """Add Robot Chain offers the rig's links, the arms' ends first, adds the chosen one and says so."""
     path = _write(tmp_path, "dual.urdf", dual_arm_urdf())
     assert bpy.ops.articulate.robot_import_urdf(filepath=str(path), tool_link="l_tool") == {"FINISHED"}
     with pytest.raises(TypeError) as listed:
         bpy.ops.articulate.robot_chain_add(tool_link="not_a_link")
     offered = str(listed.value)
     assert offered.index("'l_tool'") < offered.index("'r_tool'") < offered.index("'chest'")
+    capfd.readouterr()
     assert bpy.ops.articulate.robot_chain_add(tool_link="r_tool") == {"FINISHED"}
     assert [c.tool_link for c in bpy.context.object.articulate.chains] == ["l_tool", "r_tool"]
+    target = bpy.context.object.articulate.chains[-1].target
+    out = capfd.readouterr().out
+    assert f"Info: added chain 'r_tool' from the root to r_tool: move its target {target.name!r}" in out

@@ -248,3 +248,15 @@ def test_missing_urdf_mesh_falls_back_with_a_warning(empty_scene, tmp_path):
     arm = bpy.context.object
     names = [o.name for o in bpy.data.objects if o.parent == arm]
     assert any(n.startswith("shoulder.link") or n.startswith("shoulder.joint") for n in names)
+
+
+def test_use_branch_says_what_it_keyed(ur5, capfd):
+    """Use Branch keys the chosen branch and says which one, on which frame, for how many joints."""
+    bpy.context.scene.frame_set(7)
+    assert bpy.ops.articulate.robot_branches(seeds=16) == {"FINISHED"}
+    data = ur5.articulate
+    data.active_branch = len(data.branches) - 1
+    capfd.readouterr()
+    assert bpy.ops.articulate.robot_use_branch() == {"FINISHED"}
+    out = capfd.readouterr().out
+    assert f"Info: Branch {len(data.branches)} keyed on frame 7 (6 joints)" in out
