@@ -15,9 +15,9 @@ from ..ik_core.formats.urdf_visuals import parse_visuals
 from ..ik_core.model.euler import quat_make_continuous
 from ..ik_core.model.rotations import matrix_to_quat, quat_to_matrix
 from ..ik_core.robots import presets
+from ..ik_core.robots.branches import robot_branches
 from ..ik_core.robots.model import RobotModel
 from ..ik_core.solvers import make_solver
-from ..ik_core.solvers.branches import distinct_solutions
 from ..ik_core.take.tracking import to_base_frame
 from ..ik_core.trajectory import (
     JointTrajectory,
@@ -690,7 +690,7 @@ class ARTICULATE_OT_robot_branches(bpy.types.Operator):
             current = current_joint_values(arm, skeleton)
             solver = make_solver("dls", skeleton, effector, mode="full", tolerance=chain.tolerance,
                                  rotation_tolerance=1e-4, restarts=0)
-            found = distinct_solutions(solver, target, reference=current, seeds=self.seeds)
+            found = robot_branches(solver, target, reference=current, seeds=self.seeds)
         except (ArticulateError, bridge.BridgeError) as err:
             return _fail(self, err)
         data = arm.articulate

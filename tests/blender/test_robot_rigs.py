@@ -140,7 +140,7 @@ def test_branches_listed_and_used_for_the_bake(ur5, core, addon_module):
     bpy.context.view_layer.objects.active = ur5
     assert bpy.ops.articulate.robot_branches(seeds=48) == {"FINISHED"}
     branches = ur5.articulate.branches
-    assert len(branches) >= 2
+    assert 2 <= len(branches) <= 8  # the UR5's closed form has 8 branches; whole-turn copies are not listed
     far = max(range(len(branches)), key=lambda k: np.max(np.abs(np.array(branches[k].values[:6]) - q)))
     ur5.articulate.active_branch = far
     chosen = np.array(branches[far].values[:6])
