@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import bpy
@@ -84,6 +85,15 @@ def _fail(op: bpy.types.Operator, err: Exception) -> set[str]:
     return {"CANCELLED"}
 
 
+def rig_name(name: str) -> str:
+    """A robot's name as its rig, collection and target are named: letters, digits, ``_``, ``.`` and ``-``.
+
+    The name is typed on command lines (``cli.py check --armature NAME``), so nothing in it needs
+    quoting in a shell: "Universal Robots UR5 (CB3)" becomes "Universal_Robots_UR5_CB3".
+    """
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "robot"
+
+
 class ARTICULATE_OT_robot_add(bpy.types.Operator):
     """Add a robot arm from a preset, with its true kinematics and joint limits"""
 
@@ -100,7 +110,7 @@ class ARTICULATE_OT_robot_add(bpy.types.Operator):
             visuals_path = presets.preset_visuals(self.preset)
             visuals = parse_visuals(visuals_path) if visuals_path is not None else ()
             arm, _targets, warnings = build_robot_rig(
-                model, info.get("display_name", self.preset).replace(" ", "_"), visuals=visuals,
+                model, rig_name(info.get("display_name", self.preset)), visuals=visuals,
                 urdf_dir=str(visuals_path.parent) if visuals_path is not None else None,
                 metadata={"preset": self.preset, "source": info.get("source"),
                           "acceleration": info.get("acceleration")},
@@ -184,7 +194,8 @@ class ARTICULATE_OT_robot_import_urdf(ImportFile, bpy.types.Operator):
             if not tools and self.tool_link not in ("", AUTO_TOOL):
                 tools = [self.tool_link]
             arm, _targets, warnings = build_robot_rig(
-                model, model.name, tools=tools or None, visuals=parse_visuals(path), urdf_dir=os.path.dirname(path),
+                model, rig_name(model.name), tools=tools or None, visuals=parse_visuals(path),
+                urdf_dir=os.path.dirname(path),
                 package_dirs=[bpy.path.abspath(self.package_dir)] if self.package_dir else [],
                 metadata={"urdf": path},
             )

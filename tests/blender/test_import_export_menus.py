@@ -130,7 +130,7 @@ def test_export_default_file_name(empty_scene, addon_module, tmp_path):
     arm = bpy.context.object
     name = robots.export_name(arm)
     assert name == f"{arm.name}_trajectory"
-    assert arm.name == "Universal_Robots_UR5_(CB3)"
+    assert arm.name == "Universal_Robots_UR5_CB3"
     assert files.default_export_path(bpy.context, name, ".csv") == "Universal_Robots_UR5_CB3_trajectory.csv"
     arm.name = "cell 3/arm"
     assert files.default_export_path(bpy.context, robots.export_name(arm), ".csv") == "cell_3_arm_trajectory.csv"

@@ -77,7 +77,7 @@ def test_each_robot_gets_a_collection_of_its_own(empty_scene, tmp_path):
     ur5 = bpy.context.object
     assert bpy.ops.articulate.robot_add(preset="panda") == {"FINISHED"}
     panda = bpy.context.object
-    for arm, name in ((ur5, "ur5_robot"), (panda, "Franka_Emika_Panda_(arm_to_flange)")):
+    for arm, name in ((ur5, "ur5_robot"), (panda, "Franka_Emika_Panda_arm_to_flange")):
         (collection,) = arm.users_collection
         assert collection.name == name and collection.name in bpy.context.scene.collection.children
         owned = {arm, *(c.target for c in arm.articulate.chains), *_meshes(arm).values()}
