@@ -177,10 +177,18 @@ class ARTICULATE_OT_solve_frame(_ChainOperator, bpy.types.Operator):
         try:
             arm = _armature(context, self.armature)
             frame = context.scene.frame_current
-            report = bake(context, arm, _chains(arm, self.only_selected), range(frame, frame + 1), write_keys=False)
+            live = {(pb.name, con.name) for pb in arm.pose.bones for con in pb.constraints if not con.mute}
+            # As a bake with the panel's Mute IK Constraints would: the pose shown is the one the bake plays.
+            report = bake(context, arm, _chains(arm, self.only_selected), range(frame, frame + 1), write_keys=False,
+                          mute_constraints=context.scene.articulate.mute_constraints)
         except BakeFailed as err:
             self.report({"ERROR"}, angles_in_degrees(str(err)))
             return {"CANCELLED"}
+        muted = sorted(f"{con!r} on {bone}" for bone, con in live
+                       if arm.pose.bones[bone].constraints[con].mute)
+        if muted:
+            self.report({"INFO"}, f"muted the constraint(s) the chains were converted from, as a bake does "
+                                  f"(Mute IK Constraints): {', '.join(muted)}")
         _report_warnings(self, report)
         if report["missed_frames"]:
             self.report({"WARNING"}, f"frame {frame}: " + "; ".join(missed_chains(report, 0)))

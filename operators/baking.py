@@ -513,7 +513,7 @@ def bake_chains(
         chains: ``ARTICULATE_PG_chain`` items to bake.
         frames: Frames to solve.
         write_keys: Key the range (replacing only it); False poses the bones (one frame).
-        mute_constraints: Mute the IK constraints the chains were created from.
+        mute_constraints: Mute the IK constraints the chains were created from (also when only posing).
         mark_missed: Add a timeline marker on every frame a chain missed.
         solver: Solver for every chain instead of each chain's setting ("" keeps them).
         key_tolerance: Key only the frames needed for every chain tip to play within this
@@ -529,8 +529,9 @@ def bake_chains(
     scale = bridge.check_armature(arm)
     scene = context.scene
     # Sample what the bake will leave: the converted IK constraints muted (all of them, so one
-    # chain's IK does not move another's base), restored if the bake fails.
-    muted = _mute_converted(arm, prepared) if mute_constraints and write_keys else []
+    # chain's IK does not move another's base), restored if the bake fails. Posing one frame
+    # (Solve Current Frame) mutes them too, so the pose shown is the one the bake will play.
+    muted = _mute_converted(arm, prepared) if mute_constraints else []
     try:
         report = _bake_prepared(context, arm, prepared, frames, scale, write_keys, key_tolerance)
     except BaseException:

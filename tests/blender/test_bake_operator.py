@@ -330,3 +330,41 @@ def test_every_path_setting_accepts_blend_relative_paths(addon_module):
     if supported:
         missing = [(s.identifier, p.identifier) for s, p in paths if not p.is_path_supports_blend_relative]
         assert not missing, missing
+
+
+def _convert_ik_constraint():
+    arm = bpy.data.objects["Arm"]
+    arm.articulate.chains.clear()
+    con = arm.pose.bones["Wrist"].constraints.new("IK")
+    con.target, con.chain_count = bpy.data.objects["Target"], 3
+    assert bpy.ops.articulate.chains_from_constraints() == {"FINISHED"}
+    return arm, con
+
+
+def test_solve_frame_after_converting_mutes_the_constraint_as_the_bake_would(demo, capfd):
+    """Solve Current Frame right after Chains from IK Constraints, with Mute IK Constraints on (the default),
+    mutes the converted constraint as a bake does, so the posed frame is what the bake will play: the tip on
+    the target, and no warning that keys will not show."""
+    arm, con = _convert_ik_constraint()
+    target = bpy.data.objects["Target"]
+    assert bpy.context.scene.articulate.mute_constraints
+    bpy.context.scene.frame_set(7)
+    capfd.readouterr()
+    assert bpy.ops.articulate.solve_frame() == {"FINISHED"}
+    out = capfd.readouterr().out
+    assert "will not show in playback" not in out
+    assert con.mute and f"(Mute IK Constraints): {con.name!r} on Wrist" in out
+    bpy.context.view_layer.update()
+    tail = np.array(arm.matrix_world @ arm.pose.bones["Wrist"].tail)
+    assert np.linalg.norm(tail - np.array(target.matrix_world.translation)) < 2e-4
+
+
+def test_solve_frame_leaves_the_constraint_live_when_told_to_and_says_it_overrides(demo, capfd):
+    """With Mute IK Constraints off, Solve Current Frame leaves the constraint alone and warns that it moves
+    the bones (a bake with the same settings would leave it live too)."""
+    _arm, con = _convert_ik_constraint()
+    bpy.context.scene.articulate.mute_constraints = False
+    capfd.readouterr()
+    assert bpy.ops.articulate.solve_frame() == {"FINISHED"}
+    assert not con.mute
+    assert f"Wrist follows IK {con.name!r} on Wrist" in capfd.readouterr().out
