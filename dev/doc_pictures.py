@@ -7,7 +7,8 @@ Run from the repo root: ``.venvs/5.0.1/bin/python dev/doc_pictures.py [--out doc
 - ``roboticist``: the UR5 preset following ``presets/examples/ur5_cartesian_poses.csv`` (Import Cartesian Path,
   poses in the robot's base, baked), the path drawn; also checks and exports the trajectory.
 - ``full_body``: a metarig baked by Bake Full Body from head and hand trackers imported from a tracker CSV
-  (written from CMU motion capture in data/mocap), the trackers drawn as small spheres.
+  (``data/mocap/cmu_131_01_trackers.csv``, written from CMU motion capture by ``--write-trackers``), the
+  trackers drawn as small spheres.
 - ``pipeline``: ``cli.py demo`` run headless in a child process, its saved .blend rendered at four frames, tiled.
 
 Workbench renders, 960x540; each line printed says what a guide quotes (summaries, report fields, sizes).
@@ -30,6 +31,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "presets" / "examples"
 MOCAP = ROOT / "data" / "mocap" / "cmu_131_01.bvh"
+TRACKERS = ROOT / "data" / "mocap" / "cmu_131_01_trackers.csv"  # write_mocap_trackers(MOCAP)
 SIZE = (960, 540)
 GUIDES = ("animator", "roboticist", "full_body", "pipeline")
 
@@ -164,10 +166,7 @@ def full_body(bpy, pkg: str, out: Path) -> dict:
     bpy.ops.object.armature_basic_human_metarig_add()
     rig = bpy.context.object
     rig.name = "Metarig"
-    with tempfile.TemporaryDirectory() as folder:
-        csv_path = Path(folder) / "walk_trackers.csv"
-        write_mocap_trackers(pkg, csv_path)
-        assert bpy.ops.articulate.trackers_import(filepath=str(csv_path)) == {"FINISHED"}
+    assert bpy.ops.articulate.trackers_import(filepath=str(TRACKERS)) == {"FINISHED"}
     scene = bpy.context.scene
     body = rig.articulate.body
     assert body.head is not None and body.hand_l is not None  # the import assigned them to the active armature
@@ -254,8 +253,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "docs" / "images"), help="output folder (default: docs/images)")
     parser.add_argument("--only", nargs="+", choices=GUIDES, default=list(GUIDES), help="pictures to render")
+    parser.add_argument("--write-trackers", action="store_true",
+                        help=f"first write {TRACKERS.relative_to(ROOT)} from {MOCAP.relative_to(ROOT)}")
     args = parser.parse_args(argv)
     bpy, pkg = _addon_modules()
+    if args.write_trackers:
+        write_mocap_trackers(pkg, TRACKERS)
+        print(f"articulate: wrote {TRACKERS.relative_to(ROOT)}")
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     makers = {"animator": animator, "roboticist": roboticist, "full_body": full_body, "pipeline": pipeline}

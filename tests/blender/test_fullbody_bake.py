@@ -6,7 +6,7 @@ import json
 import bpy
 import numpy as np
 import pytest
-from data_files import data_file
+from data_files import REPO_ROOT, data_file
 
 MOCAP = data_file("mocap", "cmu_131_02.bvh")
 FRAMES = 40
@@ -151,3 +151,24 @@ def test_cli_body_exits_3_on_warnings_and_takes_a_step(cmu, tmp_path):
     assert "warning" in proc.stderr and "tracker head" in proc.stderr
     proc = run_cli("ik-to-fk", str(good), "--armature", arm.name, "--frames", "1-20:2", tmp_path=tmp_path)
     assert proc.returncode == 2 and "every frame" in proc.stderr
+
+
+def test_bundled_tracker_take_is_the_one_made_from_the_bundled_mocap(addon, tmp_path):
+    """data/mocap/cmu_131_01_trackers.csv is what dev/doc_pictures.py writes from cmu_131_01.bvh (75 frames at
+    30 Hz, head and both hands), so the full-body guide's input is reproducible from the repository."""
+    import sys
+
+    sys.path.insert(0, str(REPO_ROOT / "dev"))
+    try:
+        import doc_pictures
+    finally:
+        sys.path.remove(str(REPO_ROOT / "dev"))
+    bundled = data_file("mocap", "cmu_131_01_trackers.csv")
+    assert doc_pictures.TRACKERS == bundled
+    again = tmp_path / "again.csv"
+    doc_pictures.write_mocap_trackers(addon.__name__, again)
+    assert again.read_text().splitlines()[0] == bundled.read_text().splitlines()[0]
+    a, b = (np.loadtxt(p, delimiter=",", skiprows=1) for p in (bundled, again))
+    assert a.shape == (75, 1 + 3 * 7)
+    np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)  # 6 significant digits in the file
+    np.testing.assert_allclose(np.diff(a[:, 0]), 1 / 30, atol=1e-4)
