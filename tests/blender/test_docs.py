@@ -129,8 +129,9 @@ def test_install_page_names_the_real_tab_zip_and_blender_version(addon):
     panels = __import__(f"{addon.__name__}.ui.panels", fromlist=["ARTICULATE_PT_main"])
     assert f"tab **{panels.ARTICULATE_PT_main.bl_category}**" in text
     manifest = _manifest()
-    zips = set(re.findall(r"dist/([\w.-]+\.zip)", text))
-    assert zips == {f"{manifest['id']}-{manifest['version']}.zip"}, zips
+    for page in (text, _text(REPO / "README.md")):
+        zips = set(re.findall(r"dist/([\w.-]+\.zip)", page))
+        assert zips == {f"{manifest['id']}-{manifest['version']}.zip"}, zips
     major, minor, _patch = manifest["blender_version_min"].split(".")
     assert f"Blender {major}.{minor} LTS or newer" in text
     make_targets = re.findall(r"^([a-z-]+):", _text(REPO / "Makefile"), re.M)
