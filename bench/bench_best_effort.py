@@ -490,7 +490,7 @@ def make_targets(skeleton: Skeleton, feas: Feasible, rng: np.random.Generator, p
 def solvers_for(skeleton: Skeleton, bones: int, limb: bool) -> list[tuple[str, str]]:
     """(row label, solver name) pairs for a chain: every solver (two-bone only on limbs) and Auto."""
     rows = [(n, n) for n in SOLVER_NAMES if n != "two_bone" or limb]
-    return rows + [("auto", resolve_solver("auto", bones, pole=False, full_pose=False, robot=False))]
+    return rows + [("auto", resolve_solver("auto", bones, pole=False, full_pose=False, robot=False, limb=limb))]
 
 
 def run_targets(args, rng: np.random.Generator, chains: list[tuple[Skeleton, str, int]]) -> tuple[list, dict]:
@@ -667,7 +667,7 @@ def run_takes(args, rng: np.random.Generator) -> tuple[list[dict], dict]:
         feas.check(rng)
         targets = take_targets(skeleton, rng, args.frames)
         q_opt, d_opt = take_optimum(feas, targets, rng, args.take_starts)
-        name = resolve_solver("auto", bones, pole=False, full_pose=False, robot=False)
+        name = resolve_solver("auto", bones, pole=False, full_pose=False, robot=False, limb=False)
         row = {"take": k, "family": family, "bones": bones, "solver": f"auto({name})", "frames": len(targets)}
         try:
             solver = make_solver(name, skeleton, "tip", mode="position")

@@ -14,6 +14,7 @@ from ..limits import project_configuration
 from ..model.kinematics import forward_kinematics
 from ..model.rotations import rotation_angle_unchecked
 from ..model.skeleton import Skeleton
+from .best_effort import GLOBAL_STARTS, BestEffort
 from .reach import ReachBound
 
 MODES = ("position", "aim", "full")
@@ -138,6 +139,13 @@ def _batch_copy(values: object, batch: tuple[int, ...]) -> np.ndarray:
     return values.copy() if values.shape == batch else np.broadcast_to(values, batch).copy()
 
 
+def _every_joint_locked(skeleton: Skeleton) -> bool:
+    """True when the limits leave a single configuration: far-apart probes all project onto one point."""
+    probes = np.random.default_rng(0).uniform(-3.0, 3.0, (4, skeleton.dof))
+    landed = project_configuration(skeleton, probes)
+    return bool(np.ptp(landed, axis=0).max() <= 1e-12)
+
+
 def rotation_angle(Ra: np.ndarray, Rb: np.ndarray) -> np.ndarray:
     """(...,) geodesic angle [rad] between rotation batches, accurate below 1e-8 rad."""
     from ..model.rotations import rotation_error
@@ -171,6 +179,9 @@ class Solver(abc.ABC):
     """
 
     name = "solver"
+    #: Whether the solver matches rotations in "aim" and "full" modes; the best effort of a
+    #: solver that only reports them (two-bone) minimises the position error alone.
+    rotation_matched = True
     #: Per-call options :meth:`solve` accepts (for example ``("pole",)``).
     call_options: tuple[str, ...] = ()
 
@@ -193,6 +204,11 @@ class Solver(abc.ABC):
             raise InvalidInputError(f"max_iterations must be >= 1, got {max_iterations}")
         if skeleton.dof == 0:
             raise InvalidInputError(f"skeleton {skeleton.name!r} has no moving joint to solve for")
+        if _every_joint_locked(skeleton):
+            raise InvalidInputError(
+                f"chain {skeleton.name!r}: every joint is locked (each range is a single value, each ball joint "
+                "locked on all axes), so nothing can move toward a target; unlock an axis or widen a range"
+            )
         single = isinstance(effectors, (str, int, np.integer))
         names = [effectors] if single else list(effectors)
         self.skeleton = skeleton
@@ -206,6 +222,12 @@ class Solver(abc.ABC):
             raise InvalidInputError(f"aim_axis must be a non-zero 3-vector, got {aim_axis!r}")
         self.aim_axis = aim / np.linalg.norm(aim)
         self.reach_bound = ReachBound.of(skeleton, self.effector_ids)
+        #: Missed targets get their best effort under the limits (see :meth:`improve_missed`);
+        #: False leaves the solver's own answer (to study a solver's iterations alone).
+        self.best_effort = True
+        #: Global starts that check each missed target's best effort (0: a local descent only).
+        self.global_starts = GLOBAL_STARTS
+        self._best: BestEffort | None = None
 
     def reach_excess(self, targets: np.ndarray) -> np.ndarray:
         """How far [m] each target's position lies beyond the reach of its effector.
@@ -251,6 +273,13 @@ class Solver(abc.ABC):
             InvalidInputError: Bad shapes, or NaN/infinite targets or warm start.
         """
         tg = as_targets(targets, len(self.effector_ids))
+        q0 = self._warm_start(tg, q0)
+        with np.errstate(all="ignore"):
+            q, iterations = self._solve(tg, q0.copy(), **options)
+        return self._finish(tg, q, q0, iterations)
+
+    def _warm_start(self, tg: Targets, q0: np.ndarray | None) -> np.ndarray:
+        """The validated warm start, broadcast to the batch and projected onto the limits."""
         if self.mode != "position" and tg.rotations is None:
             raise InvalidInputError(f"mode {self.mode!r} needs (..., 4, 4) pose targets, got positions")
         batch = tg.batch_shape
@@ -267,15 +296,22 @@ class Solver(abc.ABC):
                 q0 = np.broadcast_to(q0, (*batch, dof))
             except ValueError:
                 raise InvalidInputError(f"q0 shape {q0.shape} does not broadcast to batch {batch}") from None
-        q0 = project_configuration(self.skeleton, q0)
-        with np.errstate(all="ignore"):
-            q, iterations = self._solve(tg, q0.copy(), **options)
+        return project_configuration(self.skeleton, q0)
+
+    def _finish(self, tg: Targets, q: np.ndarray, q0: np.ndarray, iterations: object) -> IKResult:
+        """The result for the solver's answers q: limits, best effort for the missed, errors, reasons."""
+        batch = tg.batch_shape
         bad = ~np.isfinite(q).all(axis=-1)
         if bad.any():
             q = np.where(bad[..., None], q0, q)
         q = project_configuration(self.skeleton, q)
         pos_err, rot_err = self.errors(q, tg)
         converged = (pos_err <= self.tolerance) & (rot_err <= self.rotation_tolerance)
+        missed = ~converged & ~bad
+        if self.best_effort and missed.any():
+            q = self.improve_missed(tg, q, q0, missed)
+            pos_err, rot_err = self.errors(q, tg)
+            converged = (pos_err <= self.tolerance) & (rot_err <= self.rotation_tolerance)
         converged &= ~bad
         reason = np.empty(batch, dtype=object)
         reason[...] = "converged"
@@ -296,6 +332,60 @@ class Solver(abc.ABC):
             reason=reason,
             limit_hits=np.count_nonzero(at_limit, axis=-1),
         )
+
+    def finish_missed(self, targets: np.ndarray, q0: np.ndarray | None, result: IKResult) -> IKResult:
+        """``result`` (from a solver's own fast path) with its missed targets given their best effort.
+
+        Args:
+            targets: The targets the result answers, as given to :meth:`solve`.
+            q0: The warm start given to :meth:`solve`.
+            result: The fast path's result.
+
+        Returns:
+            ``result`` itself when every target converged (or best effort is off), else the
+            result the template gives for the same answers.
+        """
+        if not self.best_effort or np.all(result.converged):
+            return result
+        tg = as_targets(targets, len(self.effector_ids))
+        return self._finish(tg, result.q, self._warm_start(tg, q0), result.iterations)
+
+    def best_effort_weights(self) -> np.ndarray | None:
+        """(m,) square roots of the weights of the best-effort error rows, or None for plain rows."""
+        return None
+
+    def improve_missed(self, tg: Targets, q: np.ndarray, q0: np.ndarray, missed: np.ndarray) -> np.ndarray:
+        """``q`` with each missed target's pose replaced by its best effort under the limits.
+
+        The solver's answer is descended to a local minimum of the distance inside the limits
+        and checked against a few global starts (see :class:`~.best_effort.BestEffort`); a
+        reachable target the solver missed is reached where either finds it.
+
+        Args:
+            tg: The validated targets.
+            q: (..., dof) the solver's answers, inside the limits.
+            q0: (..., dof) the warm starts (ties go to the nearest).
+            missed: (...,) the targets to improve.
+
+        Returns:
+            (..., dof) configurations inside the limits, none farther from its target than q.
+        """
+        if self._best is None:
+            mode = self.mode if self.rotation_matched else "position"
+            self._best = BestEffort(
+                self.skeleton, self.effector_ids, mode, self.aim_axis, weights=self.best_effort_weights()
+            )
+        dof = self.skeleton.dof
+        rows = np.nonzero(missed.reshape(-1))[0]
+        E = len(self.effector_ids)
+        tp = tg.positions.reshape(-1, E, 3)[rows]
+        tr = None
+        if tg.rotations is not None and self._best.mode != "position":
+            tr = tg.rotations.reshape(-1, E, 3, 3)[rows]
+        flat = q.reshape(-1, dof).copy()
+        warm = np.broadcast_to(q0, q.shape).reshape(-1, dof)[rows]
+        flat[rows] = self._best.improve(flat[rows], warm, tp, tr, self.tolerance, self.global_starts)
+        return flat.reshape(q.shape)
 
     def errors(self, q: np.ndarray, tg: Targets) -> tuple[np.ndarray, np.ndarray]:
         """(...,) worst position error [m] and rotation error [rad] over the effectors."""

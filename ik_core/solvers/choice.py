@@ -22,7 +22,7 @@ SOLVER_DESCRIPTIONS: dict[str, str] = {
 SOLVER_CHOICES: tuple[str, ...] = (AUTO, "fabrik", "ccd", "dls", "two_bone")
 
 
-def auto_solver(bones: int, *, pole: bool, full_pose: bool, robot: bool) -> str:
+def auto_solver(bones: int, *, pole: bool, full_pose: bool, robot: bool, limb: bool = True) -> str:
     """The solver "Auto" picks for a chain: one that honours what the chain asks for.
 
     Args:
@@ -30,20 +30,22 @@ def auto_solver(bones: int, *, pole: bool, full_pose: bool, robot: bool) -> str:
         pole: The chain has a pole target.
         full_pose: The target's orientation must be matched too (6-D target).
         robot: The chain belongs to a robot rig (exact joint kinds, tight tolerances).
+        limb: A two-bone chain is (or is built as) a ball joint and a hinge, the closed form's
+            limb; an armature's chain always can be.
 
     Returns:
-        ``"dls"`` for robots and full 6-D targets, ``"two_bone"`` for two-bone chains (the
-        closed form, pole honoured), ``"fabrik"`` for longer chains with a pole, and ``"dls"``
+        ``"dls"`` for robots and full 6-D targets, ``"two_bone"`` for two-bone limbs (the
+        closed form, pole honoured), ``"fabrik"`` for other chains with a pole, and ``"dls"``
         for the rest.
     """
     if robot or full_pose:
         return "dls"
-    if bones == 2:
+    if bones == 2 and limb:
         return "two_bone"
     return "fabrik" if pole else "dls"
 
 
-def resolve_solver(name: str, bones: int, *, pole: bool, full_pose: bool, robot: bool) -> str:
+def resolve_solver(name: str, bones: int, *, pole: bool, full_pose: bool, robot: bool, limb: bool = True) -> str:
     """``name`` itself, or what :func:`auto_solver` picks when it is ``"auto"``.
 
     Raises:
@@ -51,4 +53,4 @@ def resolve_solver(name: str, bones: int, *, pole: bool, full_pose: bool, robot:
     """
     if name not in SOLVER_CHOICES:
         raise UnknownNameError("solver", name, SOLVER_CHOICES)
-    return auto_solver(bones, pole=pole, full_pose=full_pose, robot=robot) if name == AUTO else name
+    return auto_solver(bones, pole=pole, full_pose=full_pose, robot=robot, limb=limb) if name == AUTO else name

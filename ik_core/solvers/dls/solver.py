@@ -177,11 +177,16 @@ class DLSSolver(Solver):
         self._scaled = bool(np.any(self._col_scale != 1.0))
         self._null = null_space_gain > 0 and skeleton.dof > len(self._sqrt_w)
         lo, hi = np.asarray(skeleton.lower), np.asarray(skeleton.upper)
-        span = np.where(np.isfinite(hi - lo), hi - lo, 2.0 * np.pi)
+        bounded = np.isfinite(hi - lo)
+        # A range that is a single value is a locked axis: it has no room to be pulled within
+        # (and its width would divide by zero), so it gets neither pull nor margin.
+        moving = bounded & (hi - lo > 0)
+        span = np.where(moving, hi - lo, 2.0 * np.pi)
         # Null-space pull in range-normalised units, so wide joints are not favoured.
-        self._null_w = null_space_gain * (np.pi / span) ** 2 * np.where(np.isfinite(hi - lo), 1.0, 0.0)
-        # Unbounded variables are infinitely far from a limit: inf * this gives no pull, not NaN.
-        self._margin_inv = 1.0 / (_LIMIT_MARGIN * span)
+        self._null_w = null_space_gain * (np.pi / span) ** 2 * np.where(moving, 1.0, 0.0)
+        # Unbounded variables are infinitely far from a limit: inf * this gives no pull, not NaN;
+        # locked ones get 0, so their margin term is 0 * 0.
+        self._margin_inv = np.where(bounded & ~moving, 0.0, 1.0 / (_LIMIT_MARGIN * span))
         self._last_restarts: np.ndarray | None = None
         self._cache: tuple | None = None
         if int(library_size) < 0:
@@ -209,8 +214,12 @@ class DLSSolver(Solver):
         if self._serial is not None and not options and type(self)._solve is DLSSolver._solve:
             result = self._serial.solve_call(targets, q0)
             if result is not None:
-                return result
+                return self.finish_missed(targets, q0, result)
         return super().solve(targets, q0, **options)
+
+    def best_effort_weights(self) -> np.ndarray | None:
+        """The square roots of the task weights: best effort balances the effectors as the solve does."""
+        return self._sqrt_w if self._weighted else None
 
     # --- residuals -------------------------------------------------------------------------
     def _residual(

@@ -35,6 +35,10 @@ from .tree import Body, build_tree, orientation_points
 _STUCK = 1e-12
 # Sideways nudges allowed per target when stuck away from it (see fabrik_hints.kick).
 _KICKS = 2
+# A target whose position error has not fallen by _STALL_GAIN [m] in _STALL_PASSES passes has
+# stalled: more passes would burn the budget (10,000 iterations cost 28 s on one frame).
+_STALL_GAIN = 1e-7
+_STALL_PASSES = 10
 
 
 class FabrikSolver(Solver):
@@ -150,6 +154,11 @@ class FabrikSolver(Solver):
         tpa, tra = tp[act], None if tr is None else tr[act]
         pe_a, Re_a = pe[act], Re[act]
         kicks = np.zeros(act.size, dtype=int)
+        # Stall detection: the best position error so far and the iteration it was set. On a target
+        # the limits keep away the projected passes circle without settling (so "stuck", which
+        # looks at how far a pass moves the effector, never fires); the best effort finishes it.
+        best = np.full(act.size, np.inf)
+        best_at = np.zeros(act.size, dtype=int)
         for it in range(1, self.max_iterations + 1):
             if act.size == 0:
                 break
@@ -166,11 +175,17 @@ class FabrikSolver(Solver):
             pe_a, Re_a = pe_new, Re_new
             conv = self._converged(pe_a, Re_a, tpa, tra)
             stuck = ~conv & (moved < _STUCK)
+            err = np.linalg.norm(pe_a - tpa, axis=-1).max(axis=-1)
+            gained = err < best - _STALL_GAIN
+            best = np.minimum(best, err)
+            best_at = np.where(gained, it, best_at)
+            stuck |= ~conv & (it - best_at >= _STALL_PASSES)
             # A limb placed in closed form sits at its best answer: a kick would only turn its plane.
             nudge = stuck & (kicks < _KICKS) & (not self._pure_limb)
             if np.any(nudge):
                 kick(tree, pa, tpa, nudge, kicks)
                 kicks = kicks + nudge
+                best_at = np.where(nudge, it, best_at)  # a kicked chain gets its passes again
                 stuck &= ~nudge
             fin = conv | stuck | (it == self.max_iterations)
             if np.any(fin):
@@ -181,6 +196,7 @@ class FabrikSolver(Solver):
                 act = act[keep]
                 Wa, pa, rela, tha = Wa[:, keep], pa[:, keep], rela[:, keep], tha[:, keep]
                 tpa, pe_a, Re_a, kicks = tpa[keep], pe_a[keep], Re_a[keep], kicks[keep]
+                best, best_at = best[keep], best_at[keep]
                 tra = None if tra is None else tra[keep]
 
         balls = [k for k, b in enumerate(bodies) if not b.hinge]

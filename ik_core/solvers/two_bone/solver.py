@@ -101,6 +101,7 @@ class TwoBoneSolver(Solver):
     """
 
     name = "two_bone"
+    rotation_matched = False
     # Bakes and live posing pass a chain's pole only to solvers that declare it.
     call_options = ("pole",)
 

@@ -1,0 +1,327 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Best effort under limits: the pose inside the limits whose effectors come closest to their targets.
+
+Every solver ends here for the targets it did not reach. The problem is
+
+    minimise 0.5 |e(q)|^2  over q inside every limit,
+
+with ``e`` the error rows of the solver's mode (position [m]; plus the rotation log [rad] in
+"full" mode, or the aim error [rad] in "aim" mode) over all its effectors. :class:`BestEffort`
+descends it from a pose (a projected Levenberg-Marquardt with an active set on the box limits)
+until no step gains more than :data:`STALL_GAIN` of distance, which certifies a local minimum
+inside the limits to that gain, and checks the pose against descents from a few in-limit
+starts whose effectors lie nearest the target (the global check): a start's answer replaces the
+pose only if it is closer by more than :data:`SWITCH_MARGIN`, so a take keeps its basin while
+the two answers tie and moves on when the best pose really lies elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..limits import project_configuration
+from ..model.skeleton import JointKind, Skeleton
+from .dls.kinematics import EffectorModel, aim_residual, rotation_log
+
+#: A descent stops when _STALL_WINDOW iterations together gain less than this much distance
+#: [m or rad], or when no step gains at all: the certificate's gain.
+STALL_GAIN = 1e-6
+_STALL_WINDOW = 6
+#: Iterations a descent gets at most: a cap on work that progresses (a descent that stalls
+#: stops long before it).
+MAX_DESCENT = 100
+#: A global start's answer replaces the local one only if its distance is shorter by more than
+#: this [m]: between near-ties the pose that continues the warm start wins.
+SWITCH_MARGIN = 2e-4
+#: Starts of the global check: in-limit configurations whose effector lies nearest the target,
+#: drawn from a seeded library of LIBRARY_SIZE configurations built once per solver.
+GLOBAL_STARTS = 8
+LIBRARY_SIZE = 512
+#: Iterations that screen each global start, and how many of the best screened go on to a full descent.
+SCREEN_DESCENT = 12
+FINISHED_STARTS = 3
+# Damping grows by this factor after a step that gains nothing, and shrinks after one that gains.
+_DAMP_UP, _DAMP_DOWN = 6.0, 3.0
+# Lengths of the projected gradient trials, as multiples of the linear model's line minimum:
+# along a curved limit the projection shortens long steps, so they are tried too.
+_GRADIENT_STEPS = np.array([30.0, 3.0, 0.3, 0.03])
+# A row whose trials all failed with gradient steps below this fraction of the line minimum (and
+# heavy damping) is stationary: no feasible descent is left.
+_REACH_MIN = 1e-7
+# A variable this close to a bound counts as resting on it [rad or m].
+_ON_BOUND = 1e-9
+
+
+class BestEffort:
+    """Local descent and global check of the best-effort problem for one solver's effectors.
+
+    Args:
+        skeleton: The skeleton.
+        effector_ids: Effector indices, in the solver's order.
+        mode: "position", "aim" or "full" (see :class:`~ik_core.solvers.base.Solver`).
+        aim_axis: (3,) unit aim axis in the effector frame ("aim" mode).
+        weights: (m,) square roots of the error rows' weights (a DLS solver's), or None.
+        seed: Seed of the global check's start library (identical calls give identical results).
+    """
+
+    def __init__(
+        self, skeleton: Skeleton, effector_ids: Sequence[int], mode: str, aim_axis: np.ndarray,
+        weights: np.ndarray | None = None, seed: int = 0,
+    ) -> None:
+        self.skeleton = skeleton
+        self.mode = mode
+        self.aim_axis = np.asarray(aim_axis, dtype=float)
+        self.model = EffectorModel(skeleton, effector_ids)
+        self._sqrt_w = None if weights is None or np.all(weights == 1.0) else np.asarray(weights, dtype=float)
+        self._lo = np.asarray(skeleton.lower, dtype=float)
+        self._hi = np.asarray(skeleton.upper, dtype=float)
+        # A range that is a single value is a locked axis: it never moves.
+        self._locked = self._lo == self._hi
+        self._project = any(j.kind is JointKind.BALL and j.limit is not None and j.dof for j in skeleton.joints)
+        # (first variable, limit) of each limited ball joint: its feasible set is not a box.
+        self._balls = [
+            (skeleton.q_index[i], j.limit) for i, j in enumerate(skeleton.joints)
+            if j.kind is JointKind.BALL and j.limit is not None and j.dof
+        ]
+        self._seed = seed
+        self._library: tuple[np.ndarray, np.ndarray] | None = None
+
+    # --- the objective -------------------------------------------------------------------
+    def residual(
+        self, q: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, jacobian: bool = True
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Error rows and their Jacobian.
+
+        Args:
+            q: (P, dof) configurations.
+            tp: (P, E, 3) target positions [m].
+            tr: (P, E, 3, 3) target rotations, or None in position mode.
+            jacobian: Also return the Jacobian.
+
+        Returns:
+            e (P, m) errors (target minus effector) [m, rad] and de/dq's negative (P, m, dof)
+            (the effector's Jacobian), or None.
+        """
+        P = len(q)
+        if jacobian:
+            poses, J = self.model.poses_and_jacobians(q)
+        else:
+            poses, J = self.model.poses(q), None
+        dp = tp - poses[..., 3]
+        if self.mode == "position" or tr is None:
+            e, Jr = dp.reshape(P, -1), None if J is None else J[:, :, :3].reshape(P, -1, J.shape[-1])
+        elif self.mode == "full":
+            w, _ = rotation_log(tr @ poses[..., :3].swapaxes(-1, -2))
+            e = np.concatenate([dp, w.reshape(dp.shape)], axis=-1).reshape(P, -1)
+            Jr = None if J is None else J.reshape(P, -1, J.shape[-1])
+        else:
+            e, Jr, _ = aim_residual(poses, dp, tr @ self.aim_axis, J, self.aim_axis)
+            e, Jr = e.reshape(P, -1), None if Jr is None else Jr.reshape(P, -1, Jr.shape[-1])
+        return self._weighted(e, Jr)
+
+    def _weighted(self, e: np.ndarray, J: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+        """Error rows and Jacobian scaled by the square roots of the row weights."""
+        if self._sqrt_w is None:
+            return e, J
+        return e * self._sqrt_w, None if J is None else J * self._sqrt_w[:, None]
+
+    def distance(self, q: np.ndarray, tp: np.ndarray, tr: np.ndarray | None) -> np.ndarray:
+        """(P,) norm of the error rows at q (P, dof) [m, rad]: the quantity best effort minimises."""
+        e, _ = self.residual(q, tp, tr, jacobian=False)
+        return np.sqrt(np.add.reduce(e * e, -1))
+
+    # --- local descent -------------------------------------------------------------------
+    def descend(
+        self, q: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, tolerance: float = 0.0,
+        max_iterations: int = MAX_DESCENT,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Descend from q to a local minimum of the distance inside the limits.
+
+        Each iteration freezes the variables resting on a bound that the descent direction
+        pushes outward (and the locked ones), takes a damped Gauss-Newton step on the others,
+        projects it onto the limits and keeps it only if it shortens the distance.
+
+        Args:
+            q: (P, dof) in-limit starts.
+            tp: (P, E, 3) target positions [m].
+            tr: (P, E, 3, 3) target rotations, or None.
+            tolerance: A row whose distance falls to this stops at once [m].
+            max_iterations: Cap on iterations (a row stops earlier when it stalls).
+
+        Returns:
+            (P, dof) configurations inside the limits and (P,) their distances.
+        """
+        q = project_configuration(self.skeleton, np.array(q, dtype=float))
+        P, dof = q.shape
+        e, J = self.residual(q, tp, tr)
+        d = np.sqrt(np.add.reduce(e * e, -1))
+        lam = np.full(P, 1e-3)
+        d_mark = d.copy()
+        idle = np.zeros(P, dtype=int)
+        active = d > tolerance
+        eye = np.eye(dof)
+        # What the last projection took off each row's step: the outward normal of the ball
+        # limits the row is pressing on.
+        push = np.zeros((P, dof))
+        # Scale of the gradient trials, shrunk after a round in which no trial gained.
+        reach = np.ones(P)
+        for _ in range(max_iterations):
+            rows = np.nonzero(active)[0]
+            if not len(rows):
+                break
+            R = len(rows)
+            qr, er, Jr = q[rows], e[rows], J[rows]
+            g = np.einsum("pmi,pm->pi", Jr, er)  # descent direction J^T e
+            frozen = self._locked | ((qr <= self._lo + _ON_BOUND) & (g < 0)) | ((qr >= self._hi - _ON_BOUND) & (g > 0))
+            free = ~frozen
+            Jf = Jr * free[:, None, :]
+            if self._balls:
+                Jf = self._slide_on_ball_limits(push[rows], g, Jf)
+            gf = np.einsum("pmi,pm->pi", Jf, er)
+            A = np.einsum("pmi,pmj->pij", Jf, Jf)
+            scale = np.maximum(np.einsum("pii->p", A) / dof, 1e-12)
+            A = A + (lam[rows] * scale)[:, None, None] * eye + frozen[:, :, None] * eye
+            dq = np.linalg.solve(A, gf[..., None])[..., 0]
+            # Beside the damped Gauss-Newton step, projected gradient steps at a few lengths (the
+            # linear model's line minimum and shorter): where the projection bends the Gauss-Newton
+            # step off course, along a curved limit, a short gradient step still gains.
+            Jg = np.einsum("pmi,pi->pm", Jf, gf)
+            t0 = np.add.reduce(gf * gf, -1) / np.maximum(np.add.reduce(Jg * Jg, -1), 1e-300) * reach[rows]
+            # The plain gradient too (box-frozen only): the projection alone decides how it slides.
+            gp = g * free
+            Jp = np.einsum("pmi,pi->pm", Jr, gp)
+            tp0 = np.add.reduce(gp * gp, -1) / np.maximum(np.add.reduce(Jp * Jp, -1), 1e-300) * reach[rows]
+            steps = np.concatenate([
+                dq[None], (t0[None, :, None] * _GRADIENT_STEPS[:, None, None]) * gf[None],
+                (tp0[None, :, None] * _GRADIENT_STEPS[:, None, None]) * gp[None],
+            ])
+            stepped = np.minimum(np.maximum(qr[None] + steps, self._lo), self._hi).reshape(-1, dof)
+            trial = project_configuration(self.skeleton, stepped) if self._project else stepped
+            reps = 1 + 2 * len(_GRADIENT_STEPS)
+            tpr = np.tile(tp[rows], (reps, 1, 1))
+            trr = None if tr is None else np.tile(tr[rows], (reps, 1, 1, 1))
+            e_try, J_try = self.residual(trial, tpr, trr)
+            d_try = np.sqrt(np.add.reduce(e_try * e_try, -1)).reshape(reps, R)
+            pick = np.argmin(d_try, axis=0)
+            flat = pick * R + np.arange(R)
+            if self._project:
+                push[rows] = (stepped - trial)[flat]
+            best = d_try[pick, np.arange(R)]
+            # A step must gain beyond rounding: an optimum stays bit for bit what it was.
+            ok = best < d[rows] - 1e-12 * (1.0 + d[rows])
+            acc = rows[ok]
+            q[acc], e[acc], J[acc], d[acc] = trial[flat[ok]], e_try[flat[ok]], J_try[flat[ok]], best[ok]
+            newton = ok & (pick == 0)
+            lam[rows] = np.where(
+                newton, np.maximum(lam[rows] / _DAMP_DOWN, 1e-12), np.minimum(lam[rows] * _DAMP_UP, 1e12)
+            )
+            reach[rows] = np.where(ok, np.minimum(reach[rows] * 4.0, 1.0), reach[rows] * _GRADIENT_STEPS[-1] ** 2)
+            # Progress is judged over a window: a descent that crawls along a curved limit gains
+            # little per step but much in all, and must not be stopped for it.
+            progressed = d_mark[rows] - d[rows] >= STALL_GAIN
+            d_mark[rows] = np.where(progressed, d[rows], d_mark[rows])
+            idle[rows] = np.where(progressed, 0, idle[rows] + 1)
+            stationary = ~ok & (reach[rows] < _REACH_MIN) & (lam[rows] > 1.0)
+            active[rows] = (d[rows] > tolerance) & (idle[rows] < _STALL_WINDOW) & ~stationary
+        return q, d
+
+    def _slide_on_ball_limits(self, push: np.ndarray, g: np.ndarray, J: np.ndarray) -> np.ndarray:
+        """J with each ball joint's columns confined to its limit's tangent plane where the descent leaves it.
+
+        A ball joint pressing on its limit (the last step's projection took ``push`` off it)
+        whose descent direction ``g`` still points outward may only slide along the boundary:
+        its three columns lose the component along the push. Without this the projected step
+        fights the limit and the descent crawls.
+
+        Args:
+            push: (P, dof) what the last projection removed from each row's step.
+            g: (P, dof) descent directions J^T e.
+            J: (P, m, dof) Jacobians (a copy is returned when changed).
+
+        Returns:
+            (P, m, dof) Jacobians.
+        """
+        for s, _ in self._balls:
+            n = push[:, s : s + 3]
+            depth = np.sqrt(np.add.reduce(n * n, -1))
+            blocked = (depth > 1e-12) & (np.add.reduce(n * g[:, s : s + 3], -1) > 0)
+            if not blocked.any():
+                continue
+            J = J.copy()
+            rows = np.nonzero(blocked)[0]
+            n = n[rows] / depth[rows, None]
+            Jb = J[rows][:, :, s : s + 3]
+            J[rows, :, s : s + 3] = Jb - (Jb @ n[:, :, None]) * n[:, None, :]
+        return J
+
+    # --- the global check ----------------------------------------------------------------
+    def library(self) -> tuple[np.ndarray, np.ndarray]:
+        """(L, dof) seeded in-limit configurations and (L, E, 3) their effector positions [m]."""
+        if self._library is None:
+            rng = np.random.default_rng(self._seed)
+            lo = np.where(np.isfinite(self._lo), self._lo, -np.pi)
+            hi = np.where(np.isfinite(self._hi), self._hi, np.pi)
+            u = lo + (hi - lo) * rng.random((LIBRARY_SIZE, len(lo)))
+            # Ball joints: rotation vectors uniform in direction, angle up to pi.
+            for i, joint in enumerate(self.skeleton.joints):
+                if joint.kind is JointKind.BALL and joint.dof:
+                    s = self.skeleton.q_index[i]
+                    v = rng.normal(size=(LIBRARY_SIZE, 3))
+                    v *= (np.pi * rng.random(LIBRARY_SIZE) ** (1 / 3) / np.linalg.norm(v, axis=1))[:, None]
+                    u[:, s : s + 3] = v
+            configs = project_configuration(self.skeleton, u)
+            self._library = (configs, self.model.poses(configs)[..., 3])
+        return self._library
+
+    def improve(
+        self, q: np.ndarray, q_warm: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, tolerance: float,
+        starts: int = GLOBAL_STARTS,
+    ) -> np.ndarray:
+        """The best effort for each target: q descended, then checked against global starts.
+
+        Args:
+            q: (P, dof) a solver's answers (inside the limits).
+            q_warm: (P, dof) the warm starts (ties among global answers go to the nearest).
+            tp: (P, E, 3) target positions [m].
+            tr: (P, E, 3, 3) target rotations, or None.
+            tolerance: Distance at which a target counts as reached [m].
+            starts: Global starts per target (0: local descent only).
+
+        Returns:
+            (P, dof) configurations inside the limits, never farther from the targets than q.
+        """
+        q_local, d_local = self.descend(q, tp, tr, tolerance)
+        if starts <= 0:
+            return q_local
+        open_rows = np.nonzero(d_local > tolerance)[0]
+        if not len(open_rows):
+            return q_local
+        configs, positions = self.library()
+        k = min(starts, len(configs))
+        tpo = tp[open_rows]
+        # Nearest library effectors (summed over effectors) to each open target.
+        gap = np.add.reduce(np.add.reduce((positions[None] - tpo[:, None]) ** 2, -1), -1)
+        pick = np.argpartition(gap, k - 1, axis=1)[:, :k]
+        X = configs[pick].reshape(-1, configs.shape[1])
+        rep = np.repeat(open_rows, k)
+        # Screen every start with a short descent, then finish only the most promising ones.
+        Xq, Xd = self.descend(X, tp[rep], None if tr is None else tr[rep], tolerance, SCREEN_DESCENT)
+        Xq, Xd = Xq.reshape(len(open_rows), k, -1), Xd.reshape(len(open_rows), k)
+        keep = min(FINISHED_STARTS, k)
+        top = np.argsort(Xd, axis=1)[:, :keep]
+        Xq = np.take_along_axis(Xq, top[..., None], axis=1)
+        rep = np.repeat(open_rows, keep)
+        Xq, Xd = self.descend(Xq.reshape(-1, Xq.shape[-1]), tp[rep], None if tr is None else tr[rep], tolerance)
+        Xq, Xd = Xq.reshape(len(open_rows), keep, -1), Xd.reshape(len(open_rows), keep)
+        best_d = Xd.min(axis=1)
+        # Among near-ties of the best, the one nearest the warm start.
+        near = Xd <= best_d[:, None] + STALL_GAIN
+        step = np.where(near, np.linalg.norm(Xq - q_warm[open_rows, None], axis=-1), np.inf)
+        choice = np.argmin(step, axis=1)
+        d_open = d_local[open_rows]
+        better = (best_d < d_open - SWITCH_MARGIN) | ((best_d <= tolerance) & (d_open > tolerance))
+        rows = open_rows[better]
+        q_local[rows] = Xq[better, choice[better]]
+        return q_local
