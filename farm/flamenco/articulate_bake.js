@@ -2,9 +2,10 @@
 //
 // Flamenco job type: bake Articulate's IK chains in .blend files, one task per file.
 // Copy this file into the Manager's `scripts/` folder and restart it. Each task runs
-//   <exe> <exe_args> <articulate_dir>/cli.py -- bake FILE --armature A --frames F --solver S
-//       --out-dir OUTPUT_DIR --report-dir REPORT_DIR
-// and writes OUTPUT_DIR/<name>.blend and REPORT_DIR/<name>.json. The exit code is cli.py's:
+//   <exe> <exe_args> <articulate_dir>/cli.py -- bake FILE --armature A --from-constraints
+//       --frames F --solver S --out-dir OUTPUT_DIR --report-dir REPORT_DIR
+// (IK constraints become chains first; on an armature without them it converts nothing and
+// bakes the chains it has) and writes OUTPUT_DIR/<name>.blend and REPORT_DIR/<name>.json. The exit code is cli.py's:
 // 0 every frame reached; 3 some frames missed (the task fails; its .blend and report are
 // written); 2 bad input such as a corrupt file; 1 any other error.
 
@@ -75,6 +76,7 @@ function bakeArgs(settings, file) {
   return before.concat([
     `${settings.articulate_dir}/cli.py`, "--", "bake", file,
     "--armature", settings.armature,
+    "--from-constraints",
     "--frames", settings.frames,
     "--solver", settings.solver,
     "--out-dir", settings.output_dir,

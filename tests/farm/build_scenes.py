@@ -2,7 +2,9 @@
 """Save small scenes for the farm tests: ``python build_scenes.py FOLDER NAME:KIND:FRAMES ...``.
 
 KIND ``arm``: the README's three-bone arm following a figure-eight (every frame reachable);
-``far``: the same with its target lifted 3 m out of reach (every frame misses). Run with a
+``far``: the same with its target lifted 3 m out of reach (every frame misses); ``ik``: the
+same arm rigged for Blender's IK instead (an IK constraint on the wrist, no chain), which bakes
+only with ``--from-constraints``. Run with a
 Python that has the bpy module; the add-on is enabled from the repository as cli.py does.
 """
 
@@ -27,6 +29,11 @@ for spec in sys.argv[2:]:
         bpy.context.scene.collection.objects.link(lift)
         lift.location = (0.0, 0.0, 3.0)
         bpy.data.objects["Target"].parent = lift
+    elif kind == "ik":
+        arm = bpy.data.objects["Arm"]
+        arm.articulate.chains.clear()
+        ik = arm.pose.bones["Wrist"].constraints.new("IK")
+        ik.target, ik.chain_count = bpy.data.objects["Target"], 3
     bpy.ops.wm.save_as_mainfile(filepath=str(folder / f"{name}.blend"))
 sys.stdout.flush()
 os._exit(0)  # bpy 4.2 may crash at interpreter teardown; every file is saved

@@ -43,11 +43,12 @@ def user_folder(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def scenes(tmp_path_factory, user_folder) -> Path:
-    """A folder with shot1..shot3.blend (the arm over 20, 30, 40 frames) and far.blend (out of reach)."""
+    """A folder with shot1..shot3.blend (the arm over 20, 30, 40 frames), rigged.blend (the arm over 25
+    frames rigged with an IK constraint instead of a chain) and far.blend (out of reach)."""
     folder = tmp_path_factory.mktemp("scenes")
     env = {**os.environ, "BLENDER_USER_RESOURCES": str(user_folder)}
     done = subprocess.run([sys.executable, str(Path(__file__).with_name("build_scenes.py")), str(folder),
-                           "shot1:arm:20", "shot2:arm:30", "shot3:arm:40", "far:far:10"],
+                           "shot1:arm:20", "shot2:arm:30", "shot3:arm:40", "rigged:ik:25", "far:far:10"],
                           env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return folder

@@ -23,7 +23,8 @@ TEMPLATE = REPO_ROOT / "farm" / "openjd" / "bake.yaml"
 JOB_TYPE = REPO_ROOT / "farm" / "flamenco" / "articulate_bake.js"
 COMPILE = Path(__file__).with_name("compile_flamenco.js")
 
-SHOTS = {"shot1": 20, "shot2": 30, "shot3": 40}  # file -> frames of its scene
+SHOTS = {"shot1": 20, "shot2": 30, "shot3": 40, "rigged": 25}  # file -> frames of its scene
+RIGGED = "rigged"  # rigged with an IK constraint, no chain: the jobs' --from-constraints converts it
 BONES = ["Shoulder", "Elbow", "Wrist"]
 
 
@@ -81,6 +82,25 @@ def test_job_runs_one_task_per_file(job):
     baked = sorted(argv[argv.index("bake") + 1] for argv in job["argv"])
     assert baked == sorted(job["params"]["BlendFiles"])
     assert all(argv[0] == str(REPO_ROOT / "cli.py") for argv in job["argv"])
+    assert all("--from-constraints" in argv for argv in job["argv"])
+
+
+def test_a_shot_rigged_with_ik_constraints_bakes_on_the_farm(job):
+    """The shot rigged with an IK constraint (no chain) bakes: its task converted the constraint into a chain
+    (a plain `cli.py bake` of that file exits 2, see below)."""
+    report = json.loads((job["out"] / "reports" / f"{RIGGED}.json").read_text())
+    assert [c["chain"] for c in report["chains"]] == ["Wrist IK"] and report["missed_frames"] == []
+    assert "1 chain(s) from IK constraints" in job["proc"].stdout
+
+
+def test_without_from_constraints_a_rigged_shot_exits_2(scenes, user_folder, tmp_path):
+    """Why the jobs pass --from-constraints: without it the IK-constraint shot has no chain to bake (exit 2)."""
+    env = {**os.environ, "BLENDER_USER_RESOURCES": str(user_folder)}
+    proc = subprocess.run([sys.executable, str(REPO_ROOT / "cli.py"), "bake", str(scenes / f"{RIGGED}.blend"),
+                           "--armature", "Arm", "--out", str(tmp_path / "out.blend")],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert not (tmp_path / "out.blend").exists()
 
 
 @pytest.mark.parametrize("name", SHOTS)
@@ -99,17 +119,19 @@ def test_every_task_writes_its_blend_and_report(job, name):
             assert co[:, 0].tolist() == [float(f) for f in frames]
 
 
-def test_farm_bake_equals_a_local_bake(job, scenes, user_folder, tmp_path):
-    """A task's outputs are the ones `cli.py bake` gives on this machine: same keys, same report."""
-    local_blend, local_report = tmp_path / "shot2.blend", tmp_path / "shot2.json"
+@pytest.mark.parametrize(("name", "options"), [("shot2", []), (RIGGED, ["--from-constraints"])])
+def test_farm_bake_equals_a_local_bake(job, scenes, user_folder, tmp_path, name, options):
+    """A task's outputs are the ones `cli.py bake` gives on this machine: same keys, same report (on a shot
+    with chains, --from-constraints changes nothing; on the rigged shot it is the pipeline guide's command)."""
+    local_blend, local_report = tmp_path / f"{name}.blend", tmp_path / f"{name}.json"
     env = {**os.environ, "BLENDER_USER_RESOURCES": str(user_folder)}
-    proc = subprocess.run([sys.executable, str(REPO_ROOT / "cli.py"), "bake", str(scenes / "shot2.blend"),
-                           "--armature", "Arm", "--out", str(local_blend), "--report", str(local_report)],
+    proc = subprocess.run([sys.executable, str(REPO_ROOT / "cli.py"), "bake", str(scenes / f"{name}.blend"),
+                           "--armature", "Arm", *options, "--out", str(local_blend), "--report", str(local_report)],
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = job["out"]
-    assert report_without_timings(out / "reports" / "shot2.json") == report_without_timings(local_report)
-    assert fcurve_keys(out / "baked" / "shot2.blend") == fcurve_keys(local_blend)
+    assert report_without_timings(out / "reports" / f"{name}.json") == report_without_timings(local_report)
+    assert fcurve_keys(out / "baked" / f"{name}.blend") == fcurve_keys(local_blend)
 
 
 def test_missed_frames_fail_the_task_with_exit_3(openjd, scenes, user_folder, tmp_path):
