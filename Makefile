@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 .PHONY: demo test build envs bench bench-env
 
-demo:  ## headless bake of the bundled example: out/demo/{demo.blend,report.json,demo.png}
-	dev/demo.sh
+demo:  ## headless bake of the bundled example: out/demo/{demo.blend,report.json,demo.png,robots.png}; VERBOSE=1 shows Blender's messages
+	dev/demo.sh $(if $(VERBOSE),--verbose)
 
 test:  ## ruff + core tests + Blender tests on bpy 5.0.1, 4.5.15 and 4.2.23
 	dev/test.sh

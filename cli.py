@@ -14,6 +14,7 @@ traceback); ``--help`` works on any Python, with or without Blender.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import json
@@ -35,6 +36,9 @@ HERE = Path(__file__).resolve().parent
 # What a .blend file starts with: Blender's header, or the gzip or Zstandard frame of a
 # compressed one (Blender writes Zstandard since 3.0 and still reads gzip).
 BLEND_MAGICS = (b"BLENDER", b"\x1f\x8b", b"\x28\xb5\x2f\xfd")
+# Where the demo keeps what Blender itself prints (OBJ import timings, EGL messages on machines
+# without a display, Rigify reloading, render lines) unless --verbose shows it.
+DEMO_LOG = "blender.log"
 
 
 def _script_args(argv: list[str]) -> list[str]:
@@ -69,18 +73,60 @@ def _raise(exc: BaseException) -> None:
     raise exc
 
 
+@contextlib.contextmanager
+def blender_output(log: Path | None, append: bool = False):
+    """Send everything printed meanwhile, by Python and by Blender's C code alike, to ``log``; None: leave it be.
+
+    The process's own stdout and stderr (file descriptors 1 and 2) point at the log until the
+    block ends, also when it raises, so Blender's messages land there while this script's lines
+    printed after the block reach the terminal.
+    """
+    if log is None:
+        yield
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(log, "ab" if append else "wb") as sink:
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Build the bundled example scene, bake it, save the .blend, the report and a picture."""
+    """Build the bundled example scene, bake it, save the .blend, the report and a filmstrip of the motion."""
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / DEMO_LOG
+    with blender_output(None if args.verbose else log):
+        report, written = _demo(args, out)
+    missed = report["missed_frames"]
+    print(f"articulate: baked {len(report['frames']) - len(missed)}/{len(report['frames'])} frames "
+          f"of {report['armature']} converged in {report['wall_seconds']:.2f} s")
+    print(f"articulate: wrote {', '.join(str(p) for p in written)}")
+    if not args.verbose:
+        print(f"articulate: Blender's own messages are in {log} (--verbose shows them)")
+    return EXIT_MISSED if missed else EXIT_OK
+
+
+def _demo(args: argparse.Namespace, out: Path) -> tuple[dict, list[Path]]:
+    """The demo's work: the scene, its bake and its files; returns the report and the files written."""
     import bpy
 
     addon = ensure_addon()
     demo = importlib.import_module(f"{addon.__name__}.operators.demo")
     examples = importlib.import_module(f"{addon.__name__}.operators.examples")
-    out = Path(args.out).resolve()
-    out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     if args.scene == "metarig":
-        scene_info = examples.build_metarig_scene(frames=args.frames, solver=args.solver or "two_bone")
+        examples.build_metarig_scene(frames=args.frames, solver=args.solver or "two_bone")
     else:
         scene_info = demo.build_demo_scene(frames=args.frames)
         bpy.data.objects[scene_info["armature"]].articulate.chains[0].solver = args.solver or "dls"
@@ -89,21 +135,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
         use_scene_settings=False, frame_start=1, frame_end=args.frames, report_path=str(report_path)
     )
     if "FINISHED" not in result:
-        print("articulate: bake failed", file=sys.stderr)
-        return EXIT_ERROR
+        raise RuntimeError("the demo's bake failed")
     report = json.loads(report_path.read_text())
     report["wall_seconds"] = time.perf_counter() - t0
     importlib.import_module(f"{addon.__name__}.operators.files").write_report(str(report_path), report)
     blend = out / "demo.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(blend), compress=True)
-    picture = out / "demo.png"
+    written = [blend, report_path]
     if not args.no_picture:
-        demo.render_picture(str(picture), frame=scene_info["picture_frame"], samples=args.samples)
-    missed = report["missed_frames"]
-    print(f"articulate: baked {len(report['frames']) - len(missed)}/{len(report['frames'])} frames "
-          f"of {report['armature']} converged in {report['wall_seconds']:.2f} s")
-    print(f"articulate: wrote {blend}, {report_path}" + ("" if args.no_picture else f", {picture}"))
-    return EXIT_MISSED if missed else EXIT_OK
+        picture = out / "demo.png"
+        frames = demo.filmstrip_frames(args.frames)
+        bpy.context.scene.camera.data.lens = 36.0  # frames taller than wide: the whole figure in each
+        demo.render_filmstrip(str(picture), frames, [demo.frame_caption(report, f) for f in frames],
+                              samples=args.samples)
+        written.append(picture)
+    return report, written
 
 
 def _parse_frames(text: str) -> tuple[int, int, int] | None:
@@ -372,15 +418,19 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 all frames converged, 3 some frames missed, 2 bad input, 1 other errors.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="bake the bundled example and write .blend, JSON report and PNG")
+    demo = sub.add_parser("demo", help="bake the bundled example and write .blend, JSON report and a filmstrip PNG")
     demo.add_argument("--out", default="out/demo", help="output folder (default: out/demo)")
     demo.add_argument("--scene", default="metarig", choices=["metarig", "arm"],
                       help="metarig: Rigify's human metarig, four limb chains (default); arm: a 3-bone arm")
     demo.add_argument("--frames", type=int, default=120, help="frames to bake (default: 120)")
     demo.add_argument("--solver", choices=SOLVERS,
                       help="IK solver of every chain (default: two_bone for the metarig's limbs, dls for the arm)")
-    demo.add_argument("--samples", type=int, default=16, help="Cycles samples of the picture")
+    demo.add_argument("--samples", type=int, default=0,
+                      help="Cycles samples per frame of the picture; 0 (the default) renders with Workbench, "
+                           "about a second a frame")
     demo.add_argument("--no-picture", action="store_true", help="skip rendering the PNG")
+    demo.add_argument("--verbose", action="store_true",
+                      help=f"show Blender's own output instead of writing it to OUT/{DEMO_LOG}")
     demo.set_defaults(func=cmd_demo)
     bake = sub.add_parser("bake", help="bake an armature's chains in a .blend")
     bake.add_argument("blend", nargs="?", help=".blend to open (omit inside 'blender -b file.blend')")

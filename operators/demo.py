@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import math
+import tempfile
+from pathlib import Path
 
 import bpy
 import numpy as np
 
+from ..ik_core.robots import presets
 from . import bridge, compat
 from .bridge.build import sphere_mesh_data
 from .bridge.meshes import colour_material
@@ -122,17 +125,96 @@ def _add_render_dressing(scene, arm, target, path) -> None:
     add_camera_and_light(scene)
 
 
-def render_picture(filepath: str, frame: int, samples: int = 16) -> None:
-    """Render one frame with Cycles on the CPU (works headless) to a PNG."""
+FILMSTRIP_TILE = (360, 420)  # width, height of one frame of the filmstrip [px]
+
+
+def filmstrip_frames(frames: int, count: int = 4) -> list[int]:
+    """``count`` frames of 1..``frames``, each in the middle of an equal part of the take.
+
+    For the bundled example these are the feet at their highest, each foot twice, and the hands
+    a quarter of their circle apart.
+    """
+    return [1 + round((frames - 1) * (2 * k + 1) / (2 * count)) for k in range(count)]
+
+
+def frame_caption(report: dict, frame: int, per_line: int = 2) -> str:
+    """'frame N' and each chain's residual on that frame (distance of its tip to its target), from a bake report."""
+    at = report["frames"].index(frame)
+    parts = []
+    for chain in report["chains"]:
+        error = chain["position_error_m"][at]
+        size = f"{error * 1e6:.2g} \u00b5m" if error < 1e-3 else f"{error * 1e3:.3g} mm"
+        text = f"{chain['chain']} {size}"
+        parts.append(text if chain["converged"][at] else f"{text} MISSED")
+    lines = ["   ".join(parts[i:i + per_line]) for i in range(0, len(parts), per_line)]
+    return "\n".join([f"frame {frame}", *lines])
+
+
+def _stamp(scene, note: str | None) -> None:
+    """Burn ``note`` into the render's top-left corner (Blender's stamp), or no stamp at all when None."""
+    render = scene.render
+    for prop in render.bl_rna.properties:
+        if prop.identifier.startswith("use_stamp_"):
+            setattr(render, prop.identifier, False)
+    render.use_stamp = note is not None
+    if note is not None:
+        render.use_stamp_note, render.stamp_note_text = True, note
+        render.stamp_font_size = 13
+
+
+def render_picture(filepath: str, frame: int, samples: int = 16, size: tuple[int, int] = (640, 480),
+                   note: str | None = None) -> None:
+    """Render one frame with Cycles on the CPU (works headless) to a PNG, ``note`` burnt in when given."""
     scene = bpy.context.scene
     scene.frame_set(frame)
     scene.render.engine = "CYCLES"
     scene.cycles.device = "CPU"
     scene.cycles.samples = samples
-    scene.render.resolution_x, scene.render.resolution_y = 640, 480
+    scene.render.resolution_x, scene.render.resolution_y = size
+    scene.render.resolution_percentage = 100
     scene.render.image_settings.file_format = "PNG"
-    scene.render.filepath = filepath
+    scene.render.filepath = str(filepath)
+    _stamp(scene, note)
     bpy.ops.render.render(write_still=True)
+
+
+def render_filmstrip(filepath: str, frames: list[int], captions: list[str], samples: int = 0,
+                     size: tuple[int, int] = FILMSTRIP_TILE, gap: int = 4) -> None:
+    """Render ``frames`` side by side into one PNG, each with its caption burnt in.
+
+    Args:
+        filepath: The PNG to write.
+        frames: Scene frames, left to right.
+        captions: One text per frame (lines separated by newlines), e.g. :func:`frame_caption`.
+        samples: Cycles samples per frame; 0 renders with Workbench (about a second a frame).
+        size: (width, height) of one frame [px].
+        gap: Dark columns between frames [px].
+    """
+    scene = bpy.context.scene
+    width, height = size
+    tiles = []
+    with tempfile.TemporaryDirectory(prefix="articulate-filmstrip-") as folder:
+        for frame, caption in zip(frames, captions, strict=True):
+            tile = Path(folder) / f"frame_{frame}.png"
+            if samples > 0:
+                render_picture(str(tile), frame, samples=samples, size=size, note=caption)
+            else:
+                scene.frame_set(frame)
+                workbench_render(str(tile), size, note=caption)
+            image = bpy.data.images.load(str(tile))
+            pixels = np.empty(width * height * 4, dtype=np.float32)
+            image.pixels.foreach_get(pixels)
+            bpy.data.images.remove(image)
+            tiles.append(pixels.reshape(height, width, 4))
+    spacer = np.zeros((height, gap, 4), dtype=np.float32)
+    spacer[..., 3] = 1.0
+    strip = np.hstack([part for tile in tiles for part in (tile, spacer)][:-1])
+    image = bpy.data.images.new("Filmstrip", strip.shape[1], height, alpha=False)
+    image.pixels.foreach_set(strip.ravel())
+    image.filepath_raw, image.file_format = str(filepath), "PNG"
+    scene.render.image_settings.file_format, scene.render.image_settings.color_mode = "PNG", "RGB"
+    image.save_render(str(filepath), scene=scene)
+    bpy.data.images.remove(image)
 
 
 # Preset, (x, y) of its base [m].
@@ -154,6 +236,33 @@ def build_robot_previews(robots=ROBOT_PREVIEWS) -> list[str]:
     return rigs
 
 
+def robot_label(preset: str) -> str:
+    """Two lines saying what a preset is: its maker and model, and how many joints move."""
+    info = presets.preset_info(preset)
+    return f"{info.get('display_name', preset)}\n{len(info.get('home', {}))} joints"
+
+
+def label_robots(rigs: list[str], robots=ROBOT_PREVIEWS, camera_from=(2.7, -0.6, 1.3), size: float = 0.045) -> None:
+    """A white text above each robot of :func:`build_robot_previews` saying what it is, turned to the camera."""
+    scene = bpy.context.scene
+    material = colour_material("Label", (0.95, 0.95, 0.95, 1.0))
+    bpy.context.view_layer.update()  # the rigs were moved apart: world matrices first
+    for rig, (preset, _base) in zip(rigs, robots, strict=True):
+        arm = bpy.data.objects[rig]
+        corners = np.array([np.array(obj.matrix_world) @ np.array((*c, 1.0)) for obj in arm.users_collection[0].objects
+                            if obj.type == "MESH" for c in obj.bound_box]).reshape(-1, 4)[:, :3]
+        top = corners[:, 2].max() if len(corners) else 1.0
+        base = np.array(arm.matrix_world.translation)
+        text = bpy.data.curves.new(f"Label.{rig}", "FONT")
+        text.body, text.size, text.align_x = robot_label(preset), size, "CENTER"
+        text.materials.append(material)
+        label = bpy.data.objects.new(f"Label.{rig}", text)
+        scene.collection.objects.link(label)
+        at = np.array((base[0], base[1], top + 0.12))
+        # Turned as the camera is (text faces its +Z, a camera looks down its -Z): read face on.
+        aim_camera(label, look_at=2.0 * at - np.asarray(camera_from), location=tuple(at))
+
+
 def render_workbench(filepath: str, look_at=(0.05, 0.9, 0.45), location=(2.7, -0.6, 1.3),
                      size: tuple[int, int] = (800, 500)) -> None:
     """Render the current scene with Workbench (fast, headless) in the materials' colours to a PNG."""
@@ -167,11 +276,11 @@ def render_workbench(filepath: str, look_at=(0.05, 0.9, 0.45), location=(2.7, -0
     workbench_render(filepath, size)
 
 
-def workbench_render(filepath: str, size: tuple[int, int]) -> None:
+def workbench_render(filepath: str, size: tuple[int, int], note: str | None = None) -> None:
     """Render the scene's camera with Workbench (material colours, studio light, shadows) to an 8-bit RGB PNG.
 
     The same scene gives the same file: no dither noise (which would also double the size) and no
-    stamped date, render time or file name.
+    stamped date, render time or file name; only ``note``, when given, is burnt into the corner.
     """
     scene = bpy.context.scene
     scene.render.engine = "BLENDER_WORKBENCH"
@@ -179,9 +288,7 @@ def workbench_render(filepath: str, size: tuple[int, int]) -> None:
     shading.light, shading.color_type = "STUDIO", "MATERIAL"
     shading.show_shadows = True
     scene.render.dither_intensity = 0.0
-    for prop in scene.render.bl_rna.properties:
-        if prop.identifier.startswith("use_stamp_"):
-            setattr(scene.render, prop.identifier, False)
+    _stamp(scene, note)
     scene.render.resolution_x, scene.render.resolution_y = size
     scene.render.resolution_percentage = 100
     settings = scene.render.image_settings

@@ -5,6 +5,7 @@ import json
 import os
 import pty
 import re
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +46,45 @@ def test_demo_writes_blend_and_report(tmp_path):
     assert max(report["chains"][0]["position_error_m"]) <= 1e-4
     assert (out / "demo.blend").stat().st_size > 10_000
     assert "24/24 frames" in proc.stdout
+
+
+@pytest.mark.slow
+def test_demo_is_quiet_and_draws_a_filmstrip(tmp_path):
+    """By default only the demo's own lines reach the terminal (Blender's go to OUT/blender.log), and
+    demo.png is four frames side by side, chosen through the take."""
+    out = tmp_path / "out"
+    proc = run_cli("demo", "--out", str(out), "--frames", "24", tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    lines = (proc.stdout + proc.stderr).strip().splitlines()
+    assert lines and all(line.startswith("articulate: ") for line in lines), lines
+    assert "24/24 frames" in proc.stdout and str(out / "demo.png") in proc.stdout
+    log = (out / "blender.log").read_text(errors="replace")
+    assert "Reloading external rigs" in log and "Saved:" in log  # Rigify's reload, the renders
+    with (out / "demo.png").open("rb") as fh:
+        width, height = struct.unpack(">II", fh.read(24)[16:24])
+    assert (width, height) == (4 * 360 + 3 * 4, 420)
+
+
+@pytest.mark.slow
+def test_demo_verbose_shows_blenders_output(tmp_path):
+    """--verbose leaves Blender's messages on the terminal and writes no log."""
+    out = tmp_path / "out"
+    proc = run_cli("demo", "--out", str(out), "--frames", "12", "--no-picture", "--verbose", tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "Reloading external rigs" in proc.stdout and "12/12 frames" in proc.stdout
+    assert not (out / "blender.log").exists()
+
+
+def test_filmstrip_frames_and_captions(addon_module):
+    """Four frames in the middles of the take's quarters; a caption names the frame and each chain's residual."""
+    demo = addon_module("operators.demo")
+    assert demo.filmstrip_frames(120) == [16, 46, 75, 105]
+    assert demo.filmstrip_frames(24) == [4, 10, 15, 21]
+    report = {"frames": [1, 2], "chains": [
+        {"chain": "arm.L", "position_error_m": [1e-7, 2e-7], "converged": [True, True]},
+        {"chain": "arm.R", "position_error_m": [0.0, 0.25], "converged": [True, False]},
+        {"chain": "leg.L", "position_error_m": [0.0, 3e-8], "converged": [True, True]}]}
+    assert demo.frame_caption(report, 2) == "frame 2\narm.L 0.2 \u00b5m   arm.R 250 mm MISSED\nleg.L 0.03 \u00b5m"
 
 
 @pytest.fixture
