@@ -5,7 +5,10 @@ The README stays short and leads to every page; every guide exists, is linked fr
 Guides list, and shows its picture; every page links only to files (and headings) that exist;
 every ``cli.py`` command line in a code block parses with cli.py's own parser, and every option
 a page names exists; every label a guide or the reference writes in **bold** (a button, a field,
-a panel, a menu path) is one the UI shows; the benchmark tables name scripts that exist.
+a panel, a menu path) is one the UI shows; the benchmark tables name scripts that exist. Every
+shell command of every page is run as written (on shots built the way the pipeline guide
+describes them, comparing what the guides quote) or run by a named test, or listed with the
+reason it cannot run here (COMMANDS).
 """
 
 import os
@@ -329,3 +332,172 @@ def test_benchmark_tables_name_scripts_that_exist():
         assert scripts, f"benchmarks.md: {heading!r} names no script"
         for script in scripts:
             assert (REPO / script).is_file(), f"benchmarks.md names {script}: no such file"
+
+
+# Every shell command of every page, and how the tests cover it. A command that cannot run here
+# says why; the test below fails on a command that is in no list (nothing is skipped silently).
+SH_BLOCK = re.compile(r"^ *```sh\n(.*?)^ *```", re.S | re.M)
+RUN_HERE = "run as written by test_guide_commands_run_as_written"
+NOT_HEADLESS = "not headless"
+NOT_YET = "not run as written yet"
+COMMANDS = {
+    "make demo": "run by test_cli.py's demo tests (cli.py demo, the same command make demo runs via dev/demo.sh)",
+    "make test": "CI's own command (.ci/run runs it in an empty folder); running it from a test would recurse",
+    "make build": "run by test_make_builds_the_zip_the_install_page_installs",
+    "blender --command extension build --source-dir . --output-dir dist":
+        f"{NOT_HEADLESS}: needs the blender binary (make build runs the same builder through the bpy module)",
+    "blender --command extension install-file --repo user_default --enable dist/articulate-0.1.0.zip":
+        f"{NOT_HEADLESS}: needs the blender binary and installs into the user's Blender (test_packaging.py "
+        "installs the zip with the same operator through the bpy module)",
+    'ln -s "$PWD" ~/.config/blender/5.0/extensions/user_default/articulate':
+        f"{NOT_HEADLESS}: changes the user's own Blender set-up",
+    'mklink /D "%APPDATA%\\Blender Foundation\\Blender\\5.0\\extensions\\user_default\\articulate" "%CD%"':
+        f"{NOT_HEADLESS}: Windows only, changes the user's own Blender set-up",
+    ".venvs/5.0.1/bin/python cli.py bake shots/sh010.blend --armature Rig --frames 1-250 --out baked/sh010.blend "
+    "--report reports/sh010.json": RUN_HERE,
+    "blender -b shots/sh010.blend --python-exit-code 1 --python cli.py -- bake --armature Rig --frames 1-250 "
+    "--out baked/sh010.blend --report reports/sh010.json": f"{NOT_HEADLESS}: needs the blender binary (the bpy "
+                                                            "module form beside it is run)",
+    ".venvs/5.0.1/bin/python cli.py demo --out out/demo": RUN_HERE,
+    ".venvs/5.0.1/bin/python cli.py bake shots/sh010.blend --armature Rig --from-constraints --frames 1-250 "
+    "--out baked/sh010.blend --report reports/sh010.json": RUN_HERE,
+    ".venvs/5.0.1/bin/python cli.py bake shots/sh010.blend --armature Rig --from-constraints --frames 1-250:2 "
+    "--solver fabrik --reduce-keys 1 --out baked/sh010.blend --report reports/sh010.json": RUN_HERE,
+    'for f in shots/*.blend; do .venvs/5.0.1/bin/python cli.py bake "$f" --armature Rig --from-constraints '
+    '--frames scene --solver chain --out-dir baked --report-dir reports || echo "$f: exit $?"; done': RUN_HERE,
+    ".venvs/5.0.1/bin/python cli.py check robot.blend --armature Universal_Robots_UR5_CB3 --report check.json":
+        f"{NOT_YET}: robot.blend is not built from the repository here; test_cli.py runs check on a UR5 rig",
+    ".venvs/5.0.1/bin/python cli.py check robot.blend --armature Universal_Robots_UR5_CB3 --frames 1-500 "
+    "--singularity 0.02 --jump 0.3 --report check.csv":
+        f"{NOT_YET}: robot.blend is not built from the repository here; test_cli.py runs check on a UR5 rig",
+    ".venvs/5.0.1/bin/python cli.py export robot.blend --armature Universal_Robots_UR5_CB3 --rate 125 "
+    "--out ur5_trajectory.csv":
+        f"{NOT_YET}: robot.blend is not built from the repository here; test_cli.py runs export on a UR5 rig",
+    ".venvs/5.0.1/bin/python cli.py body take.blend --armature Metarig --head tracker.head --hand-l tracker.hand_l "
+    "--hand-r tracker.hand_r --reference-frame 1 --out body.blend --report body.json":
+        f"{NOT_YET}: take.blend is not built here; test_fullbody_bake.py runs cli.py body on the bundled trackers",
+    ".venvs/5.0.1/bin/python cli.py ik-to-fk shot.blend --armature rig --frames 1-120 --out fk.blend "
+    "--report switch.json": f"{NOT_YET}: shot.blend (a Rigify rig) is not built here; test_cli.py runs ik-to-fk",
+    ".venvs/5.0.1/bin/python cli.py fk-to-ik shot.blend --armature rig --frames 1-120 --out ik.blend":
+        f"{NOT_YET}: shot.blend (a Rigify rig) is not built here; test_cli.py runs fk-to-ik",
+    ".venvs/5.0.1/bin/python cli.py bake scene.blend --armature Rig --frames 1-250 --from-constraints "
+    "--out baked.blend --report report.json": RUN_HERE,
+    "blender -b scene.blend --python-exit-code 1 --python cli.py -- bake --armature Rig --frames 1-250 "
+    "--out baked.blend --report report.json": f"{NOT_HEADLESS}: needs the blender binary",
+    ".venvs/openjd/bin/openjd check farm/openjd/bake.yaml": "run by tests/farm (test_template_passes_openjd_check)",
+    ".venvs/openjd/bin/openjd run farm/openjd/bake.yaml -p ArticulateDir=$PWD -p Armature=Rig "
+    "-p '{\"BlendFiles\": [\"/shots/sh010.blend\", \"/shots/sh020.blend\"]}' -p OutputDir=/shots/baked "
+    "-p ReportDir=/shots/reports -p Python=$PWD/.venvs/5.0.1/bin/python":
+        "run by tests/farm on generated shots (the command's /shots paths are the reader's)",
+}
+
+
+def shell_commands(text: str) -> list[str]:
+    """The commands of a page's ``sh`` blocks, one string each: continuations joined, spaces squeezed,
+    comments dropped, a ``for ... done`` loop one command with ``;`` between its lines."""
+    commands = []
+    for block in SH_BLOCK.findall(text):
+        loop = []
+        for line in block.replace("\\\n", " ").splitlines():
+            command = " ".join(re.sub(r"(^|\s)#.*$", "", line).split())
+            if not command:
+                continue
+            if loop or command.startswith("for "):
+                loop.append(command)
+                if command == "done":
+                    commands.append(" ".join(part if part.endswith(("; do", "done")) else part + ";"
+                                             for part in loop))
+                    loop = []
+                continue
+            commands.append(command)
+    return commands
+
+
+def _all_commands() -> dict[str, str]:
+    return {c: page for page in ("README.md", *(f"docs/{p}.md" for p in PAGES))
+            for c in shell_commands(_text(REPO / page))}
+
+
+def test_every_shell_command_is_run_or_listed_with_a_reason():
+    """Each command of a page's sh blocks is run by a test (here or one named) or listed as not runnable
+    here with the reason; the list names no command that left the pages."""
+    found = _all_commands()
+    unlisted = [f"{page}: {c}" for c, page in found.items() if c not in COMMANDS]
+    assert not unlisted, "commands no test runs or lists:\n" + "\n".join(unlisted)
+    assert not set(COMMANDS) - set(found), f"listed but on no page: {sorted(set(COMMANDS) - set(found))}"
+
+
+SHOT_SCRIPT = """
+import importlib, sys
+sys.path.insert(0, {repo!r})
+import bpy
+import cli
+demo = importlib.import_module(f"{{cli.ensure_addon().__name__}}.operators.demo")
+for name, kind in (("sh010", "ik"), ("sh020", "chains")):
+    demo.build_demo_scene(frames=250)
+    arm = bpy.data.objects["Arm"]
+    arm.name = "Rig"
+    if kind == "ik":
+        arm.articulate.chains.clear()
+        ik = arm.pose.bones["Wrist"].constraints.new("IK")
+        ik.target, ik.chain_count = bpy.data.objects["Target"], 3
+    bpy.ops.wm.save_as_mainfile(filepath=f"shots/{{name}}.blend")
+bpy.ops.wm.save_as_mainfile(filepath="scene.blend")  # the reference's example: the chain-rigged shot
+"""
+
+
+@pytest.fixture(scope="module")
+def guide_folder(tmp_path_factory) -> Path:
+    """A folder laid out as the pipeline guide's reader has it: cli.py and .venvs of this checkout, and
+    shots/sh010.blend (the three-bone arm rigged with an IK constraint, armature Rig, 250 frames) and
+    shots/sh020.blend (the same arm with an Articulate chain)."""
+    folder = tmp_path_factory.mktemp("guide")
+    (folder / "cli.py").symlink_to(REPO / "cli.py")
+    (folder / ".venvs").symlink_to(REPO / ".venvs")
+    (folder / "shots").mkdir()
+    env = {**os.environ, "BLENDER_USER_RESOURCES": str(folder / "user")}
+    done = subprocess.run([sys.executable, "-c", SHOT_SCRIPT.format(repo=str(REPO))], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return folder
+
+
+# What each command run here must print (numbers the guides quote), beside exiting 0.
+QUOTED = {
+    ".venvs/5.0.1/bin/python cli.py demo --out out/demo": ["articulate: baked 120/120 frames of Metarig converged in"],
+    ".venvs/5.0.1/bin/python cli.py bake shots/sh010.blend --armature Rig --from-constraints --frames 1-250 "
+    "--out baked/sh010.blend --report reports/sh010.json": ["articulate: 1 chain(s) from IK constraints"],
+}
+
+
+@pytest.mark.slow
+def test_guide_commands_run_as_written(guide_folder):
+    """The commands marked as run here, exactly as the pages print them (with this checkout's .venvs/5.0.1
+    standing for the reader's Python), in a folder holding the shots they name: each exits 0, writes
+    what it names, and prints what the pages quote. The first bake (no --from-constraints) is run on
+    the chain-rigged shot: on the IK-constraint shot it exits 2, as the guide says."""
+    python = REPO / ".venvs" / "5.0.1" / "bin" / "python"
+    if not python.is_file():
+        pytest.fail(f"{python} is missing: run dev/envs.sh 5.0.1")
+    env = {**os.environ, "BLENDER_USER_RESOURCES": str(guide_folder / "user")}
+    runs = [c for c, how in COMMANDS.items() if how == RUN_HERE]
+    assert len(runs) >= 6
+    for command in runs:
+        shell = command
+        if "--from-constraints" not in command and "shots/sh010.blend" in command:
+            plain = subprocess.run(["bash", "-c", command], cwd=guide_folder, env=env, capture_output=True,
+                                   text=True, timeout=600)
+            assert plain.returncode == 2, plain.stdout[-2000:] + plain.stderr[-2000:]
+            shell = command.replace("shots/sh010.blend", "shots/sh020.blend")
+        proc = subprocess.run(["bash", "-c", shell], cwd=guide_folder, env=env, capture_output=True, text=True,
+                              timeout=600)
+        output = proc.stdout + proc.stderr
+        failed = proc.returncode != 0 or ": exit " in proc.stdout  # the loop echoes a file's failure
+        assert not failed, f"{command}\n{output[-3000:]}"
+        for quoted in QUOTED.get(command, []):
+            assert quoted in output, f"{command}: does not print {quoted!r}\n{output[-2000:]}"
+        for token in re.findall(r"--(?:out|report) (\S+)", shell):
+            assert (guide_folder / token).exists(), f"{command}: wrote no {token}"
+    for name in ("sh010", "sh020"):
+        assert (guide_folder / "baked" / f"{name}.blend").is_file(), name
+        assert (guide_folder / "reports" / f"{name}.json").is_file(), name
