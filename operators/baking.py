@@ -14,6 +14,7 @@ import numpy as np
 
 from ..ik_core import ArticulateError, IKResult, effector_poses, forward_kinematics, solve_track
 from ..ik_core.errors import name_hint
+from ..ik_core.limits import fully_locked
 from ..ik_core.model import rotations as rot
 from ..ik_core.solvers import make_solver, resolve_solver, solver_class
 from ..ik_core.take.influence import blend_goals
@@ -144,6 +145,11 @@ def prepare_chains(
             bones = bridge.chain_bones(arm, chain)
             name = aiming.SOLVER_NAME if aim else chain_solver(chain, len(bones), robot, solver)
             skeleton = bridge.chain_skeleton(arm, bones, use_tail=chain.use_tail, hinge_middle=name == "two_bone")
+            if fully_locked(skeleton):
+                raise BakeFailed(
+                    f"{label}: every bone of the chain is locked (IK Lock on every axis, or limits of a single value), "
+                    "so nothing can move toward the target; unlock an axis of some bone or widen its limits"
+                )
             if aim:
                 aiming.axes(chain)
         except (bridge.BridgeError, ArticulateError) as err:

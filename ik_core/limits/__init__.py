@@ -5,7 +5,8 @@
 - :mod:`.euler`: per-axis Euler ranges with Blender's pose-bone IK semantics.
 - :mod:`.cone_twist`: a swing cone and a twist range.
 - :mod:`.swing_twist`: elliptical swing and twist ranges in a basis.
-- :mod:`.projection`: box ranges clamped and ball limits projected for whole configurations.
+- :mod:`.projection`: box ranges clamped and ball limits projected for whole configurations; whether
+  any motion is left.
 
 Built on :mod:`ik_core.model`; the solvers build on this folder.
 """
@@ -13,7 +14,7 @@ Built on :mod:`ik_core.model`; the solvers build on this folder.
 from .ball import FEASIBLE_TOL, TWO_PI, circular_clamp, ellipse_project
 from .cone_twist import ConeTwistLimit
 from .euler import EulerLimit
-from .projection import limit_violation, project_configuration
+from .projection import fully_locked, limit_violation, project_configuration
 from .swing_twist import SwingTwistLimit
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "SwingTwistLimit",
     "circular_clamp",
     "ellipse_project",
+    "fully_locked",
     "limit_violation",
     "project_configuration",
 ]

@@ -17,6 +17,7 @@ __all__ = [
     "EulerLimit",
     "circular_clamp",
     "ellipse_project",
+    "fully_locked",
     "limit_violation",
     "project_configuration",
 ]
@@ -38,6 +39,16 @@ def project_configuration(skeleton: Skeleton, q: np.ndarray) -> np.ndarray:
             s = skeleton.q_index[i]
             q[..., s : s + 3] = joint.limit.project(q[..., s : s + 3])
     return q
+
+
+def fully_locked(skeleton: Skeleton) -> bool:
+    """True when the limits leave a single configuration (every range one value, every ball joint locked).
+
+    Far-apart probes of the configuration space all project onto one point.
+    """
+    probes = np.random.default_rng(0).uniform(-3.0, 3.0, (4, skeleton.dof))
+    landed = project_configuration(skeleton, probes)
+    return bool(np.ptp(landed, axis=0).max(initial=0.0) <= 1e-12)
 
 
 def limit_violation(skeleton: Skeleton, q: np.ndarray) -> np.ndarray:

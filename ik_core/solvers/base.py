@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InvalidInputError, require_finite
-from ..limits import project_configuration
+from ..limits import fully_locked, project_configuration
 from ..model.kinematics import forward_kinematics
 from ..model.rotations import rotation_angle_unchecked
 from ..model.skeleton import Skeleton
@@ -139,13 +139,6 @@ def _batch_copy(values: object, batch: tuple[int, ...]) -> np.ndarray:
     return values.copy() if values.shape == batch else np.broadcast_to(values, batch).copy()
 
 
-def _every_joint_locked(skeleton: Skeleton) -> bool:
-    """True when the limits leave a single configuration: far-apart probes all project onto one point."""
-    probes = np.random.default_rng(0).uniform(-3.0, 3.0, (4, skeleton.dof))
-    landed = project_configuration(skeleton, probes)
-    return bool(np.ptp(landed, axis=0).max() <= 1e-12)
-
-
 def rotation_angle(Ra: np.ndarray, Rb: np.ndarray) -> np.ndarray:
     """(...,) geodesic angle [rad] between rotation batches, accurate below 1e-8 rad."""
     from ..model.rotations import rotation_error
@@ -204,7 +197,7 @@ class Solver(abc.ABC):
             raise InvalidInputError(f"max_iterations must be >= 1, got {max_iterations}")
         if skeleton.dof == 0:
             raise InvalidInputError(f"skeleton {skeleton.name!r} has no moving joint to solve for")
-        if _every_joint_locked(skeleton):
+        if fully_locked(skeleton):
             raise InvalidInputError(
                 f"chain {skeleton.name!r}: every joint is locked (each range is a single value, each ball joint "
                 "locked on all axes), so nothing can move toward a target; unlock an axis or widen a range"

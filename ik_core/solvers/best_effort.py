@@ -41,6 +41,9 @@ GLOBAL_STARTS = 8
 LIBRARY_SIZE = 512
 #: Iterations that screen each global start, and how many of the best screened go on to a full descent.
 SCREEN_DESCENT = 12
+#: The global check runs only where some start's effector lies within this multiple of the
+#: local answer's distance from the target.
+GLOBAL_RANGE = 1.5
 FINISHED_STARTS = 3
 # Damping grows by this factor after a step that gains nothing, and shrinks after one that gains.
 _DAMP_UP, _DAMP_DOWN = 6.0, 3.0
@@ -300,10 +303,17 @@ class BestEffort:
             return q_local
         configs, positions = self.library()
         k = min(starts, len(configs))
-        tpo = tp[open_rows]
         # Nearest library effectors (summed over effectors) to each open target.
-        gap = np.add.reduce(np.add.reduce((positions[None] - tpo[:, None]) ** 2, -1), -1)
+        gap = np.add.reduce(np.add.reduce((positions[None] - tp[open_rows][:, None]) ** 2, -1), -1)
         pick = np.argpartition(gap, k - 1, axis=1)[:, :k]
+        # A target none of whose starts lies within GLOBAL_RANGE of the local answer's distance
+        # (a target beyond reach, typically, where the stretched chain is nearer than every
+        # library pose) keeps its local answer: descents from there would rarely end nearer.
+        nearest = np.sqrt(np.take_along_axis(gap, pick, axis=1).min(axis=1))
+        worth = nearest < GLOBAL_RANGE * d_local[open_rows]
+        open_rows, pick = open_rows[worth], pick[worth]
+        if not len(open_rows):
+            return q_local
         X = configs[pick].reshape(-1, configs.shape[1])
         rep = np.repeat(open_rows, k)
         # Screen every start with a short descent, then finish only the most promising ones.

@@ -217,6 +217,9 @@ def _break(kind):
         arm.articulate.chains[0].use_rotation = True
     elif kind == "no chains":
         arm.articulate.chains.clear()
+    elif kind == "locked chain":
+        for bone in arm.pose.bones:
+            bone.lock_ik_x = bone.lock_ik_y = bone.lock_ik_z = True
 
 
 @pytest.mark.parametrize(
@@ -229,6 +232,7 @@ def _break(kind):
         ("nan target", {}, "NaN"),
         ("zero scale target", {}, "zero scale"),
         ("no chains", {}, "no enabled chain"),
+        ("locked chain", {}, "chain '.*': every bone of the chain is locked"),
         (None, {"frame_start": 10, "frame_end": 5}, "empty"),
         (None, {"armature": "Target"}, "not an armature"),
         (None, {"report_path": "/tmp"}, "is a folder"),
