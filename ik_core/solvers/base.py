@@ -377,7 +377,8 @@ class Solver(abc.ABC):
             tr = tg.rotations.reshape(-1, E, 3, 3)[rows]
         flat = q.reshape(-1, dof).copy()
         warm = np.broadcast_to(q0, q.shape).reshape(-1, dof)[rows]
-        flat[rows] = self._best.improve(flat[rows], warm, tp, tr, self.tolerance, self.global_starts)
+        beyond = self.reach_bound.excess(tp).max(axis=-1) > self.tolerance
+        flat[rows] = self._best.improve(flat[rows], warm, tp, tr, self.tolerance, self.global_starts, beyond)
         return flat.reshape(q.shape)
 
     def errors(self, q: np.ndarray, tg: Targets) -> tuple[np.ndarray, np.ndarray]:

@@ -41,8 +41,8 @@ GLOBAL_STARTS = 8
 LIBRARY_SIZE = 512
 #: Iterations that screen each global start, and how many of the best screened go on to a full descent.
 SCREEN_DESCENT = 12
-#: The global check runs only where some start's effector lies within this multiple of the
-#: local answer's distance from the target.
+#: For a target beyond reach the global check runs only where some start's effector lies within
+#: this multiple of the local answer's distance from the target.
 GLOBAL_RANGE = 1.5
 FINISHED_STARTS = 3
 # Damping grows by this factor after a step that gains nothing, and shrinks after one that gains.
@@ -280,7 +280,7 @@ class BestEffort:
 
     def improve(
         self, q: np.ndarray, q_warm: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, tolerance: float,
-        starts: int = GLOBAL_STARTS,
+        starts: int = GLOBAL_STARTS, beyond: np.ndarray | None = None,
     ) -> np.ndarray:
         """The best effort for each target: q descended, then checked against global starts.
 
@@ -291,6 +291,8 @@ class BestEffort:
             tr: (P, E, 3, 3) target rotations, or None.
             tolerance: Distance at which a target counts as reached [m].
             starts: Global starts per target (0: local descent only).
+            beyond: (P,) targets beyond their effector's reach (see the global check's range),
+                or None.
 
         Returns:
             (P, dof) configurations inside the limits, never farther from the targets than q.
@@ -306,14 +308,15 @@ class BestEffort:
         # Nearest library effectors (summed over effectors) to each open target.
         gap = np.add.reduce(np.add.reduce((positions[None] - tp[open_rows][:, None]) ** 2, -1), -1)
         pick = np.argpartition(gap, k - 1, axis=1)[:, :k]
-        # A target none of whose starts lies within GLOBAL_RANGE of the local answer's distance
-        # (a target beyond reach, typically, where the stretched chain is nearer than every
-        # library pose) keeps its local answer: descents from there would rarely end nearer.
-        nearest = np.sqrt(np.take_along_axis(gap, pick, axis=1).min(axis=1))
-        worth = nearest < GLOBAL_RANGE * d_local[open_rows]
-        open_rows, pick = open_rows[worth], pick[worth]
-        if not len(open_rows):
-            return q_local
+        if beyond is not None:
+            # A target beyond reach keeps its local answer unless some start's effector lies
+            # within GLOBAL_RANGE of its distance: the stretched chain is nearer than every
+            # library pose, and descents from those would rarely end nearer.
+            nearest = np.sqrt(np.take_along_axis(gap, pick, axis=1).min(axis=1))
+            worth = ~beyond[open_rows] | (nearest < GLOBAL_RANGE * d_local[open_rows])
+            open_rows, pick = open_rows[worth], pick[worth]
+            if not len(open_rows):
+                return q_local
         X = configs[pick].reshape(-1, configs.shape[1])
         rep = np.repeat(open_rows, k)
         # Screen every start with a short descent, then finish only the most promising ones.
