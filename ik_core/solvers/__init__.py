@@ -2,7 +2,10 @@
 """IK solvers sharing one interface (:class:`Solver`) and one result type (:class:`IKResult`).
 
 Reach solvers (FABRIK, CCD, DLS, two-bone) put an effector on a target and are made by name
-(:func:`make_solver`). Aim chains are a chain mode, not a reach solver: :class:`AimSolver`
+(:func:`make_solver`). A target a solver misses gets its best effort under the limits in the
+template every solver follows (:mod:`.best_effort`): the pose inside the limits closest to it, a
+local minimum checked against global starts, so a missed frame's residual is the distance the
+limits force. Aim chains are a chain mode, not a reach solver: :class:`AimSolver`
 (module :mod:`.aim`) points an axis of the chain's last joint at the target, with its own result
 type (:class:`AimResult`), and is not in the registry of reach solvers.
 """

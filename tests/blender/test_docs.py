@@ -446,6 +446,11 @@ bpy.ops.wm.save_as_mainfile(filepath="scene.blend")  # the reference's example: 
 """
 
 
+# The environments dev/envs.sh made: ARTICULATE_VENVS where CI points it (a clone tested in a temporary
+# folder uses the checkout's), else this checkout's .venvs.
+VENVS = Path(os.environ.get("ARTICULATE_VENVS") or REPO / ".venvs")
+
+
 @pytest.fixture(scope="module")
 def guide_folder(tmp_path_factory) -> Path:
     """A folder laid out as the pipeline guide's reader has it: cli.py and .venvs of this checkout, and
@@ -453,7 +458,7 @@ def guide_folder(tmp_path_factory) -> Path:
     shots/sh020.blend (the same arm with an Articulate chain)."""
     folder = tmp_path_factory.mktemp("guide")
     (folder / "cli.py").symlink_to(REPO / "cli.py")
-    (folder / ".venvs").symlink_to(REPO / ".venvs")
+    (folder / ".venvs").symlink_to(VENVS)
     (folder / "shots").mkdir()
     env = {**os.environ, "BLENDER_USER_RESOURCES": str(folder / "user")}
     done = subprocess.run([sys.executable, "-c", SHOT_SCRIPT.format(repo=str(REPO))], cwd=folder, env=env,
@@ -476,7 +481,7 @@ def test_guide_commands_run_as_written(guide_folder):
     standing for the reader's Python), in a folder holding the shots they name: each exits 0, writes
     what it names, and prints what the pages quote. The first bake (no --from-constraints) is run on
     the chain-rigged shot: on the IK-constraint shot it exits 2, as the guide says."""
-    python = REPO / ".venvs" / "5.0.1" / "bin" / "python"
+    python = VENVS / "5.0.1" / "bin" / "python"
     if not python.is_file():
         pytest.fail(f"{python} is missing: run dev/envs.sh 5.0.1")
     env = {**os.environ, "BLENDER_USER_RESOURCES": str(guide_folder / "user")}

@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ...errors import InvalidInputError, require_finite
-from ...limits import project_configuration
 from ...limits.ball import FEASIBLE_TOL, TWO_PI, clamp_ranges
 from ...limits.cone_twist import swing_twist_in_basis
 from ...limits.euler import EulerLimit
@@ -198,19 +197,19 @@ class TwoBoneGroup:
         pos_err = np.sqrt(np.add.reduce(d * d, axis=-1))
         rot_err = np.zeros(C)
         converged = (pos_err <= np.array([s.tolerance for s in self.solvers])) & ~bad
-        for c in np.flatnonzero(~converged & ~bad):
-            # The template's best effort for a missed limb (see Solver.improve_missed).
-            solver = self.solvers[c]
-            if not solver.best_effort:
-                continue
-            tg = Targets(positions[c][None, None], None)
-            warm = project_configuration(solver.skeleton, q0[c])[None]
-            q[c] = solver.improve_missed(tg, q[c][None], warm, np.ones(1, dtype=bool))[0]
-            pos_err[c] = solver.errors(q[c][None], tg)[0][0]
-            converged[c] = pos_err[c] <= solver.tolerance
         reason = np.empty(C, dtype=object)
         reason[...] = "converged"
+        for c in np.flatnonzero(~converged & ~bad):
+            solver = self.solvers[c]
+            if solver.best_effort:
+                # A missed limb takes the general template, whose best effort finishes it: the same
+                # answer, to the bit, as the solver's own solve (rare rows; the closed form is the fast part).
+                with_pole = pole is not None and (has_pole is None or has_pole[c])
+                own = Solver.solve(solver, positions[c], q0[c], **({"pole": pole[c]} if with_pole else {}))
+                q[c], pos_err[c], converged[c], reason[c] = own.q, own.position_error, own.converged, own.reason[()]
         for c in np.flatnonzero(~converged):
+            if reason[c] != "converged":
+                continue
             if bad[c]:
                 reason[c] = "numerical failure; returned the warm start"
             else:
