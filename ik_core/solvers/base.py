@@ -301,6 +301,8 @@ class Solver(abc.ABC):
         pos_err, rot_err = self.errors(q, tg)
         converged = (pos_err <= self.tolerance) & (rot_err <= self.rotation_tolerance)
         missed = ~converged & ~bad
+        if missed.any():
+            missed &= ~self.at_reach_bound(tg, pos_err, rot_err)
         if self.best_effort and missed.any():
             q = self.improve_missed(tg, q, q0, missed)
             pos_err, rot_err = self.errors(q, tg)
@@ -342,6 +344,16 @@ class Solver(abc.ABC):
             return result
         tg = as_targets(targets, len(self.effector_ids))
         return self._finish(tg, result.q, self._warm_start(tg, q0), result.iterations)
+
+    def at_reach_bound(self, tg: Targets, pos_err: np.ndarray, rot_err: np.ndarray) -> np.ndarray:
+        """(...,) True where an answer is provably its best effort, with no search needed.
+
+        That is a lone effector whose position error equals its target's distance beyond the
+        chain's reach (no pose comes nearer), with no rotation to match.
+        """
+        if len(self.effector_ids) != 1 or (self.mode != "position" and self.rotation_matched):
+            return np.zeros(pos_err.shape, dtype=bool)
+        return pos_err <= self._beyond(tg) + 1e-9
 
     def best_effort_weights(self) -> np.ndarray | None:
         """(m,) square roots of the weights of the best-effort error rows, or None for plain rows."""

@@ -201,7 +201,8 @@ class TwoBoneGroup:
         reason[...] = "converged"
         for c in np.flatnonzero(~converged & ~bad):
             solver = self.solvers[c]
-            if solver.best_effort:
+            tg = Targets(positions[c][None], None)
+            if solver.best_effort and not solver.at_reach_bound(tg, pos_err[c : c + 1], rot_err[c : c + 1])[0]:
                 # A missed limb takes the general template, whose best effort finishes it: the same
                 # answer, to the bit, as the solver's own solve (rare rows; the closed form is the fast part).
                 with_pole = pole is not None and (has_pole is None or has_pole[c])
