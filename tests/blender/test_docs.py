@@ -424,7 +424,8 @@ def test_every_shell_command_is_run_or_listed_with_a_reason():
 
 
 SHOT_SCRIPT = """
-import importlib, sys
+import importlib, os, sys
+here = os.getcwd()  # before bpy: Blender 4.2 and 4.5 change the working folder on import
 sys.path.insert(0, {repo!r})
 import bpy
 import cli
@@ -437,8 +438,8 @@ for name, kind in (("sh010", "ik"), ("sh020", "chains")):
         arm.articulate.chains.clear()
         ik = arm.pose.bones["Wrist"].constraints.new("IK")
         ik.target, ik.chain_count = bpy.data.objects["Target"], 3
-    bpy.ops.wm.save_as_mainfile(filepath=f"shots/{{name}}.blend")
-bpy.ops.wm.save_as_mainfile(filepath="scene.blend")  # the reference's example: the chain-rigged shot
+    bpy.ops.wm.save_as_mainfile(filepath=os.path.join(here, "shots", f"{{name}}.blend"))
+bpy.ops.wm.save_as_mainfile(filepath=os.path.join(here, "scene.blend"))  # the reference's example: the chain-rigged shot
 """
 
 
