@@ -439,7 +439,8 @@ for name, kind in (("sh010", "ik"), ("sh020", "chains")):
         ik = arm.pose.bones["Wrist"].constraints.new("IK")
         ik.target, ik.chain_count = bpy.data.objects["Target"], 3
     bpy.ops.wm.save_as_mainfile(filepath=os.path.join(here, "shots", f"{{name}}.blend"))
-bpy.ops.wm.save_as_mainfile(filepath=os.path.join(here, "scene.blend"))  # the reference's example: the chain-rigged shot
+# The reference's example: the chain-rigged shot.
+bpy.ops.wm.save_as_mainfile(filepath=os.path.join(here, "scene.blend"))
 """
 
 
