@@ -82,7 +82,6 @@ class BestEffort:
         self._hi = np.asarray(skeleton.upper, dtype=float)
         # A range that is a single value is a locked axis: it never moves.
         self._locked = self._lo == self._hi
-        self._project = any(j.kind is JointKind.BALL and j.limit is not None and j.dof for j in skeleton.joints)
         # (first variable, limit) of each limited ball joint: its feasible set is not a box.
         self._balls = [
             (skeleton.q_index[i], j.limit) for i, j in enumerate(skeleton.joints)
@@ -129,11 +128,6 @@ class BestEffort:
         if self._sqrt_w is None:
             return e, J
         return e * self._sqrt_w, None if J is None else J * self._sqrt_w[:, None]
-
-    def distance(self, q: np.ndarray, tp: np.ndarray, tr: np.ndarray | None) -> np.ndarray:
-        """(P,) norm of the error rows at q (P, dof) [m, rad]: the quantity best effort minimises."""
-        e, _ = self.residual(q, tp, tr, jacobian=False)
-        return np.sqrt(np.add.reduce(e * e, -1))
 
     # --- local descent -------------------------------------------------------------------
     def descend(
@@ -201,7 +195,7 @@ class BestEffort:
                 (tp0[None, :, None] * _GRADIENT_STEPS[:, None, None]) * gp[None],
             ])
             stepped = np.minimum(np.maximum(qr[None] + steps, self._lo), self._hi).reshape(-1, dof)
-            trial = project_configuration(self.skeleton, stepped) if self._project else stepped
+            trial = project_configuration(self.skeleton, stepped) if self._balls else stepped
             reps = 1 + 2 * len(_GRADIENT_STEPS)
             tpr = np.tile(tp[rows], (reps, 1, 1))
             trr = None if tr is None else np.tile(tr[rows], (reps, 1, 1, 1))
@@ -209,7 +203,7 @@ class BestEffort:
             d_try = np.sqrt(np.add.reduce(e_try * e_try, -1)).reshape(reps, R)
             pick = np.argmin(d_try, axis=0)
             flat = pick * R + np.arange(R)
-            if self._project:
+            if self._balls:
                 push[rows] = (stepped - trial)[flat]
             best = d_try[pick, np.arange(R)]
             # A step must gain beyond rounding: an optimum stays bit for bit what it was.
