@@ -54,7 +54,7 @@ def random_group(rng: np.random.Generator, n: int) -> list[TwoBoneSolver]:
 @SETTINGS
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 6))
 def test_each_row_is_what_its_own_solver_returns(seed: int, n: int) -> None:
-    """Same q bit for bit as the solver's general solve, and convergence, reason, limit hits, errors.
+    """Same q (to rounding) as the solver's general solve, and convergence, reason, limit hits, errors.
 
     For reachable, unreachable and degenerate targets, with and without poles.
     """
@@ -75,7 +75,9 @@ def test_each_row_is_what_its_own_solver_returns(seed: int, n: int) -> None:
             options = {} if poles is None or poles[c] is None else {"pole": poles[c]}
             # The general template (Solver.solve), not the lean single-target path built on the group.
             own = Solver.solve(solver, targets[c], q0[c], **options)
-            np.testing.assert_array_equal(res.q[c], own.q)
+            # To 1e-12 rad, not bit for bit: numpy's SIMD loops may round the last bit differently
+            # with the arrays' memory alignment, and a descent carries that on (seen 3e-14 in CI).
+            np.testing.assert_allclose(res.q[c], own.q, rtol=0.0, atol=1e-12)
             assert res.converged[c] == own.converged
             assert res.reason[c] == own.reason
             assert res.limit_hits[c] == own.limit_hits
