@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
 from ..errors import InvalidInputError
@@ -93,14 +95,53 @@ def ellipse_project(
         scale = np.minimum(1.0, a / np.maximum(np.hypot(x, y), a))
         return px * scale, py * scale
     out = (x / a) ** 2 + (y / b) ** 2 > 1.0
-    if not out.any():
-        return px, py
-    ax, ay = np.abs(x[out]), np.abs(y[out])
+    if out.any():
+        px[out], py[out] = _ellipse_boundary_point(x[out], y[out], a, b, iterations)
+    return px, py
+
+
+def quadrant_ellipse_project(
+    x: np.ndarray, y: np.ndarray, axes: np.ndarray, iterations: int = 100
+) -> tuple[np.ndarray, np.ndarray]:
+    """Closest points of convex sets bounded by one quarter ellipse per quadrant, each point its own set.
+
+    The set of point n is ``(x / a)^2 + (y / b)^2 <= 1`` with ``a = axes[n, 0]`` where x >= 0 and
+    ``axes[n, 1]`` where x < 0, ``b = axes[n, 2]`` where y >= 0 and ``axes[n, 3]`` where y < 0:
+    Blender's per-side swing ranges. The quarters meet with a common tangent on the axes, so
+    the set is convex and the closest point of an outside point lies in its own quadrant.
+
+    Args:
+        x: (N,) first coordinates.
+        y: (N,) second coordinates.
+        axes: (N, 4) semi-axes (x+, x-, y+, y-), each >= 0 (below 1e-12 counts as 0).
+        iterations: Newton iteration cap.
+
+    Returns:
+        (px, py), each (N,), the closest points (points inside unchanged).
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    a = np.where(x >= 0.0, axes[:, 0], axes[:, 1])
+    b = np.where(y >= 0.0, axes[:, 2], axes[:, 3])
+    a, b = np.where(a < _THIN, 0.0, a), np.where(b < _THIN, 0.0, b)
+    thin = (a == 0.0) | (b == 0.0)
+    px, py = np.where(thin, np.clip(x, -a, a), x), np.where(thin, np.clip(y, -b, b), y)
+    sa, sb = np.where(thin, 1.0, a), np.where(thin, 1.0, b)
+    out = ~thin & ((x / sa) ** 2 + (y / sb) ** 2 > 1.0)
+    if out.any():
+        px[out], py[out] = _ellipse_boundary_point(x[out], y[out], a[out], b[out], iterations)
+    return px, py
+
+
+def _ellipse_boundary_point(
+    x: np.ndarray, y: np.ndarray, a: np.ndarray | float, b: np.ndarray | float, iterations: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Closest boundary points of ellipses with semi-axes a, b (> 0) to points (x, y) outside them."""
+    ax, ay = np.abs(x), np.abs(y)
     a2, b2 = a * a, b * b
     # F(t) = (a x / (t + a^2))^2 + (b y / (t + b^2))^2 - 1 is convex and decreasing; each term
     # alone reaches 1 at these t, so F >= 0 there and Newton climbs monotonically to the root.
     t = np.maximum(a * ax - a2, b * ay - b2)
-    scale = min(a2, b2)
+    scale = np.minimum(a2, b2)
     for _ in range(iterations):
         da, db = t + a2, t + b2
         ra, rb = a * ax / da, b * ay / db
@@ -110,9 +151,37 @@ def ellipse_project(
         t = t - step
         if (np.abs(step) <= 1e-15 * (np.abs(t) + scale)).all():
             break
-    px[out] = np.copysign(a2 * ax / (t + a2), x[out])
-    py[out] = np.copysign(b2 * ay / (t + b2), y[out])
-    return px, py
+    return np.copysign(a2 * ax / (t + a2), x), np.copysign(b2 * ay / (t + b2), y)
+
+
+@dataclass(frozen=True)
+class BoxCoordinates:
+    """Coordinates in which a ball limit's feasible rotations are a box (and an ellipse).
+
+    ``kind == "euler"``: ``R = R_a0(x0) @ R_a1(x1) @ R_a2(x2)``, elemental rotations about the
+    axes ``axes`` (0, 1, 2 for X, Y, Z), each angle in [lower, upper] (infinite ends: free).
+
+    ``kind == "swing_twist"``: ``R = B^T @ exp([s_w, s_u, 0]^) @ Rz(t) @ B`` with ``B = basis``
+    (rows: the swing axes w and u, then the twist axis), the twist t in [lower[2], upper[2]]
+    (infinite: free) and the swing (s_w, s_u) inside the quarter ellipses with semi-axes
+    ``swing`` = (w+, w-, u+, u-) (see :func:`quadrant_ellipse_project`); ``lower``/``upper``
+    [:2] bound the swing box around them.
+
+    Attributes:
+        kind: "euler" or "swing_twist".
+        lower: (3,) lower ends [rad].
+        upper: (3,) upper ends [rad].
+        axes: Elemental axes of the Euler chain, in chain order (parent side first).
+        basis: (3, 3) swing-twist basis.
+        swing: (4,) swing semi-axes [rad].
+    """
+
+    kind: str
+    lower: np.ndarray
+    upper: np.ndarray
+    axes: tuple[int, int, int] = (0, 1, 2)
+    basis: np.ndarray = field(default_factory=lambda: np.eye(3))
+    swing: np.ndarray = field(default_factory=lambda: np.zeros(4))
 
 
 def _as_rotvec(rotvec: object) -> np.ndarray:
@@ -129,6 +198,10 @@ class BallLimit:
 
     def _project(self, R: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError
+
+    def box_coordinates(self) -> BoxCoordinates | None:
+        """The coordinates in which this limit is a box (see :class:`BoxCoordinates`), or None."""
+        return None
 
     def project_matrix(self, R: np.ndarray) -> np.ndarray:
         """Nearest feasible rotation matrices (see :meth:`project`).

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import LimitError
 from ..model.rotations import rotvec_to_matrix
-from .ball import BallLimit, circular_clamp, ellipse_project
+from .ball import TWO_PI, BallLimit, BoxCoordinates, circular_clamp, ellipse_project
 
 
 def _perpendicular_basis(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -156,6 +156,19 @@ class ConeTwistLimit(BallLimit):
         T = np.zeros(angle.shape + (3, 3))
         T[..., 0, 0], T[..., 0, 1], T[..., 1, 0], T[..., 1, 1], T[..., 2, 2] = ct, -st, st, ct, 1.0
         return B.T @ S @ T @ B
+
+    def box_coordinates(self) -> BoxCoordinates:
+        """Swing (s_w, s_u) in the ellipse, twist in its range (see :meth:`compose`)."""
+        return self.swing_twist_coordinates(
+            (self.swing_z, self.swing_z, self.swing_x, self.swing_x), self.twist_min, self.twist_max
+        )
+
+    def swing_twist_coordinates(self, swing: Sequence[float], twist_min: float, twist_max: float) -> BoxCoordinates:
+        """Box coordinates in this limit's basis with the given swing semi-axes (w+, w-, u+, u-) and twist range."""
+        free = not twist_max - twist_min < TWO_PI - 1e-12
+        lo = np.array([-max(swing[1], 0.0), -max(swing[3], 0.0), -np.inf if free else twist_min])
+        hi = np.array([max(swing[0], 0.0), max(swing[2], 0.0), np.inf if free else twist_max])
+        return BoxCoordinates("swing_twist", lo, hi, basis=self._basis.copy(), swing=np.array(swing, dtype=float))
 
     def _project(self, R: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
         su, sw, tw = self.swing_twist_angles(R)

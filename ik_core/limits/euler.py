@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import LimitError
 from ..model.euler import AXIS_INDICES, euler_to_matrix_unchecked, matrix_to_euler_unchecked
 from ..model.rotations import EULER_ORDERS
-from .ball import EULER_AXES, GIMBAL_COS, TWO_PI, BallLimit, circular_clamp, clamp_ranges
+from .ball import EULER_AXES, GIMBAL_COS, TWO_PI, BallLimit, BoxCoordinates, circular_clamp, clamp_ranges
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,11 @@ class EulerLimit(BallLimit):
         lower = np.where(use, np.asarray(minimum, dtype=float), -np.pi)
         upper = np.where(use, np.asarray(maximum, dtype=float), np.pi)
         return cls(tuple(lower), tuple(upper), tuple(bool(v) for v in lock), order)
+
+    def box_coordinates(self) -> BoxCoordinates:
+        """The three Euler angles, outermost first (``R = Rk @ Rj @ Ri``), each in its range."""
+        chain = AXIS_INDICES[self.order][::-1]
+        return BoxCoordinates("euler", self._lo[list(chain)], self._hi[list(chain)], axes=chain)
 
     def _project(self, R: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
         i, j, k = AXIS_INDICES[self.order]

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import LimitError
-from .ball import FEASIBLE_TOL, BallLimit, circular_clamp, ellipse_project
+from .ball import FEASIBLE_TOL, BallLimit, BoxCoordinates, circular_clamp, ellipse_project
 from .cone_twist import ConeTwistLimit
 
 _AXES = "XYZ"
@@ -66,6 +66,11 @@ class SwingTwistLimit(BallLimit):
         object.__setattr__(self, "_hi", hi_eff)
         # The cone-twist limit's exact split and composition about Y, with no bounds of its own.
         object.__setattr__(self, "_split", ConeTwistLimit(np.pi, np.pi, -np.pi, np.pi))
+
+    def box_coordinates(self) -> BoxCoordinates:
+        """Swing (s_z, s_x) in the per-side ellipses, twist about Y in the Y range."""
+        lo, hi = self._lo, self._hi
+        return self._split.swing_twist_coordinates((hi[2], -lo[2], hi[0], -lo[0]), lo[1], hi[1])
 
     def _project(self, R: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
         su, sw, tw = self._split.swing_twist_angles(R)

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..limits import project_configuration
+from ..limits.chart import BoxChart
 from ..model.skeleton import JointKind, Skeleton
 from .dls.kinematics import EffectorModel, aim_residual, rotation_log
 
@@ -76,15 +77,20 @@ class BestEffort:
         self.skeleton = skeleton
         self.mode = mode
         self.aim_axis = np.asarray(aim_axis, dtype=float)
-        self.model = EffectorModel(skeleton, effector_ids)
+        # The descent runs in box coordinates, where every limit is a range or a swing ellipse
+        # and the projection is exact: its stationary points are the problem's, not artefacts of
+        # projecting rotation vectors.
+        self.chart = BoxChart(skeleton)
+        self.model = EffectorModel(self.chart.skeleton, effector_ids)
+        self._source_model = self.model if self.chart.identity else EffectorModel(skeleton, effector_ids)
         self._sqrt_w = None if weights is None or np.all(weights == 1.0) else np.asarray(weights, dtype=float)
-        self._lo = np.asarray(skeleton.lower, dtype=float)
-        self._hi = np.asarray(skeleton.upper, dtype=float)
+        self._lo, self._hi = self.chart.lower, self.chart.upper
         # A range that is a single value is a locked axis: it never moves.
         self._locked = self._lo == self._hi
-        # (first variable, limit) of each limited ball joint: its feasible set is not a box.
-        self._balls = [
-            (skeleton.q_index[i], j.limit) for i, j in enumerate(skeleton.joints)
+        # First variable of each ball joint whose feasible set is not a box: the chart's swings,
+        # or, where a limit has no box coordinates, the limited ball joints themselves.
+        self._balls = list(self.chart.swing_starts) if not self.chart.identity else [
+            int(skeleton.q_index[i]) for i, j in enumerate(skeleton.joints)
             if j.kind is JointKind.BALL and j.limit is not None and j.dof
         ]
         self._seed = seed
@@ -92,25 +98,28 @@ class BestEffort:
 
     # --- the objective -------------------------------------------------------------------
     def residual(
-        self, q: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, jacobian: bool = True
+        self, q: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, jacobian: bool = True,
+        model: EffectorModel | None = None,
     ) -> tuple[np.ndarray, np.ndarray | None]:
         """Error rows and their Jacobian.
 
         Args:
-            q: (P, dof) configurations.
+            q: (P, dof') chart configurations (see :attr:`chart`), or the skeleton's with ``model``.
             tp: (P, E, 3) target positions [m].
             tr: (P, E, 3, 3) target rotations, or None in position mode.
             jacobian: Also return the Jacobian.
+            model: The effector model q belongs to (default: the chart's).
 
         Returns:
             e (P, m) errors (target minus effector) [m, rad] and de/dq's negative (P, m, dof)
             (the effector's Jacobian), or None.
         """
         P = len(q)
+        model = self.model if model is None else model
         if jacobian:
-            poses, J = self.model.poses_and_jacobians(q)
+            poses, J = model.poses_and_jacobians(q)
         else:
-            poses, J = self.model.poses(q), None
+            poses, J = model.poses(q), None
         dp = tp - poses[..., 3]
         if self.mode == "position" or tr is None:
             e, Jr = dp.reshape(P, -1), None if J is None else J[:, :, :3].reshape(P, -1, J.shape[-1])
@@ -136,10 +145,6 @@ class BestEffort:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Descend from q to a local minimum of the distance inside the limits.
 
-        Each iteration freezes the variables resting on a bound that the descent direction
-        pushes outward (and the locked ones), takes a damped Gauss-Newton step on the others,
-        projects it onto the limits and keeps it only if it shortens the distance.
-
         Args:
             q: (P, dof) in-limit starts.
             tp: (P, E, 3) target positions [m].
@@ -148,9 +153,50 @@ class BestEffort:
             max_iterations: Cap on iterations (a row stops earlier when it stalls).
 
         Returns:
-            (P, dof) configurations inside the limits and (P,) their distances.
+            (P, dof) configurations inside the limits, none farther than q, and (P,) their distances.
         """
         q = project_configuration(self.skeleton, np.array(q, dtype=float))
+        x, d = self._descend(self.chart.to_chart(q), tp, tr, tolerance, max_iterations)
+        return self._to_source(q, x, d, tp, tr)
+
+    def _to_source(
+        self, q: np.ndarray, x: np.ndarray, d: np.ndarray, tp: np.ndarray, tr: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The skeleton's configurations of chart answers x, where they are nearer than the starts q.
+
+        A start the chart had to move (an Euler limit met only through gimbal lock) keeps its
+        own pose unless the descent found a nearer one.
+        """
+        if self.chart.identity:
+            return x, d
+        out = project_configuration(self.skeleton, self.chart.from_chart(x))
+        e_out = self.residual(out, tp, tr, jacobian=False, model=self._source_model)[0]
+        e_q = self.residual(q, tp, tr, jacobian=False, model=self._source_model)[0]
+        d_out, d_q = np.sqrt(np.add.reduce(e_out * e_out, -1)), np.sqrt(np.add.reduce(e_q * e_q, -1))
+        keep = d_q <= d_out
+        return np.where(keep[:, None], q, out), np.where(keep, d_q, d_out)
+
+    def _descend(
+        self, x: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, tolerance: float = 0.0,
+        max_iterations: int = MAX_DESCENT,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Descend from chart configurations x to a local minimum of the distance inside the limits.
+
+        Each iteration freezes the variables resting on a bound that the descent direction
+        pushes outward (and the locked ones), takes a damped Gauss-Newton step on the others,
+        projects it onto the limits and keeps it only if it shortens the distance.
+
+        Args:
+            x: (P, dof') in-limit chart configurations.
+            tp: (P, E, 3) target positions [m].
+            tr: (P, E, 3, 3) target rotations, or None.
+            tolerance: A row whose distance falls to this stops at once [m].
+            max_iterations: Cap on iterations (a row stops earlier when it stalls).
+
+        Returns:
+            (P, dof') chart configurations inside the limits and (P,) their distances.
+        """
+        q = np.array(x, dtype=float)
         P, dof = q.shape
         e, J = self.residual(q, tp, tr)
         d = np.sqrt(np.add.reduce(e * e, -1))
@@ -195,7 +241,7 @@ class BestEffort:
                 (tp0[None, :, None] * _GRADIENT_STEPS[:, None, None]) * gp[None],
             ])
             stepped = np.minimum(np.maximum(qr[None] + steps, self._lo), self._hi).reshape(-1, dof)
-            trial = project_configuration(self.skeleton, stepped) if self._balls else stepped
+            trial = self.chart.project(stepped) if self._balls else stepped
             reps = 1 + 2 * len(_GRADIENT_STEPS)
             tpr = np.tile(tp[rows], (reps, 1, 1))
             trr = None if tr is None else np.tile(tr[rows], (reps, 1, 1, 1))
@@ -240,7 +286,7 @@ class BestEffort:
         Returns:
             (P, m, dof) Jacobians.
         """
-        for s, _ in self._balls:
+        for s in self._balls:
             n = push[:, s : s + 3]
             depth = np.sqrt(np.add.reduce(n * n, -1))
             blocked = (depth > 1e-12) & (np.add.reduce(n * g[:, s : s + 3], -1) > 0)
@@ -255,20 +301,25 @@ class BestEffort:
 
     # --- the global check ----------------------------------------------------------------
     def library(self) -> tuple[np.ndarray, np.ndarray]:
-        """(L, dof) seeded in-limit configurations and (L, E, 3) their effector positions [m]."""
+        """(L, dof') seeded in-limit chart configurations and (L, E, 3) their effector positions [m].
+
+        Uniform in the chart's box (the limits' own coordinates), so the samples fill the
+        feasible set instead of piling up where a projection puts them.
+        """
         if self._library is None:
             rng = np.random.default_rng(self._seed)
             lo = np.where(np.isfinite(self._lo), self._lo, -np.pi)
             hi = np.where(np.isfinite(self._hi), self._hi, np.pi)
             u = lo + (hi - lo) * rng.random((LIBRARY_SIZE, len(lo)))
-            # Ball joints: rotation vectors uniform in direction, angle up to pi.
-            for i, joint in enumerate(self.skeleton.joints):
-                if joint.kind is JointKind.BALL and joint.dof:
-                    s = self.skeleton.q_index[i]
+            # Unlimited ball joints: rotation vectors uniform in direction, angle up to pi.
+            chart = self.chart.skeleton
+            for i, joint in enumerate(chart.joints):
+                s = chart.q_index[i]
+                if joint.kind is JointKind.BALL and joint.dof and s not in self.chart.swing_starts:
                     v = rng.normal(size=(LIBRARY_SIZE, 3))
                     v *= (np.pi * rng.random(LIBRARY_SIZE) ** (1 / 3) / np.linalg.norm(v, axis=1))[:, None]
                     u[:, s : s + 3] = v
-            configs = project_configuration(self.skeleton, u)
+            configs = self.chart.project(u)
             self._library = (configs, self.model.poses(configs)[..., 3])
         return self._library
 
@@ -291,12 +342,13 @@ class BestEffort:
         Returns:
             (P, dof) configurations inside the limits, never farther from the targets than q.
         """
-        q_local, d_local = self.descend(q, tp, tr, tolerance)
+        q = project_configuration(self.skeleton, np.array(q, dtype=float))
+        q_local, d_local = self._descend(self.chart.to_chart(q), tp, tr, tolerance)
         if starts <= 0:
-            return q_local
+            return self._to_source(q, q_local, d_local, tp, tr)[0]
         open_rows = np.nonzero(d_local > tolerance)[0]
         if not len(open_rows):
-            return q_local
+            return self._to_source(q, q_local, d_local, tp, tr)[0]
         configs, positions = self.library()
         k = min(starts, len(configs))
         # Nearest library effectors (summed over effectors) to each open target.
@@ -310,25 +362,27 @@ class BestEffort:
             worth = ~beyond[open_rows] | (nearest < GLOBAL_RANGE * d_local[open_rows])
             open_rows, pick = open_rows[worth], pick[worth]
             if not len(open_rows):
-                return q_local
+                return self._to_source(q, q_local, d_local, tp, tr)[0]
         X = configs[pick].reshape(-1, configs.shape[1])
         rep = np.repeat(open_rows, k)
         # Screen every start with a short descent, then finish only the most promising ones.
-        Xq, Xd = self.descend(X, tp[rep], None if tr is None else tr[rep], tolerance, SCREEN_DESCENT)
+        Xq, Xd = self._descend(X, tp[rep], None if tr is None else tr[rep], tolerance, SCREEN_DESCENT)
         Xq, Xd = Xq.reshape(len(open_rows), k, -1), Xd.reshape(len(open_rows), k)
         keep = min(FINISHED_STARTS, k)
         top = np.argsort(Xd, axis=1)[:, :keep]
         Xq = np.take_along_axis(Xq, top[..., None], axis=1)
         rep = np.repeat(open_rows, keep)
-        Xq, Xd = self.descend(Xq.reshape(-1, Xq.shape[-1]), tp[rep], None if tr is None else tr[rep], tolerance)
+        Xq, Xd = self._descend(Xq.reshape(-1, Xq.shape[-1]), tp[rep], None if tr is None else tr[rep], tolerance)
         Xq, Xd = Xq.reshape(len(open_rows), keep, -1), Xd.reshape(len(open_rows), keep)
         best_d = Xd.min(axis=1)
         # Among near-ties of the best, the one nearest the warm start.
         near = Xd <= best_d[:, None] + STALL_GAIN
-        step = np.where(near, np.linalg.norm(Xq - q_warm[open_rows, None], axis=-1), np.inf)
+        warm = self.chart.to_chart(np.asarray(q_warm, dtype=float)[open_rows])
+        step = np.where(near, np.linalg.norm(Xq - warm[:, None], axis=-1), np.inf)
         choice = np.argmin(step, axis=1)
         d_open = d_local[open_rows]
         better = (best_d < d_open - SWITCH_MARGIN) | ((best_d <= tolerance) & (d_open > tolerance))
         rows = open_rows[better]
         q_local[rows] = Xq[better, choice[better]]
-        return q_local
+        d_local[rows] = best_d[better]
+        return self._to_source(q, q_local, d_local, tp, tr)[0]

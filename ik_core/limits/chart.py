@@ -1,0 +1,246 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""A skeleton in box coordinates: every limit a range, except swing cones, which are ellipses.
+
+A ball joint's limit is not a box in its rotation vector, so a descent that steps and then
+projects onto it can stop where the projection, not the objective, ends the step: a corner of
+the rotation-vector picture that is no corner of the problem. Re-expressed in the coordinates
+its limit is written in (the Euler angles of an :class:`~.euler.EulerLimit`; swing and twist
+of a :class:`~.swing_twist.SwingTwistLimit` or :class:`~.cone_twist.ConeTwistLimit`), each
+limited ball joint becomes a short chain of ordinary joints, and the feasible set becomes a
+product of intervals and convex swing ellipses whose projection is exact. Box-constrained
+descents (projected gradients, active sets) are then sound, and stationarity in these
+coordinates is a true local minimum inside the limits.
+
+:class:`BoxChart` builds that skeleton and maps configurations both ways.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..model.euler import matrix_to_euler_unchecked
+from ..model.rotation_kernels import matrix_to_rotvec_unchecked, rotvec_to_matrix_unchecked
+from ..model.skeleton import Effector, Joint, JointKind, Skeleton
+from .ball import BoxCoordinates, circular_clamp, quadrant_ellipse_project
+from .cone_twist import swing_twist_in_basis
+from .projection import project_configuration
+
+_UNIT = np.eye(3)
+
+
+def _homogeneous(R: np.ndarray) -> np.ndarray:
+    M = np.eye(4)
+    M[:3, :3] = R
+    return M
+
+
+def _elemental(axis: int, angle: np.ndarray) -> np.ndarray:
+    """(..., 3, 3) rotations about coordinate axis ``axis`` by ``angle`` (...,) [rad]."""
+    c, s = np.cos(angle), np.sin(angle)
+    R = np.zeros(np.shape(angle) + (3, 3))
+    i, j = (axis + 1) % 3, (axis + 2) % 3
+    R[..., axis, axis] = 1.0
+    R[..., i, i], R[..., j, j] = c, c
+    R[..., j, i], R[..., i, j] = s, -s
+    return R
+
+
+class BoxChart:
+    """A skeleton whose limited ball joints are re-expressed in their limits' own coordinates.
+
+    Each ball joint with an Euler limit becomes three revolute joints (outermost axis first)
+    with the limit's ranges; each with a swing-twist or cone-twist limit becomes an unlimited
+    ball joint whose rotation vector is the swing in the limit's basis (its third component
+    locked at 0, the first two confined by :meth:`project` to the swing ellipse), followed by a
+    revolute twist with the twist range. Other joints are copied. The chart's effectors are the
+    skeleton's, in the same order, at the same places.
+
+    Args:
+        skeleton: The skeleton.
+
+    Attributes:
+        skeleton: The chart's skeleton (the given one when no ball joint is limited).
+        lower: (dof',) lower bounds of the chart's variables [rad or m].
+        upper: (dof',) upper bounds.
+        swing_starts: First chart variable of each swing, whose pair is an ellipse, not a box.
+    """
+
+    def __init__(self, skeleton: Skeleton) -> None:
+        self.source = skeleton
+        # (source start, chart start, coordinates) of each re-expressed ball joint.
+        self._balls: list[tuple[int, int, BoxCoordinates]] = []
+        limited = [
+            j.limit.box_coordinates() if j.kind is JointKind.BALL and j.limit is not None and j.dof else None
+            for j in skeleton.joints
+        ]
+        if not any(c is not None for c in limited):
+            self.skeleton = skeleton
+            self.lower, self.upper = np.array(skeleton.lower), np.array(skeleton.upper)
+            self.swing_starts: list[int] = []
+            self._swing_axes = np.zeros((0, 4))
+            self._copy_source = self._copy_chart = np.arange(skeleton.dof)
+            return
+        joints: list[Joint] = []
+        last: list[int] = []  # chart index of the joint whose frame is each source joint's
+        after: list[np.ndarray] = []  # transform from that chart frame to the source frame
+        names = [f"{n}:{j.name}" for n, j in enumerate(skeleton.joints)]
+
+        def add(joint: Joint) -> int:
+            joints.append(joint)
+            return len(joints) - 1
+
+        for i, joint in enumerate(skeleton.joints):
+            parent = last[joint.parent] if joint.parent >= 0 else -1
+            origin = (after[joint.parent] if joint.parent >= 0 else np.eye(4)) @ joint.origin
+            coords = limited[i]
+            if coords is None:
+                mimic = joint.mimic
+                if mimic is not None:
+                    mimic = dataclasses.replace(mimic, joint=names[skeleton.joint_index(mimic.joint)])
+                last.append(add(dataclasses.replace(joint, name=names[i], parent=parent, origin=origin, mimic=mimic)))
+                after.append(np.eye(4))
+                continue
+            if coords.kind == "euler":
+                for n, axis in enumerate(coords.axes):
+                    free = not np.isfinite(coords.lower[n])
+                    parent = add(Joint(
+                        f"{names[i]}.{'XYZ'[axis]}", JointKind.CONTINUOUS if free else JointKind.REVOLUTE,
+                        parent, origin if n == 0 else np.eye(4), _UNIT[axis],
+                        -np.inf if free else coords.lower[n], np.inf if free else coords.upper[n],
+                    ))
+                last.append(parent)
+                after.append(np.eye(4))
+            else:
+                B = _homogeneous(coords.basis)
+                swing = add(Joint(f"{names[i]}.swing", JointKind.BALL, parent, origin @ B.T))
+                free = not np.isfinite(coords.lower[2])
+                last.append(add(Joint(
+                    f"{names[i]}.twist", JointKind.CONTINUOUS if free else JointKind.REVOLUTE, swing,
+                    np.eye(4), _UNIT[2], -np.inf if free else coords.lower[2], np.inf if free else coords.upper[2],
+                )))
+                after.append(B)
+            self._balls.append((int(skeleton.q_index[i]), len(joints), coords))
+        effectors = [
+            Effector(e.name, last[e.joint], after[e.joint] @ e.offset) for e in skeleton.effectors
+        ]
+        self.skeleton = Skeleton(joints, effectors, name=skeleton.name)
+        chart_index = self.skeleton.q_index
+        # The chart start of each ball: the q_index of the first joint added for it.
+        self._balls = [(s, int(chart_index[first - (3 if c.kind == "euler" else 2)]), c) for s, first, c in self._balls]
+        lower, upper = np.array(self.skeleton.lower), np.array(self.skeleton.upper)
+        self.swing_starts = []
+        axes = []
+        for _, c0, coords in self._balls:
+            if coords.kind != "euler":
+                lower[c0 : c0 + 3] = (coords.lower[0], coords.lower[1], 0.0)
+                upper[c0 : c0 + 3] = (coords.upper[0], coords.upper[1], 0.0)
+                self.swing_starts.append(c0)
+                axes.append(coords.swing)
+        self.lower, self.upper = lower, upper
+        self._swing_axes = np.array(axes, dtype=float).reshape(-1, 4)
+        # 1-DoF and unlimited ball variables are copied column for column.
+        balls = {s for s, _, _ in self._balls}
+        src, dst = [], []
+        for i, joint in enumerate(skeleton.joints):
+            s = int(skeleton.q_index[i])
+            if s >= 0 and s not in balls:
+                c = int(chart_index[last[i]])
+                src.extend(range(s, s + joint.dof))
+                dst.extend(range(c, c + joint.dof))
+        self._copy_source, self._copy_chart = np.array(src, dtype=int), np.array(dst, dtype=int)
+
+    @property
+    def identity(self) -> bool:
+        """True when the chart is the skeleton itself (no limited ball joint)."""
+        return self.skeleton is self.source
+
+    def project(self, x: np.ndarray) -> np.ndarray:
+        """The nearest point of the feasible set in chart coordinates (exact: boxes and ellipses).
+
+        Args:
+            x: (P, dof') chart configurations.
+
+        Returns:
+            (P, dof') inside every range and swing ellipse.
+        """
+        x = np.minimum(np.maximum(x, self.lower), self.upper)
+        if self.identity:
+            return project_configuration(self.skeleton, x)
+        if self.swing_starts:
+            s = np.array(self.swing_starts)
+            P, K = x.shape[0], len(s)
+            axes = np.broadcast_to(self._swing_axes, (P, K, 4)).reshape(-1, 4)
+            pw, pu = quadrant_ellipse_project(x[:, s].reshape(-1), x[:, s + 1].reshape(-1), axes)
+            x[:, s], x[:, s + 1] = pw.reshape(P, K), pu.reshape(P, K)
+        return x
+
+    def to_chart(self, q: np.ndarray) -> np.ndarray:
+        """Chart coordinates of configurations, projected onto the limits on the way.
+
+        Args:
+            q: (P, dof) configurations of the skeleton.
+
+        Returns:
+            (P, dof') chart configurations inside the limits (feasible poses map to the same pose).
+        """
+        q = np.asarray(q, dtype=float)
+        if self.identity:
+            return project_configuration(self.skeleton, q)
+        x = np.zeros((q.shape[0], self.skeleton.dof))
+        x[:, self._copy_chart] = q[:, self._copy_source]
+        for s, c, coords in self._balls:
+            R = rotvec_to_matrix_unchecked(q[:, s : s + 3])
+            if coords.kind == "euler":
+                x[:, c : c + 3] = self._euler_angles(R, coords)
+            else:
+                B = coords.basis
+                su, sw, tw = swing_twist_in_basis(B @ R @ B.T)
+                x[:, c], x[:, c + 1] = sw, su
+                if np.isfinite(coords.lower[2]):
+                    tw = circular_clamp(tw, coords.lower[2], coords.upper[2])[0]
+                x[:, c + 3] = tw
+        return self.project(x)
+
+    @staticmethod
+    def _euler_angles(R: np.ndarray, coords: BoxCoordinates) -> np.ndarray:
+        """(P, 3) chain angles of R: of its two Euler decompositions the one nearer the ranges, clamped."""
+        a0, a1, a2 = coords.axes
+        order = "XYZ"[a2] + "XYZ"[a1] + "XYZ"[a0]
+        e0 = matrix_to_euler_unchecked(R, order)[:, list(coords.axes)]
+        # The other Tait-Bryan decomposition of the same rotation (outer and inner angles + pi).
+        e1 = np.stack([e0[:, 0] + np.pi, np.pi - e0[:, 1], e0[:, 2] + np.pi], axis=1)
+        finite = np.isfinite(coords.lower)
+        lo, hi = np.where(finite, coords.lower, -np.pi), np.where(finite, coords.upper, np.pi)
+        c0, d0 = circular_clamp(e0, lo, np.where(finite, hi, lo + 2.0 * np.pi))
+        c1, d1 = circular_clamp(e1, lo, np.where(finite, hi, lo + 2.0 * np.pi))
+        return np.where((d1.max(axis=1) < d0.max(axis=1))[:, None], c1, c0)
+
+    def from_chart(self, x: np.ndarray) -> np.ndarray:
+        """Skeleton configurations of chart configurations.
+
+        Args:
+            x: (P, dof') chart configurations.
+
+        Returns:
+            (P, dof) the same poses as configurations of the skeleton.
+        """
+        x = np.asarray(x, dtype=float)
+        if self.identity:
+            return x.copy()
+        q = np.zeros((x.shape[0], self.source.dof))
+        q[:, self._copy_source] = x[:, self._copy_chart]
+        for s, c, coords in self._balls:
+            if coords.kind == "euler":
+                a0, a1, a2 = coords.axes
+                R = _elemental(a0, x[:, c]) @ _elemental(a1, x[:, c + 1]) @ _elemental(a2, x[:, c + 2])
+            else:
+                B = coords.basis
+                swing = rotvec_to_matrix_unchecked(x[:, c : c + 3])
+                R = B.T @ swing @ _elemental(2, x[:, c + 3]) @ B
+            q[:, s : s + 3] = matrix_to_rotvec_unchecked(R)
+        return q
+
+
+__all__ = ["BoxChart"]
