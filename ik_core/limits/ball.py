@@ -113,15 +113,15 @@ def quadrant_ellipse_project(
     Args:
         x: (N,) first coordinates.
         y: (N,) second coordinates.
-        axes: (N, 4) semi-axes (x+, x-, y+, y-), each >= 0 (below 1e-12 counts as 0).
+        axes: (N, 4) or (1, 4) semi-axes (x+, x-, y+, y-), each >= 0 (below 1e-12 counts as 0).
         iterations: Newton iteration cap.
 
     Returns:
         (px, py), each (N,), the closest points (points inside unchanged).
     """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    a = np.where(x >= 0.0, axes[:, 0], axes[:, 1])
-    b = np.where(y >= 0.0, axes[:, 2], axes[:, 3])
+    a = np.where(x >= 0.0, axes[..., 0], axes[..., 1])
+    b = np.where(y >= 0.0, axes[..., 2], axes[..., 3])
     a, b = np.where(a < _THIN, 0.0, a), np.where(b < _THIN, 0.0, b)
     thin = (a == 0.0) | (b == 0.0)
     px, py = np.where(thin, np.clip(x, -a, a), x), np.where(thin, np.clip(y, -b, b), y)
@@ -148,8 +148,10 @@ def _ellipse_boundary_point(
         f = ra * ra + rb * rb - 1.0
         df = -2.0 * (ra * ra / da + rb * rb / db)
         step = f / df
-        t = t - step
-        if (np.abs(step) <= 1e-15 * (np.abs(t) + scale)).all():
+        # Newton climbs: a step that would go back is rounding at the root, so it ends there
+        # (a thin ellipse's rounding otherwise keeps a strict test busy to the cap).
+        t = t - np.minimum(step, 0.0)
+        if (step >= -1e-15 * (np.abs(t) + scale)).all():
             break
     return np.copysign(a2 * ax / (t + a2), x), np.copysign(b2 * ay / (t + b2), y)
 

@@ -28,6 +28,9 @@ from .cone_twist import swing_twist_in_basis
 from .projection import project_configuration
 
 _UNIT = np.eye(3)
+# Swings end this far short of half a turn [rad]: at exactly pi the twist of a rotation cannot be
+# read back from it, and the pose would leave the limit it was projected into.
+_SWING_CAP = np.pi - 1e-6
 
 
 def _homogeneous(R: np.ndarray) -> np.ndarray:
@@ -62,7 +65,8 @@ class BoxChart:
 
     Attributes:
         skeleton: The chart's skeleton (the given one when no ball joint is limited).
-        lower: (dof',) lower bounds of the chart's variables [rad or m].
+        lower: (dof',) lower bounds of the chart's variables [rad or m] (a swing pair's are
+            infinite: its ellipse bounds it).
         upper: (dof',) upper bounds.
         swing_starts: First chart variable of each swing, whose pair is an ellipse, not a box.
     """
@@ -134,10 +138,12 @@ class BoxChart:
         axes = []
         for _, c0, coords in self._balls:
             if coords.kind != "euler":
-                lower[c0 : c0 + 3] = (coords.lower[0], coords.lower[1], 0.0)
-                upper[c0 : c0 + 3] = (coords.upper[0], coords.upper[1], 0.0)
+                # The swing pair is bounded by its ellipse alone (clamping it to the ellipse's
+                # bounding box first would make the projection inexact); its third variable is 0.
+                lower[c0 : c0 + 3] = (-np.inf, -np.inf, 0.0)
+                upper[c0 : c0 + 3] = (np.inf, np.inf, 0.0)
                 self.swing_starts.append(c0)
-                axes.append(coords.swing)
+                axes.append(np.minimum(coords.swing, _SWING_CAP))
         self.lower, self.upper = lower, upper
         self._swing_axes = np.array(axes, dtype=float).reshape(-1, 4)
         # 1-DoF and unlimited ball variables are copied column for column.
@@ -183,7 +189,9 @@ class BoxChart:
             q: (P, dof) configurations of the skeleton.
 
         Returns:
-            (P, dof') chart configurations inside the limits (feasible poses map to the same pose).
+            (P, dof') chart configurations inside the limits. A feasible pose maps to the same
+            pose, except one that an Euler limit admits only through gimbal lock (its outer
+            angles out of range, their combination in it), which is clamped like any other.
         """
         q = np.asarray(q, dtype=float)
         if self.identity:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import LimitError
-from .ball import FEASIBLE_TOL, BallLimit, BoxCoordinates, circular_clamp, ellipse_project
+from .ball import FEASIBLE_TOL, BallLimit, BoxCoordinates, circular_clamp, quadrant_ellipse_project
 from .cone_twist import ConeTwistLimit
 
 _AXES = "XYZ"
@@ -41,6 +41,7 @@ class SwingTwistLimit(BallLimit):
     _lo: np.ndarray = field(init=False, repr=False, compare=False)
     _hi: np.ndarray = field(init=False, repr=False, compare=False)
     _split: ConeTwistLimit = field(init=False, repr=False, compare=False)
+    _quadrant_axes: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         lo = np.asarray(self.lower, dtype=float)
@@ -64,6 +65,10 @@ class SwingTwistLimit(BallLimit):
             arr.setflags(write=False)
         object.__setattr__(self, "_lo", lo_eff)
         object.__setattr__(self, "_hi", hi_eff)
+        # Swing semi-axes (x+, x-, z+, z-) of the quadrant ellipses.
+        axes = np.array([[hi_eff[0], -lo_eff[0], hi_eff[2], -lo_eff[2]]])
+        axes.setflags(write=False)
+        object.__setattr__(self, "_quadrant_axes", axes)
         # The cone-twist limit's exact split and composition about Y, with no bounds of its own.
         object.__setattr__(self, "_split", ConeTwistLimit(np.pi, np.pi, -np.pi, np.pi))
 
@@ -86,15 +91,10 @@ class SwingTwistLimit(BallLimit):
             ) <= 1.0
         if np.all(inside & (tw_d <= tol)):
             return R, np.ones(np.shape(tw), dtype=bool)
-        pu, pw = np.array(su, dtype=float), np.array(sw, dtype=float)
         # One ellipse per quadrant of (s_x, s_z): each side of each axis has its own bound.
-        for pos_u in (True, False):
-            for pos_w in (True, False):
-                sel = ((su >= 0) == pos_u) & ((sw >= 0) == pos_w)
-                if sel.any():
-                    a = hi[0] if pos_u else -lo[0]
-                    b = hi[2] if pos_w else -lo[2]
-                    pu[sel], pw[sel] = ellipse_project(su[sel], sw[sel], a, b)
+        flat_u, flat_w = np.reshape(su, -1), np.reshape(sw, -1)
+        pu, pw = quadrant_ellipse_project(flat_u, flat_w, self._quadrant_axes)
+        pu, pw = pu.reshape(np.shape(su)), pw.reshape(np.shape(sw))
         ok = (tw_d <= tol) & (np.hypot(su - pu, sw - pw) <= tol)
         if ok.all():
             return R, ok

@@ -82,7 +82,7 @@ def _rotvec_coefficients(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
     return a, b, c
 
 
-def _ball_left_jacobian(v: np.ndarray) -> np.ndarray:
+def ball_left_jacobian(v: np.ndarray) -> np.ndarray:
     """(..., 3, 3) SO(3) left Jacobian of rotation vectors (..., 3)."""
     _, b, c = _rotvec_coefficients(v)
     K = _skew(v)
@@ -222,7 +222,7 @@ def jacobian(
             v = joint_values(skeleton, q, i)
             R_parent = frames[..., joint.parent, :3, :3] if joint.parent >= 0 else np.eye(3)
             R_pre = R_parent @ joint.origin[:3, :3]
-            W = R_pre @ _ball_left_jacobian(v)
+            W = R_pre @ ball_left_jacobian(v)
             J[..., 3:, col : col + 3] += W
             J[..., :3, col : col + 3] += np.cross(W, (p_eff - origin)[..., :, None], axis=-2)
             continue

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...model.kinematics import effector_poses, forward_kinematics, jacobian
+from ...model.kinematics import ball_left_jacobian
+from ...model.rotation_kernels import rotvec_to_matrix_unchecked
 from ...model.skeleton import JointKind, Skeleton
 
 _ROTATING = (JointKind.REVOLUTE, JointKind.CONTINUOUS)
@@ -178,6 +179,127 @@ class _Chain:
         return J if self.identity else J @ self.scatter
 
 
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cross products over the last axis (np.cross costs several times more per call on small arrays)."""
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
+    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
+    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    return out
+
+
+class _Tree:
+    """Constants of the joints above some effectors when a ball joint is among them.
+
+    The joints' local transforms are built together per kind (one batched product each), the
+    world frames by one product per joint, and each effector's Jacobian column block per kind
+    with a few batched products: what :func:`~ik_core.model.kinematics.jacobian` computes joint
+    by joint, at a fraction of the calls.
+    """
+
+    def __init__(self, skeleton: Skeleton, effector_ids: Sequence[int]) -> None:
+        used = sorted({i for e in effector_ids for i in skeleton.ancestors(skeleton.effectors[e].joint)})
+        self.joints = np.array(used, dtype=int)
+        position = {j: k for k, j in enumerate(used)}
+        joints = [skeleton.joints[i] for i in used]
+        # Parents as positions in ``used`` (roots: -1).
+        self.parents = [position[j.parent] if j.parent >= 0 else -1 for j in joints]
+        self.origins = np.array([j.origin for j in joints]).reshape(-1, 4, 4)
+        kinds = [j.kind for j in joints]
+        self.rot = np.array([k for k, kind in enumerate(kinds) if kind in _ROTATING], dtype=int)
+        self.pri = np.array([k for k, kind in enumerate(kinds) if kind is JointKind.PRISMATIC], dtype=int)
+        self.ball = np.array([k for k, kind in enumerate(kinds) if kind is JointKind.BALL], dtype=int)
+        self.axes = np.array([j.axis for j in joints]).reshape(-1, 3)
+        dof = skeleton.dof
+        # Value of a 1-DoF joint: q[col] * mult + offset (mimics follow their source's column).
+        col, mult, offset = [], [], []
+        for i, j in zip(used, joints):
+            src = skeleton.mimic_source[i] if j.mimic is not None else i
+            col.append(max(int(skeleton.q_index[src]), 0))
+            mult.append(j.mimic.multiplier if j.mimic is not None else 1.0)
+            offset.append(j.mimic.offset if j.mimic is not None else 0.0)
+        self.col, self.mult, self.offset = np.array(col), np.array(mult), np.array(offset)
+        self.ball_cols = (np.array(col)[self.ball][:, None] + np.arange(3)).reshape(-1, 3)
+        # Identity stand-in frame for a root's parent, at position len(used).
+        self.ball_parents = np.array(
+            [self.parents[k] if self.parents[k] >= 0 else len(used) for k in self.ball], dtype=int
+        )
+        eye = np.eye(3)
+        self._K = np.array([_skew_of(a) for a in self.axes]).reshape(-1, 3, 3)
+        self._eye = eye
+        # Per effector: its joint's position, offset, and per kind the ancestor positions and
+        # their scatter onto q columns (mimic multipliers included).
+        self.effectors = []
+        for e in effector_ids:
+            eff = skeleton.effectors[e]
+            anc = {position[i] for i in skeleton.ancestors(eff.joint)}
+            parts = []
+            for group in (self.rot, self.pri):
+                keep = np.array([k for k in group if k in anc], dtype=int)
+                S = np.zeros((len(keep), dof))
+                for r, k in enumerate(keep):
+                    S[r, self.col[k]] += self.mult[k]
+                parts.append((keep, S))
+            balls = np.array([b for b, k in enumerate(self.ball) if k in anc], dtype=int)
+            self.effectors.append((position[eff.joint], eff.offset, parts, balls))
+        self.dof = dof
+
+    def frames(self, q: np.ndarray) -> np.ndarray:
+        """(P, n + 1, 4, 4) world frames of the used joints (after their motion), then an identity."""
+        P, n = q.shape[0], len(self.parents)
+        local = np.empty((P, n, 4, 4))
+        local[:] = self.origins
+        if len(self.rot):
+            v = q[:, self.col[self.rot]] * self.mult[self.rot] + self.offset[self.rot]
+            K = self._K[self.rot]
+            R = self._eye + np.sin(v)[..., None, None] * K + (1.0 - np.cos(v))[..., None, None] * (K @ K)
+            local[:, self.rot, :3, :3] = self.origins[self.rot, :3, :3] @ R
+        if len(self.pri):
+            v = q[:, self.col[self.pri]] * self.mult[self.pri] + self.offset[self.pri]
+            along = np.einsum("kij,kj->ki", self.origins[self.pri, :3, :3], self.axes[self.pri])
+            local[:, self.pri, :3, 3:] = (self.origins[self.pri, :3, 3] + v[..., None] * along)[..., None]
+        if len(self.ball):
+            R = rotvec_to_matrix_unchecked(q[:, self.ball_cols])
+            local[:, self.ball, :3, :3] = self.origins[self.ball, :3, :3] @ R
+        F = np.empty((P, n + 1, 4, 4))
+        F[:, n] = np.eye(4)
+        for k, parent in enumerate(self.parents):
+            F[:, k] = local[:, k] if parent < 0 else F[:, parent] @ local[:, k]
+        return F
+
+    def pose_and_jacobian(self, F: np.ndarray, q: np.ndarray, which: int) -> tuple[np.ndarray, np.ndarray]:
+        """(P, 3, 4) pose and (P, 6, dof) Jacobian of effector ``which`` (its place in the model)."""
+        joint, offset, ((rot, S_rot), (pri, S_pri)), balls = self.effectors[which]
+        pose = (F[:, joint] @ offset)[:, :3, :]
+        p = pose[:, :, 3]
+        J = np.zeros((q.shape[0], 6, self.dof))
+        if len(rot):
+            z = np.einsum("pkij,kj->pki", F[:, rot, :3, :3], self.axes[rot])
+            lin = _cross(z, p[:, None] - F[:, rot][..., :3, 3])
+            J[:, :3] += np.einsum("pki,kd->pid", lin, S_rot)
+            J[:, 3:] += np.einsum("pki,kd->pid", z, S_rot)
+        if len(pri):
+            z = np.einsum("pkij,kj->pki", F[:, pri, :3, :3], self.axes[pri])
+            J[:, :3] += np.einsum("pki,kd->pid", z, S_pri)
+        if len(balls):
+            k = self.ball[balls]
+            # Angular velocity of exp(v) in the pre-motion frame is J_l(v) v_dot.
+            R_pre = F[:, self.ball_parents[balls], :3, :3] @ self.origins[k, :3, :3]
+            W = R_pre @ ball_left_jacobian(q[:, self.ball_cols[balls]])
+            lever = p[:, None] - F[:, k][..., :3, 3]
+            lin = _cross(W.swapaxes(-1, -2), lever[:, :, None, :]).swapaxes(-1, -2)
+            cols = self.ball_cols[balls].reshape(-1)
+            B = len(balls)
+            J[:, :3, cols] = lin.transpose(0, 2, 1, 3).reshape(-1, 3, 3 * B)
+            J[:, 3:, cols] = W.transpose(0, 2, 1, 3).reshape(-1, 3, 3 * B)
+        return pose, J
+
+
+def _skew_of(a: np.ndarray) -> np.ndarray:
+    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+
+
 class EffectorModel:
     """Poses and Jacobians of several effectors, batched over configurations.
 
@@ -199,11 +321,15 @@ class EffectorModel:
             for i in skeleton.ancestors(skeleton.effectors[e].joint)
         )
         self.chains = [_Chain(skeleton, e) for e in self.effector_ids] if fast else None
+        self._tree = None if fast else _Tree(skeleton, self.effector_ids)
 
     def poses(self, q: np.ndarray) -> np.ndarray:
         """(P, E, 3, 4) effector poses (top rows of the transforms) for configurations q (P, dof)."""
         if self.chains is None:
-            return effector_poses(self.skeleton, q, list(self.effector_ids))[..., :3, :]
+            F = self._tree.frames(q)
+            return np.stack(
+                [F[:, joint] @ offset for joint, offset, _, _ in self._tree.effectors], axis=1
+            )[..., :3, :]
         if len(self.chains) == 1:
             return self.chains[0].frames(q)[1][:, None]
         return np.stack([ch.frames(q)[1] for ch in self.chains], axis=1)
@@ -211,10 +337,9 @@ class EffectorModel:
     def poses_and_jacobians(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(P, E, 3, 4) effector poses and (P, E, 6, dof) Jacobians for q (P, dof)."""
         if self.chains is None:
-            frames = forward_kinematics(self.skeleton, q)
-            poses = effector_poses(self.skeleton, q, list(self.effector_ids), frames=frames)[..., :3, :]
-            J = np.stack([jacobian(self.skeleton, q, e, frames=frames) for e in self.effector_ids], axis=1)
-            return poses, J
+            F = self._tree.frames(q)
+            out = [self._tree.pose_and_jacobian(F, q, k) for k in range(len(self.effector_ids))]
+            return np.stack([p for p, _ in out], axis=1), np.stack([J for _, J in out], axis=1)
         if len(self.chains) == 1:
             T, pose = self.chains[0].frames(q)
             return pose[:, None], self.chains[0].jacobian(T, pose)[:, None]

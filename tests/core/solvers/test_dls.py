@@ -366,6 +366,36 @@ def test_fast_chain_kinematics_match_the_reference() -> None:
         np.testing.assert_allclose(J, ref, atol=1e-12)
 
 
+def test_ball_joint_tree_kinematics_match_the_reference() -> None:
+    """The batched path for skeletons with ball joints (roots, mid-chain, under a fixed joint, in a
+    tree with a mimic and a prismatic joint, an effector above another's branch) equals kinematics.py."""
+    rng = np.random.default_rng(17)
+    joints = [
+        Joint("r", JointKind.BALL, -1, _transform(rng)),
+        Joint("a", JointKind.REVOLUTE, 0, _transform(rng), axis=rng.normal(size=3), lower=-2, upper=2),
+        Joint("p", JointKind.PRISMATIC, 1, _transform(rng), axis=rng.normal(size=3), lower=-0.5, upper=0.5),
+        Joint("b", JointKind.BALL, 2, _transform(rng)),
+        Joint("m", JointKind.REVOLUTE, 3, _transform(rng), axis=rng.normal(size=3), mimic=Mimic("a", 1.7, 0.2)),
+        Joint("c", JointKind.CONTINUOUS, 0, _transform(rng), axis=rng.normal(size=3)),
+        Joint("f", JointKind.FIXED, 5, _transform(rng)),
+        Joint("d", JointKind.BALL, 6, _transform(rng)),
+    ]
+    effectors = [Effector("e1", 4, _transform(rng)), Effector("e2", 7, _transform(rng)), Effector("e3", 1)]
+    tree = Skeleton(joints, effectors)
+    model = EffectorModel(tree, [0, 1, 2])
+    assert model.chains is None
+    for batch in (1, 7, 300):
+        # Rotation vectors up to and past pi, where the left Jacobian's series and closed form meet.
+        q = rng.uniform(-4, 4, (batch, tree.dof))
+        q[0, :3] = 1e-9
+        poses, J = model.poses_and_jacobians(q)
+        reference = effector_poses(tree, q, [0, 1, 2])[..., :3, :]
+        np.testing.assert_allclose(poses, reference, atol=1e-12)
+        np.testing.assert_allclose(model.poses(q), reference, atol=1e-12)
+        ref = np.stack([jacobian(tree, q, e) for e in (0, 1, 2)], axis=1)
+        np.testing.assert_allclose(J, ref, atol=1e-12)
+
+
 @settings(max_examples=20, deadline=None)
 @given(angle=st.one_of(st.floats(0.0, np.pi), st.floats(1e-12, 1e-6), st.floats(np.pi - 1e-6, np.pi)))
 def test_rotation_log_is_exact_at_both_ends(angle: float) -> None:
