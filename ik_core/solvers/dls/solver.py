@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -87,7 +88,8 @@ class DLSSolver(Solver):
         min_damping: Damping floor [m^2]; keeps every system positive definite.
         null_space_gain: Pull per iteration toward ``preferred_q`` on redundant chains, as a
             fraction of the distance (0 disables it).
-        restarts: Restart seeds allowed per target (0 disables restarts).
+        restarts: Restart seeds allowed per target (0 disables restarts). Not spent where a ball
+            joint is limited while ``best_effort`` is on: its global check takes their place.
         restart_batch: Seeds started in parallel at a target's first restart.
         stall_iterations: Iterations an attempt may go without cutting its weighted error by
             30 % before it is abandoned for a restart.
@@ -171,6 +173,13 @@ class DLSSolver(Solver):
         self._lo, self._hi = np.asarray(skeleton.lower), np.asarray(skeleton.upper)
         # Ball joints with cone/twist limits need a projection beyond the box clamp.
         self._project = any(j.kind is JointKind.BALL and j.limit is not None and j.dof for j in skeleton.joints)
+        # Ball limits the best effort re-expresses in box coordinates: its global check, descents
+        # from in-limit starts where the limits are exact, does what restarts would, better (see
+        # _restart_policy).
+        self._charted = any(
+            j.kind is JointKind.BALL and j.dof and j.limit is not None and j.limit.box_coordinates() is not None
+            for j in skeleton.joints
+        )
         self._pref = np.asarray(skeleton.preferred_q)
         # Stiff joints get proportionally shorter columns, hence smaller steps.
         self._col_scale = 1.0 - np.asarray(skeleton.stiffness)
@@ -195,8 +204,20 @@ class DLSSolver(Solver):
         self._library: SeedLibrary | None = None
         # Few targets on a serial arm (the common single-target call) take the lean kernel.
         self._serial = SerialKernel.build(self, _RACE_SEEDS, _RACE_BOOST)
-        if self.policy.restarts > 0:
+        if self._restart_policy().restarts > 0:
             self.seed_library()  # built now (a few ms) rather than inside the first timed solve
+
+    def _restart_policy(self) -> RestartPolicy:
+        """The restarts a solve spends: none on limited ball joints while the best effort finishes misses.
+
+        There a restart, a fresh DLS descent in rotation vectors projected onto the limits, ends
+        where the projection stops it as often as not; the best effort's global check runs
+        descents from in-limit starts in the limits' own coordinates, and on targets the
+        limits keep away, restarts only spent time (measured: same answers, a third less time).
+        """
+        if self._charted and self.best_effort:
+            return replace(self.policy, restarts=0)
+        return self.policy
 
     def seed_library(self) -> SeedLibrary | None:
         """The restart library (built on first use), or None when ``library_size`` is 0."""
@@ -406,7 +427,10 @@ class DLSSolver(Solver):
             if N <= SERIAL_TARGETS and self._serial is not None:
                 return self._serial.solve(tp, tr, q0, start)
             race = N <= _RACE_TARGETS
-            pts = Particles(self, q0, tp, tr, race=_RACE_SEEDS if race else 0, boost=_RACE_BOOST if race else None)
+            pts = Particles(
+                self, q0, tp, tr, race=_RACE_SEEDS if race else 0, boost=_RACE_BOOST if race else None,
+                policy=self._restart_policy(),
+            )
             pts.finish(self._run(pts, deadline, self.max_iterations))
             return pts.best_q, pts.iterations, pts.restarts, pts.best_pe, pts.best_re
         local = RestartPolicy(restarts=0, batch=1, stall_iterations=self.policy.stall_iterations, seed=self.policy.seed)
@@ -422,7 +446,7 @@ class DLSSolver(Solver):
         restarts = np.zeros(N, dtype=int)
         if len(miss) and (deadline is None or time.perf_counter() < deadline):
             # Off the start's branch (or out of the box): the ordinary solve, restarts included.
-            far = Particles(self, q0[miss], tp[miss], None if tr is None else tr[miss])
+            far = Particles(self, q0[miss], tp[miss], None if tr is None else tr[miss], policy=self._restart_policy())
             far.finish(self._run(far, deadline, max(self.max_iterations - k, 1)))
             better = far.best_E < pts.best_E[miss]
             take = miss[better]
