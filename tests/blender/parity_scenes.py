@@ -180,11 +180,12 @@ def key_locations(owner, positions: np.ndarray, frames: Sequence[int]) -> None:
 
 
 def target_path(n: int, root, reach: float, *, up=(0.0, 0.0, 1.0), phase: float = 0.0, out: bool = True,
-                near: float = 0.55, far: float = 0.85) -> np.ndarray:
+                near: float = 0.55, far: float = 0.85, swing_deg: float = 50.0,
+                tilt_deg: tuple[float, float] = (30.0, 60.0)) -> np.ndarray:
     """(n, 3) a target path around ``root`` [m]: a loop, a hold, and ``OUT_OF_REACH`` of frames beyond ``reach``.
 
-    The direction from ``root`` swings +-50 degrees about ``up`` from azimuth ``phase`` [rad] and
-    30-60 degrees away from ``up``; the distance moves between ``near`` and ``far`` times ``reach``
+    The direction from ``root`` swings +-``swing_deg`` about ``up`` from azimuth ``phase`` [rad] and
+    ``tilt_deg`` (least, most) away from ``up``; the distance moves between ``near`` and ``far`` times ``reach``
     (a few centimetres per frame on a metre-long chain). From a third of the take the target
     holds still for 6 frames (where pops are counted), then goes on where it stopped. With
     ``out``, a run of frames at two thirds of the take lies at 1.15 ``reach``, with 0.9 and 0.97
@@ -197,8 +198,9 @@ def target_path(n: int, root, reach: float, *, up=(0.0, 0.0, 1.0), phase: float 
     steps = np.ones(n - 1)
     steps[n // 3 - 1:n // 3 + 4] = 0.0  # frames n//3 .. n//3 + 5 (1-based) share one position
     s = 2.0 * math.pi * np.concatenate([[0.0], np.cumsum(steps)]) / steps.sum()
-    az = phase + math.radians(50.0) * np.sin(s)
-    el = math.radians(45.0) + math.radians(15.0) * np.sin(2.0 * s + 1.0)
+    az = phase + math.radians(swing_deg) * np.sin(s)
+    mid, half = math.radians(0.5 * (tilt_deg[0] + tilt_deg[1])), math.radians(0.5 * (tilt_deg[1] - tilt_deg[0]))
+    el = mid + half * np.sin(2.0 * s + 1.0)
     dist = reach * (near + (far - near) * 0.5 * (1.0 + np.sin(1.5 * s + 0.5)))
     if out:
         m = max(2, round(OUT_OF_REACH * n))
@@ -222,6 +224,19 @@ def add_ik(pb: bpy.types.PoseBone, target: bpy.types.Object, subtarget: str = ""
     for key, value in settings.items():
         setattr(con, key, value)
     return con
+
+
+def ik_limits(pb: bpy.types.PoseBone, *, x: tuple[float, float] | None = None, y: tuple[float, float] | None = None,
+              z: tuple[float, float] | None = None, lock: str = "") -> None:
+    """Blender's IK limits on ``pb``: ``use_ik_limit_<axis>`` with (min, max) [degrees] per axis given, and
+    ``lock_ik_<axis>`` for each axis named in ``lock`` ("y": no twist)."""
+    for axis, bounds in (("x", x), ("y", y), ("z", z)):
+        if bounds is not None:
+            setattr(pb, f"use_ik_limit_{axis}", True)
+            setattr(pb, f"ik_min_{axis}", math.radians(bounds[0]))
+            setattr(pb, f"ik_max_{axis}", math.radians(bounds[1]))
+    for axis in lock:
+        setattr(pb, f"lock_ik_{axis}", True)
 
 
 def _frames(n: int) -> list[int]:
@@ -510,6 +525,115 @@ def build_shared_spine_weights(n: int) -> SceneInfo:
     return build_shared_spine(n, weights=(1.0, 0.3), out=True)
 
 
+# Limited chains (issue 23): long chains with IK limits set the way riggers set them, each IK constraint
+# with a user's defaults (a target and chain_count; 500 iterations, Blender's default tolerance), targets
+# sweeping in and out of what the limits allow: some frames reachable, some only past the limits (in
+# reach of the bones' lengths), some beyond reach. Bone axes of a bone up +Z with roll 0: X is world X
+# (bends forward and back), Z is world -Y (bends sideways), Y the twist.
+SPINE_LIMITS = {"x": (-25.0, 35.0), "y": (-15.0, 15.0), "z": (-30.0, 30.0)}  # [degrees]
+NECK_LIMITS = {"x": (-40.0, 40.0), "y": (-20.0, 20.0), "z": (-35.0, 35.0)}
+TAIL_LIMITS = {"x": (-25.0, 25.0), "z": (-20.0, 20.0), "lock": "y"}
+SHOULDER_LIMITS = {"x": (-20.0, 20.0), "z": (-20.0, 20.0), "lock": "y"}
+# Hips, then the spine bowed forward at the waist and back at the chest (Blender's front is -Y) [m].
+HIPS = ("Hips", (0.0, 0.0, 0.9), (0.0, 0.0, 1.0), None, False)
+SPINE_POINTS = [(0.0, 0.0, 1.0), (0.0, -0.015, 1.12), (0.0, -0.02, 1.24), (0.0, -0.005, 1.37), (0.0, 0.02, 1.53),
+                (0.0, 0.0, 1.63)]
+
+
+def chain_reach(arm: bpy.types.Object, names: Sequence[str]) -> float:
+    """How far the end of bones ``names`` (root first, each a child of the one before) can get from the
+    root's head: the distances from head to head, then the last bone's length, at rest [m]."""
+    bones = [arm.data.bones[name] for name in names]
+    heads = [np.array(b.head_local) for b in bones] + [np.array(bones[-1].tail_local)]
+    return float(sum(np.linalg.norm(b - a) for a, b in zip(heads, heads[1:])))
+
+
+def build_limited_spine(n: int) -> SceneInfo:
+    """Hips, three spine bones, Chest and Neck, each with swing and twist limits (Neck a wider range); an IK on
+    Neck (chain_count 5) toward a target looping around the front, sideways and down further than the limits
+    let the spine bend, and out of reach on a few frames."""
+    names = ["Spine1", "Spine2", "Spine3", "Chest", "Neck"]
+    arm = armature("Rig", [HIPS] + chain_bones(names, SPINE_POINTS, "Hips"))
+    for name in names:
+        ik_limits(arm.pose.bones[name], **(NECK_LIMITS if name == "Neck" else SPINE_LIMITS))
+    target = empty("Target")
+    key_locations(target, target_path(n, SPINE_POINTS[0], chain_reach(arm, names), phase=-0.5 * math.pi,
+                                      swing_deg=100.0, tilt_deg=(10.0, 100.0), near=0.8, far=0.99), _frames(n))
+    add_ik(arm.pose.bones["Neck"], target, chain_count=len(names))
+    return SceneInfo(arm.name)
+
+
+def _tail(n: int, name: str = "Rig") -> bpy.types.Object:
+    """Hips and a tail of 9 bones (0.1 m each, back and down from the hips, twist locked, swing +-25 / +-20
+    degrees); an IK on the tip (chain_count 9) toward a target sweeping sideways and up and down past what the
+    limits allow, and out of reach on a few frames."""
+    names = [f"Tail{k + 1}" for k in range(9)]
+    back = np.array([0.0, 0.94, -0.34])  # the tail's direction at rest: back (+Y) and a little down
+    points = [np.array((0.0, 0.05, 0.92)) + 0.1 * k * back + (0.0, 0.0, 0.01 * (k % 2)) for k in range(10)]
+    spec = chain_bones(names, points)
+    spec[0] = (*spec[0][:3], "Hips", False)  # parented to the hips, not connected
+    arm = armature(name, [HIPS] + spec)
+    for bone in names:
+        ik_limits(arm.pose.bones[bone], **TAIL_LIMITS)
+    target = empty("Target")
+    key_locations(target, target_path(n, points[0], chain_reach(arm, names), up=back, phase=0.0, swing_deg=180.0,
+                                      tilt_deg=(15.0, 105.0), near=0.7, far=0.98), _frames(n))
+    add_ik(arm.pose.bones[names[-1]], target, chain_count=len(names))
+    return arm
+
+
+def build_limited_tail(n: int) -> SceneInfo:
+    """The 9-bone limited tail of :func:`_tail`, solved by Blender's standard IK solver."""
+    return SceneInfo(_tail(n).name)
+
+
+def build_itasc_tail(n: int) -> SceneInfo:
+    """The 9-bone limited tail of :func:`_tail`, the armature solved by iTaSC (its defaults otherwise)."""
+    arm = _tail(n)
+    arm.pose.ik_solver = "ITASC"
+    return SceneInfo(arm.name)
+
+
+def build_limited_chain0(n: int) -> SceneInfo:
+    """6 bones of 0.2 m from the armature's origin, each limited (the root bone +-20 degrees swing, +-10 twist;
+    the others +-30 and +-15), an IK on the last with chain_count 0 (up to the root bone)."""
+    names = [f"B{k + 1}" for k in range(6)]
+    arm = armature("Rig", chain_bones(names, zigzag(6, 0.2, bend=0.02)))
+    for k, name in enumerate(names):
+        swing, twist = (20.0, 10.0) if k == 0 else (30.0, 15.0)
+        ik_limits(arm.pose.bones[name], x=(-swing, swing), y=(-twist, twist), z=(-swing, swing))
+    target = empty("Target")
+    key_locations(target, target_path(n, (0.0, 0.0, 0.0), chain_reach(arm, names), phase=1.0, swing_deg=120.0,
+                                      tilt_deg=(10.0, 100.0), near=0.75, far=0.98), _frames(n))
+    add_ik(arm.pose.bones[names[-1]], target, chain_count=0)
+    return SceneInfo(arm.name)
+
+
+def build_limited_arms_spine(n: int) -> SceneInfo:
+    """Hips, a limited spine (Spine1, Spine2, Chest), unconnected shoulders (twist locked, swing +-20 degrees)
+    and free arms; an IK on each forearm through shoulder and spine (chain_count 6), the targets reaching out
+    to the sides and forward, the right one out of the whole chain's reach on a few frames."""
+    spine = ["Spine1", "Spine2", "Chest"]
+    spec = [HIPS] + chain_bones(spine, [(0.0, 0.0, 1.0), (0.0, -0.015, 1.12), (0.0, -0.01, 1.25), (0.0, 0.02, 1.45)],
+                                "Hips")
+    for side, sx in (("L", 1.0), ("R", -1.0)):
+        spec.append((f"Shoulder.{side}", (0.02 * sx, -0.03, 1.40), (0.17 * sx, 0.0, 1.42), "Chest", False))
+        pts = [(0.17 * sx, 0.0, 1.42), (0.45 * sx, 0.03, 1.40), (0.72 * sx, 0.0, 1.40)]  # elbow a little back
+        spec += chain_bones([f"UpperArm.{side}", f"Forearm.{side}"], pts, f"Shoulder.{side}")
+    arm = armature("Rig", spec)
+    for name in spine:
+        ik_limits(arm.pose.bones[name], **SPINE_LIMITS)
+    for side, sx in (("L", 1.0), ("R", -1.0)):
+        ik_limits(arm.pose.bones[f"Shoulder.{side}"], **SHOULDER_LIMITS)
+        names = [*spine, f"Shoulder.{side}", f"UpperArm.{side}", f"Forearm.{side}"]
+        target = empty(f"Target.{side}")  # around the chain's root, up and out to the side
+        key_locations(target, target_path(n, SPINE_POINTS[0], chain_reach(arm, names), up=(sx, 0.0, 1.0),
+                                          phase=-0.5 * math.pi, swing_deg=70.0, tilt_deg=(20.0, 70.0),
+                                          out=side == "R", near=0.6, far=0.95), _frames(n))
+        add_ik(arm.pose.bones[f"Forearm.{side}"], target, chain_count=len(names))
+    return SceneInfo(arm.name)
+
+
 # A child-process script: ``python -c RIGIFY_SCRIPT out.blend frames`` saves Rigify's generated human rig
 # with its IK hand and foot controls keyed over 1..frames. Rigify is enabled only in that child: enabling
 # it in the test process makes bpy 4.2 segfault and 4.5 hang at exit (see ``conftest.blend_from_script``).
@@ -613,6 +737,14 @@ SCENES: tuple[ParityScene, ...] = (
     ParityScene("shared_spine", build_shared_spine, "two IK chains sharing the spine"),
     ParityScene("shared_spine_weights", build_shared_spine_weights,
                 "the shared spine, IK weights 1.0 / 0.3, the lighter arm's target out of reach at times"),
+    ParityScene("limited_spine", build_limited_spine,
+                "5-bone spine with swing and twist limits, the target looping past them and out of reach"),
+    ParityScene("limited_tail", build_limited_tail,
+                "9-bone tail, twist locked, swing limited, the target sweeping past the limits and out of reach"),
+    ParityScene("limited_chain0", build_limited_chain0, "6 limited bones, root included, IK chain_count 0"),
+    ParityScene("itasc_tail", build_itasc_tail, "the limited 9-bone tail solved by iTaSC"),
+    ParityScene("limited_arms_spine", build_limited_arms_spine,
+                "two arms through a limited spine and shoulders, the right target out of reach at times"),
     ParityScene("rigify", build_rigify, "Rigify's generated human rig", rigify=True),
 )
 BY_NAME = {s.name: s for s in SCENES}
