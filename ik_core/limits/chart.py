@@ -69,6 +69,7 @@ class BoxChart:
             infinite: its ellipse bounds it).
         upper: (dof',) upper bounds.
         swing_starts: First chart variable of each swing, whose pair is an ellipse, not a box.
+        variable_joint: (dof',) index of the skeleton's joint that owns each chart variable.
     """
 
     def __init__(self, skeleton: Skeleton) -> None:
@@ -79,7 +80,10 @@ class BoxChart:
             j.limit.box_coordinates() if j.kind is JointKind.BALL and j.limit is not None and j.dof else None
             for j in skeleton.joints
         ]
+        # The skeleton's joint that owns each chart variable.
+        owner = np.repeat(np.arange(len(skeleton.joints)), [j.dof for j in skeleton.joints])
         if not any(c is not None for c in limited):
+            self.variable_joint = owner
             self.skeleton = skeleton
             self.lower, self.upper = np.array(skeleton.lower), np.array(skeleton.upper)
             self.swing_starts: list[int] = []
@@ -156,6 +160,30 @@ class BoxChart:
                 src.extend(range(s, s + joint.dof))
                 dst.extend(range(c, c + joint.dof))
         self._copy_source, self._copy_chart = np.array(src, dtype=int), np.array(dst, dtype=int)
+        self.variable_joint = np.zeros(self.skeleton.dof, dtype=int)
+        self.variable_joint[self._copy_chart] = owner[self._copy_source]
+        for s, c, coords in self._balls:
+            self.variable_joint[c : c + (3 if coords.kind == "euler" else 4)] = owner[s]
+
+    def on_limit(self, x: np.ndarray, tol: float = 1e-7) -> np.ndarray:
+        """(P, dof') True where a chart variable rests on its range's end or its swing on its ellipse.
+
+        Args:
+            x: (P, dof') chart configurations inside the limits.
+            tol: Distance from a bound that counts as resting on it [rad or m].
+        """
+        on = (np.abs(x - self.lower) <= tol) | (np.abs(x - self.upper) <= tol)
+        on &= self.lower < self.upper  # a locked variable holds nothing back
+        if self.swing_starts:
+            s = np.array(self.swing_starts)
+            axes = self._swing_axes
+            a = np.where(x[:, s] >= 0.0, axes[:, 0], axes[:, 1])
+            b = np.where(x[:, s + 1] >= 0.0, axes[:, 2], axes[:, 3])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                level = np.sqrt((x[:, s] / a) ** 2 + (x[:, s + 1] / b) ** 2)
+            rim = ~(level < 1.0 - tol) | (a <= tol) | (b <= tol)
+            on[:, s], on[:, s + 1] = rim, rim
+        return on
 
     @property
     def identity(self) -> bool:

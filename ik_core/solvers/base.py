@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -293,7 +293,6 @@ class Solver(abc.ABC):
 
     def _finish(self, tg: Targets, q: np.ndarray, q0: np.ndarray, iterations: object) -> IKResult:
         """The result for the solver's answers q: limits, best effort for the missed, errors, reasons."""
-        batch = tg.batch_shape
         bad = ~np.isfinite(q).all(axis=-1)
         if bad.any():
             q = np.where(bad[..., None], q0, q)
@@ -306,8 +305,15 @@ class Solver(abc.ABC):
         if self.best_effort and missed.any():
             q = self.improve_missed(tg, q, q0, missed)
             pos_err, rot_err = self.errors(q, tg)
-            converged = (pos_err <= self.tolerance) & (rot_err <= self.rotation_tolerance)
-        converged &= ~bad
+        return self._report(tg, q, pos_err, rot_err, bad, iterations)
+
+    def _report(
+        self, tg: Targets, q: np.ndarray, pos_err: np.ndarray, rot_err: np.ndarray, bad: np.ndarray,
+        iterations: object,
+    ) -> IKResult:
+        """The result for final answers q and their errors: convergence, reasons, limit hits."""
+        batch = tg.batch_shape
+        converged = (pos_err <= self.tolerance) & (rot_err <= self.rotation_tolerance) & ~bad
         reason = np.empty(batch, dtype=object)
         reason[...] = "converged"
         if not converged.all():
@@ -345,6 +351,41 @@ class Solver(abc.ABC):
         tg = as_targets(targets, len(self.effector_ids))
         return self._finish(tg, result.q, self._warm_start(tg, q0), result.iterations)
 
+    def follow_missed(self, targets: np.ndarray, result: IKResult) -> IKResult:
+        """A take's result with each missed frame kept in the basin of the frame before where that is as near.
+
+        See :meth:`~.best_effort.BestEffort.follow`: frames solved in one batch each start
+        from a guess; this pass gives a missed frame its predecessor's basin unless its own
+        answer is nearer its target by more than the best effort's switch margin. Rotating
+        joints are then moved by whole turns nearest the frame before on every frame (the
+        same poses, without a spin in the keys).
+
+        Args:
+            targets: (N, ...) the take's targets, as given to :meth:`solve`, in frame order.
+            result: The take's result, batch shape (N,).
+
+        Returns:
+            ``result`` itself when no frame after the first missed (or best effort is off),
+            else the result for the followed answers.
+        """
+        missed = ~np.asarray(result.converged, dtype=bool)
+        if not self.best_effort or len(missed) < 2:
+            return result
+        best = self._best_effort()
+        if not missed[1:].any():
+            # Every frame reached: only whole turns of rotating joints to take out (a spin).
+            return replace(result, q=best.unwrap(result.q))
+        tg = as_targets(targets, len(self.effector_ids))
+        E = len(self.effector_ids)
+        tp = tg.positions.reshape(-1, E, 3)
+        tr = None
+        if tg.rotations is not None and best.mode != "position":
+            tr = tg.rotations.reshape(-1, E, 3, 3)
+        q = best.follow(np.asarray(result.q, dtype=float), tp, tr, missed, self.tolerance)
+        pos_err, rot_err = self.errors(q, tg)
+        bad = np.zeros(len(q), dtype=bool)
+        return self._report(tg, q, pos_err, rot_err, bad, result.iterations)
+
     def at_reach_bound(self, tg: Targets, pos_err: np.ndarray, rot_err: np.ndarray) -> np.ndarray:
         """(...,) True where an answer is provably its best effort, with no search needed.
 
@@ -375,23 +416,28 @@ class Solver(abc.ABC):
         Returns:
             (..., dof) configurations inside the limits, none farther from its target than q.
         """
-        if self._best is None:
-            mode = self.mode if self.rotation_matched else "position"
-            self._best = BestEffort(
-                self.skeleton, self.effector_ids, mode, self.aim_axis, weights=self.best_effort_weights()
-            )
+        best = self._best_effort()
         dof = self.skeleton.dof
         rows = np.nonzero(missed.reshape(-1))[0]
         E = len(self.effector_ids)
         tp = tg.positions.reshape(-1, E, 3)[rows]
         tr = None
-        if tg.rotations is not None and self._best.mode != "position":
+        if tg.rotations is not None and best.mode != "position":
             tr = tg.rotations.reshape(-1, E, 3, 3)[rows]
         flat = q.reshape(-1, dof).copy()
         warm = np.broadcast_to(q0, q.shape).reshape(-1, dof)[rows]
         beyond = self.reach_bound.excess(tp).max(axis=-1) > self.tolerance
-        flat[rows] = self._best.improve(flat[rows], warm, tp, tr, self.tolerance, self.global_starts, beyond)
+        flat[rows] = best.improve(flat[rows], warm, tp, tr, self.tolerance, self.global_starts, beyond)
         return flat.reshape(q.shape)
+
+    def _best_effort(self) -> BestEffort:
+        """The solver's best-effort problem (built on first use)."""
+        if self._best is None:
+            mode = self.mode if self.rotation_matched else "position"
+            self._best = BestEffort(
+                self.skeleton, self.effector_ids, mode, self.aim_axis, weights=self.best_effort_weights()
+            )
+        return self._best
 
     def errors(self, q: np.ndarray, tg: Targets) -> tuple[np.ndarray, np.ndarray]:
         """(...,) worst position error [m] and rotation error [rad] over the effectors."""
@@ -420,12 +466,29 @@ class Solver(abc.ABC):
         far = self._out_of_reach_reason(tg, idx, pos_err)
         if far is not None:
             return far
+        if self.best_effort:
+            return self._held_reason(q, idx, pos_err, rot_err)
         what = []
         if pos_err > self.tolerance:
             what.append(f"position error {pos_err:.3g} m > tolerance {self.tolerance:g} m")
         if rot_err > self.rotation_tolerance:
             what.append(f"rotation error {rot_err:.3g} rad > tolerance {self.rotation_tolerance:g} rad")
         return "not converged: " + "; ".join(what)
+
+    def _held_reason(self, q: np.ndarray, idx: tuple[int, ...], pos_err: float, rot_err: float) -> str:
+        """The reason for a missed target inside the reach, after its best effort: what holds it."""
+        errs = f"position error {pos_err:.3g} m"
+        if self.mode != "position" and rot_err > self.rotation_tolerance:
+            errs += f", {'aim' if self.mode == 'aim' else 'rotation'} error {rot_err:.3g} rad"
+        held = self._best_effort().joints_on_limit(q[idx])
+        if not held:
+            return f"no pose near the closest one found comes nearer ({errs}; no joint on a limit)"
+        names = [self.skeleton.joints[i].name for i in held]
+        listed = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        return (
+            f"joint limits prevent reaching the target: the closest pose their ranges allow leaves {errs} "
+            f"({listed} on a limit)"
+        )
 
     def _out_of_reach_reason(self, tg: Targets, idx: tuple[int, ...], pos_err: float) -> str | None:
         """The reason for a target beyond its effector's reach, or None for a target inside it."""

@@ -25,6 +25,7 @@ from ..limits import project_configuration
 from ..limits.chart import BoxChart
 from ..model.skeleton import JointKind, Skeleton
 from .dls.kinematics import EffectorModel, aim_residual, rotation_log
+from .reach import stretch_toward
 
 #: A descent stops when _STALL_WINDOW iterations together gain less than this much distance
 #: [m or rad], or when no step gains at all: the certificate's gain.
@@ -56,6 +57,7 @@ _GRADIENT_STEPS = np.array([30.0, 3.0, 0.3, 0.03])
 _REACH_MIN = 1e-7
 # A variable this close to a bound counts as resting on it [rad or m].
 _ON_BOUND = 1e-9
+_TURN = 2.0 * np.pi
 
 
 class BestEffort:
@@ -82,6 +84,7 @@ class BestEffort:
         # projecting rotation vectors.
         self.chart = BoxChart(skeleton)
         self.model = EffectorModel(self.chart.skeleton, effector_ids)
+        self._effector_ids = tuple(effector_ids)
         self._source_model = self.model if self.chart.identity else EffectorModel(skeleton, effector_ids)
         self._sqrt_w = None if weights is None or np.all(weights == 1.0) else np.asarray(weights, dtype=float)
         self._lo, self._hi = self.chart.lower, self.chart.upper
@@ -95,6 +98,14 @@ class BestEffort:
         ]
         self._seed = seed
         self._library: tuple[np.ndarray, np.ndarray] | None = None
+        # Variables of rotating 1-DoF joints whose value a whole turn away is the same pose (not
+        # sources of mimics, which would turn by their multiplier): a take keeps them on one turn.
+        sources = {int(skeleton.mimic_source[i]) for i, j in enumerate(skeleton.joints) if j.mimic is not None}
+        self._turning = np.array([
+            int(skeleton.q_index[i]) for i, j in enumerate(skeleton.joints)
+            if j.kind in (JointKind.REVOLUTE, JointKind.CONTINUOUS) and j.dof and i not in sources
+        ], dtype=int)
+        self._source_lo, self._source_hi = np.asarray(skeleton.lower), np.asarray(skeleton.upper)
 
     # --- the objective -------------------------------------------------------------------
     def residual(
@@ -160,9 +171,10 @@ class BestEffort:
         return self._to_source(q, x, d, tp, tr)
 
     def _to_source(
-        self, q: np.ndarray, x: np.ndarray, d: np.ndarray, tp: np.ndarray, tr: np.ndarray | None
+        self, q: np.ndarray, x: np.ndarray, d: np.ndarray, tp: np.ndarray, tr: np.ndarray | None,
+        slack: float = 0.0,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """The skeleton's configurations of chart answers x, where they are nearer than the starts q.
+        """The skeleton's configurations of chart answers x, unless the starts q are nearer by more than ``slack``.
 
         A start the chart had to move (an Euler limit met only through gimbal lock) keeps its
         own pose unless the descent found a nearer one.
@@ -173,7 +185,7 @@ class BestEffort:
         e_out = self.residual(out, tp, tr, jacobian=False, model=self._source_model)[0]
         e_q = self.residual(q, tp, tr, jacobian=False, model=self._source_model)[0]
         d_out, d_q = np.sqrt(np.add.reduce(e_out * e_out, -1)), np.sqrt(np.add.reduce(e_q * e_q, -1))
-        keep = d_q <= d_out
+        keep = d_q < d_out - slack if slack > 0.0 else d_q <= d_out
         return np.where(keep[:, None], q, out), np.where(keep, d_q, d_out)
 
     def _descend(
@@ -343,12 +355,24 @@ class BestEffort:
             (P, dof) configurations inside the limits, never farther from the targets than q.
         """
         q = project_configuration(self.skeleton, np.array(q, dtype=float))
-        q_local, d_local = self._descend(self.chart.to_chart(q), tp, tr, tolerance)
+        P = len(q)
+        warm_x = self.chart.to_chart(project_configuration(self.skeleton, np.array(q_warm, dtype=float)))
+        # Descents from the answer and from the warm start together: on a take the warm start is
+        # the frame before, and where the closest poses form a family (a redundant chain held
+        # off its target) the descent from it stays beside it, where the solver's own search
+        # may have wandered along the family.
+        both_x, both_d = self._descend(
+            np.concatenate([self.chart.to_chart(q), warm_x]), np.concatenate([tp, tp]),
+            None if tr is None else np.concatenate([tr, tr]), tolerance,
+        )
+        q_local, d_local = both_x[:P], both_d[:P]
+        from_warm = self._prefer(both_d[P:], d_local, both_x[P:], q_local, warm_x)
+        q_local[from_warm], d_local[from_warm] = both_x[P:][from_warm], both_d[P:][from_warm]
         if starts <= 0:
-            return self._to_source(q, q_local, d_local, tp, tr)[0]
+            return self._finish(q, q_local, d_local, tp, tr, q_warm)
         open_rows = np.nonzero(d_local > tolerance)[0]
         if not len(open_rows):
-            return self._to_source(q, q_local, d_local, tp, tr)[0]
+            return self._finish(q, q_local, d_local, tp, tr, q_warm)
         configs, positions = self.library()
         k = min(starts, len(configs))
         # Nearest library effectors (summed over effectors) to each open target.
@@ -362,7 +386,7 @@ class BestEffort:
             worth = ~beyond[open_rows] | (nearest < GLOBAL_RANGE * d_local[open_rows])
             open_rows, pick = open_rows[worth], pick[worth]
             if not len(open_rows):
-                return self._to_source(q, q_local, d_local, tp, tr)[0]
+                return self._finish(q, q_local, d_local, tp, tr, q_warm)
         X = configs[pick].reshape(-1, configs.shape[1])
         rep = np.repeat(open_rows, k)
         # Screen every start with a short descent, then finish only the most promising ones.
@@ -377,12 +401,110 @@ class BestEffort:
         best_d = Xd.min(axis=1)
         # Among near-ties of the best, the one nearest the warm start.
         near = Xd <= best_d[:, None] + STALL_GAIN
-        warm = self.chart.to_chart(np.asarray(q_warm, dtype=float)[open_rows])
-        step = np.where(near, np.linalg.norm(Xq - warm[:, None], axis=-1), np.inf)
+        step = np.where(near, np.linalg.norm(Xq - warm_x[open_rows, None], axis=-1), np.inf)
         choice = np.argmin(step, axis=1)
         d_open = d_local[open_rows]
         better = (best_d < d_open - SWITCH_MARGIN) | ((best_d <= tolerance) & (d_open > tolerance))
         rows = open_rows[better]
         q_local[rows] = Xq[better, choice[better]]
         d_local[rows] = best_d[better]
-        return self._to_source(q, q_local, d_local, tp, tr)[0]
+        return self._finish(q, q_local, d_local, tp, tr, q_warm)
+
+    @staticmethod
+    def _prefer(
+        d_new: np.ndarray, d_old: np.ndarray, x_new: np.ndarray, x_old: np.ndarray, warm: np.ndarray
+    ) -> np.ndarray:
+        """(P,) where the new answers win: nearer the targets, or tied (to rounding) and nearer the warm starts."""
+        tie = np.abs(d_new - d_old) <= 1e-12 * (1.0 + d_old)
+        closer_to_warm = np.linalg.norm(x_new - warm, axis=-1) < np.linalg.norm(x_old - warm, axis=-1)
+        return (d_new < d_old) & ~tie | (tie & closer_to_warm)
+
+    def joints_on_limit(self, q: np.ndarray) -> list[int]:
+        """Indices of the skeleton's joints whose limits a pose (dof,) rests on, in joint order."""
+        x = self.chart.to_chart(project_configuration(self.skeleton, np.asarray(q, dtype=float)[None]))
+        return sorted({int(j) for j in self.chart.variable_joint[self.chart.on_limit(x)[0]]})
+
+    def follow(
+        self, q: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, missed: np.ndarray, tolerance: float,
+    ) -> np.ndarray:
+        """A take's missed frames, in order, each descended from the answer of the frame before.
+
+        Frames solved together (a batch of a take) each start from a guess, not from the frame
+        before, and where the closest poses form a family or two basins tie, neighbours land
+        apart: a pop the target never asked for. Each missed frame's descent from its
+        predecessor's final answer replaces its answer unless that answer is nearer the target
+        by more than SWITCH_MARGIN: a frame whose best pose really lies elsewhere keeps it.
+
+        Args:
+            q: (N, dof) the take's answers, inside the limits, in frame order.
+            tp: (N, E, 3) target positions [m].
+            tr: (N, E, 3, 3) target rotations, or None.
+            missed: (N,) frames to follow (the first frame has no predecessor and is kept).
+            tolerance: Distance at which a target counts as reached [m].
+
+        Returns:
+            (N, dof) configurations inside the limits, none farther than SWITCH_MARGIN beyond q's.
+        """
+        q = project_configuration(self.skeleton, np.array(q, dtype=float))
+        x = self.chart.to_chart(q)
+        e = self.residual(x, tp, tr, jacobian=False)[0]
+        d = np.sqrt(np.add.reduce(e * e, -1))
+        rows = np.flatnonzero(missed)
+        rows = rows[rows > 0]
+        # A lone position effector also starts from the frame before stretched toward the target
+        # by the smallest turns: beyond reach the best pose is the straight chain, and the twists
+        # about it (which move nothing) stay where the frame before had them.
+        stretch = len(self._effector_ids) == 1 and tr is None
+        for i in rows:
+            starts = x[i - 1 : i]
+            if stretch:
+                prev = self.chart.from_chart(starts)
+                turned = stretch_toward(self.skeleton, prev, self._effector_ids[0], tp[i, :1])
+                starts = np.concatenate([starts, self.chart.to_chart(turned)])
+            k = len(starts)
+            tri = None if tr is None else np.repeat(tr[i : i + 1], k, axis=0)
+            xi, di = self._descend(starts, np.repeat(tp[i : i + 1], k, axis=0), tri, tolerance)
+            # Of the near-best (within STALL_GAIN), the one nearest the frame before.
+            near = di <= di.min() + STALL_GAIN
+            pick = int(np.argmin(np.where(near, np.linalg.norm(xi - x[i - 1], axis=-1), np.inf)))
+            # Continuity wins unless the frame's own answer is nearer by more than SWITCH_MARGIN,
+            # the same balance of closeness and continuity as the global check's.
+            if di[pick] <= d[i] + SWITCH_MARGIN:
+                x[i], d[i] = xi[pick], di[pick]
+        out = self._to_source(q, x, d, tp, tr, slack=SWITCH_MARGIN)[0]
+        return self.unwrap(out)
+
+    def unwrap(self, q: np.ndarray) -> np.ndarray:
+        """A take's configurations (N, dof), rotating joints moved by whole turns nearest the frame before."""
+        out = np.array(q, dtype=float)
+        for i in range(1, len(out)):
+            out[i : i + 1] = self._nearest_turns(out[i : i + 1], out[i - 1 : i])
+        return out
+
+    def _finish(
+        self, q: np.ndarray, x: np.ndarray, d: np.ndarray, tp: np.ndarray, tr: np.ndarray | None,
+        q_warm: np.ndarray,
+    ) -> np.ndarray:
+        """The answers x as the skeleton's configurations, each rotating joint on the turn nearest its warm start."""
+        out = self._to_source(q, x, d, tp, tr)[0]
+        return self._nearest_turns(out, np.broadcast_to(np.asarray(q_warm, dtype=float), out.shape))
+
+    def _nearest_turns(self, out: np.ndarray, warm_q: np.ndarray) -> np.ndarray:
+        """``out`` (P, dof) with each rotating joint moved by whole turns nearest ``warm_q`` (P, dof), in its range."""
+        if not len(self._turning):
+            return out
+        cols = self._turning
+        warm = warm_q[:, cols]
+        value = out[:, cols]
+        k = np.round((warm - value) / _TURN)
+        best = value
+        gap = np.abs(value - warm)
+        # The same angle a whole turn up or down, where the range holds it, if nearer the warm start.
+        for shift in (k - 1.0, k, k + 1.0):
+            moved = value + shift * _TURN
+            fits = (moved >= self._source_lo[cols] - _ON_BOUND) & (moved <= self._source_hi[cols] + _ON_BOUND)
+            nearer = fits & (np.abs(moved - warm) < gap)
+            best = np.where(nearer, moved, best)
+            gap = np.where(nearer, np.abs(moved - warm), gap)
+        out[:, cols] = np.clip(best, self._source_lo[cols], self._source_hi[cols])
+        return out

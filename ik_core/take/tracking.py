@@ -110,7 +110,9 @@ def solve_track(
     n = len(targets)
     beyond = solver.reach_excess(targets) > solver.tolerance if n else np.zeros(0, dtype=bool)
     if not beyond.any() or beyond.all():
-        return _track(solver, targets, q0, max_jump, progress, segment, look_ahead, options)
+        result = _track(solver, targets, q0, max_jump, progress, segment, look_ahead, options)
+        # Missed frames of a batch each started from a guess: give them their predecessor's basin.
+        return solver.follow_missed(targets, result)
     # No retry or restart brings a target beyond reach nearer: track the other frames, then
     # give those their best effort together.
     inside, outside = np.flatnonzero(~beyond), np.flatnonzero(beyond)
@@ -140,7 +142,7 @@ def solve_track(
         fields[f][outside] = np.asarray(getattr(far, f))
     if progress is not None:
         progress(n, n)
-    return IKResult(**fields)
+    return solver.follow_missed(targets, IKResult(**fields))
 
 
 def interpolate_gaps(values: np.ndarray, gap: np.ndarray) -> np.ndarray:

@@ -545,6 +545,8 @@ class DLSSolver(Solver):
         far = self._out_of_reach_reason(tg, idx, pos_err)
         if far is not None:
             return far
+        if self.best_effort:
+            return self._held_reason(q, idx, pos_err, rot_err)
         n = 0 if self._last_restarts is None else int(self._last_restarts[idx])
         errs = f"position error {pos_err:.3g} m"
         if self.mode != "position":

@@ -279,7 +279,9 @@ class TwoBoneSolver(Solver):
                 "arm folded toward it"
             )
         theta = float(q[idx][self._hinge_q])
-        if abs(limb_distance(self._limb, np.array(theta)) - D) > self.tolerance:
+        # The hinge is to blame only where it rests on an end of its range.
+        on_end = min(abs(theta - self._lower), abs(theta - self._upper)) <= 1e-9
+        if on_end and abs(limb_distance(self._limb, np.array(theta)) - D) > self.tolerance:
             return (
                 f"hinge {self._hinge_name!r} range [{self._lower:.4g}, {self._upper:.4g}] rad prevents the "
                 f"bend needed for a target {D:.4g} m away; best effort leaves {pos_err:.3g} m of position error"

@@ -1,0 +1,93 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Takes at the edge of the limits: missed frames follow their predecessor's basin, rotating joints
+never spin a whole turn between frames, and a missed frame's reason names the limits that hold it
+(ik_core.take.tracking.solve_track with Solver.follow_missed, ik_core.solvers.best_effort.BestEffort.follow)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ik_core import Effector, EulerLimit, Joint, JointKind, Skeleton, make_solver, solve_track
+from ik_core.limits import SwingTwistLimit, limit_violation
+from ik_core.model.kinematics import effector_poses
+from ik_core.solvers.best_effort import SWITCH_MARGIN, BestEffort
+from ik_core.take.steps import joint_steps
+
+
+def _chain(rng: np.random.Generator, kinds: tuple[str, ...], last_continuous: bool = False) -> Skeleton:
+    """Limited ball joints along Y (Euler or swing-twist ranges of 0.1-0.4 rad), bones 0.2-0.35 m."""
+    joints = []
+    for i, kind in enumerate(kinds):
+        origin = np.eye(4)
+        if i:
+            origin[1, 3] = rng.uniform(0.2, 0.35)
+        lo, hi = -rng.uniform(0.1, 0.4, 3), rng.uniform(0.1, 0.4, 3)
+        limit = EulerLimit(lo, hi) if kind == "euler" else SwingTwistLimit(lo, hi)
+        joints.append(Joint(f"j{i}", JointKind.BALL, i - 1, origin, limit=limit))
+    if last_continuous:
+        origin = np.eye(4)
+        origin[1, 3] = 0.3
+        joints.append(Joint("spin", JointKind.CONTINUOUS, len(joints) - 1, origin, axis=(1.0, 0.0, 0.0)))
+    end = np.eye(4)
+    end[1, 3] = 0.25
+    return Skeleton(joints, [Effector("tip", len(joints) - 1, end)])
+
+
+def _sweep(skeleton: Skeleton, frames: int, radius_scale: float) -> np.ndarray:
+    """(frames, 3) a slow circle around the chain's root, radius_scale times its length: out of the limits."""
+    length = float(np.linalg.norm(effector_poses(skeleton, np.zeros(skeleton.dof), "tip")[:3, 3]))
+    t = np.linspace(0.0, 0.5 * np.pi, frames)
+    return radius_scale * length * np.stack([np.sin(t), 0.3 * np.ones_like(t), np.cos(t)], axis=1)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_missed_frames_of_a_slow_take_move_little_and_stay_near_their_best(seed: int) -> None:
+    """A target creeping 1-2 cm a frame through poses the limits forbid: no pop, no frame far off.
+
+    Each frame stays within SWITCH_MARGIN of what the solver finds for it alone, warm-started from the
+    frame before (continuity may cost at most that much distance), and inside every limit.
+    """
+    rng = np.random.default_rng(seed)
+    skeleton = _chain(rng, ("euler", "swing", "euler", "swing"))
+    targets = _sweep(skeleton, 60, 0.8 if seed % 2 else 1.3)
+    solver = make_solver("dls", skeleton, "tip", mode="position")
+    res = solve_track(solver, targets, None, max_jump=0.5, segment=32)
+    assert not res.converged.all(), "the sweep must leave the limited workspace"
+    q = np.asarray(res.q)
+    assert np.all(limit_violation(skeleton, q) <= 1e-9)
+    steps = joint_steps(skeleton, q[:-1], q[1:])
+    # A joint may turn more than 0.2 rad only where the closest pose itself jumps: where carrying
+    # the frame before on (a descent from it inside the limits) ends farther than the answer by
+    # more than the switch margin.
+    carry = BestEffort(skeleton, [0], "position", np.array([0.0, 0.0, 1.0]))
+    for i in np.flatnonzero(steps > 0.2) + 1:
+        _, carried = carry.descend(q[i - 1 : i], targets[i : i + 1, None], None)
+        assert res.position_error[i] < carried[0] - SWITCH_MARGIN, f"frame {i} turns a joint {steps[i - 1]:.3f} rad"
+    for i in range(1, len(q)):
+        alone = solver.solve(targets[i], q[i - 1])
+        assert res.position_error[i] <= float(alone.position_error) + SWITCH_MARGIN + 1e-9
+
+
+def test_a_continuous_joint_never_spins_a_whole_turn_between_frames() -> None:
+    """The last joint turns freely: whatever value each frame's solve lands on, the keys stay on one turn."""
+    rng = np.random.default_rng(7)
+    skeleton = _chain(rng, ("euler", "swing"), last_continuous=True)
+    targets = _sweep(skeleton, 80, 1.2)
+    res = solve_track(make_solver("dls", skeleton, "tip", mode="position"), targets, None, max_jump=0.5, segment=32)
+    spin = np.asarray(res.q)[:, -1]
+    assert np.abs(np.diff(spin)).max() < np.pi
+
+
+def test_a_missed_target_names_the_limits_that_hold_it() -> None:
+    """Inside the reach but outside the limits: the reason says the limits hold it and names a joint on one."""
+    rng = np.random.default_rng(3)
+    skeleton = _chain(rng, ("euler", "swing", "euler"))
+    length = float(np.linalg.norm(effector_poses(skeleton, np.zeros(skeleton.dof), "tip")[:3, 3]))
+    target = np.array([0.0, -0.5 * length, 0.0])  # behind the root: every bone would have to fold back
+    for name in ("dls", "fabrik", "ccd"):
+        res = make_solver(name, skeleton, "tip", mode="position").solve(target)
+        assert not res.converged
+        reason = str(res.reason)
+        assert reason.startswith("joint limits prevent reaching the target"), (name, reason)
+        assert any(f"j{i}" in reason for i in range(3)), (name, reason)
