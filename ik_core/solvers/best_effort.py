@@ -58,6 +58,8 @@ _REACH_MIN = 1e-7
 # A variable this close to a bound counts as resting on it [rad or m].
 _ON_BOUND = 1e-9
 _TURN = 2.0 * np.pi
+# Batched sweeps of a take's follow pass before it goes frame by frame.
+_FOLLOW_SWEEPS = 3
 
 
 class BestEffort:
@@ -451,28 +453,54 @@ class BestEffort:
         d = np.sqrt(np.add.reduce(e * e, -1))
         rows = np.flatnonzero(missed)
         rows = rows[rows > 0]
-        # A lone position effector also starts from the frame before stretched toward the target
-        # by the smallest turns: beyond reach the best pose is the straight chain, and the twists
-        # about it (which move nothing) stay where the frame before had them.
-        stretch = len(self._effector_ids) == 1 and tr is None
-        for i in rows:
-            starts = x[i - 1 : i]
-            if stretch:
-                prev = self.chart.from_chart(starts)
-                turned = stretch_toward(self.skeleton, prev, self._effector_ids[0], tp[i, :1])
-                starts = np.concatenate([starts, self.chart.to_chart(turned)])
-            k = len(starts)
-            tri = None if tr is None else np.repeat(tr[i : i + 1], k, axis=0)
-            xi, di = self._descend(starts, np.repeat(tp[i : i + 1], k, axis=0), tri, tolerance)
-            # Of the near-best (within STALL_GAIN), the one nearest the frame before.
-            near = di <= di.min() + STALL_GAIN
-            pick = int(np.argmin(np.where(near, np.linalg.norm(xi - x[i - 1], axis=-1), np.inf)))
-            # Continuity wins unless the frame's own answer is nearer by more than SWITCH_MARGIN,
-            # the same balance of closeness and continuity as the global check's.
-            if di[pick] <= d[i] + SWITCH_MARGIN:
-                x[i], d[i] = xi[pick], di[pick]
+        follows = np.zeros(len(q) + 1, dtype=bool)
+        follows[rows] = True
+        # Batched sweeps first (each frame from its predecessor as the sweep found it), then one
+        # frame at a time where a change still has to travel down a run of missed frames.
+        pending = rows
+        for _ in range(_FOLLOW_SWEEPS):
+            if not len(pending):
+                break
+            changed = self._follow_rows(pending, x, d, tp, tr, tolerance)
+            pending = changed[follows[changed + 1]] + 1
+        work = sorted(int(i) for i in pending)
+        while work:
+            i = work.pop(0)
+            if len(self._follow_rows(np.array([i]), x, d, tp, tr, tolerance)) and follows[i + 1]:
+                work.append(i + 1)
         out = self._to_source(q, x, d, tp, tr, slack=SWITCH_MARGIN)[0]
         return self.unwrap(out)
+
+    def _follow_rows(
+        self, rows: np.ndarray, x: np.ndarray, d: np.ndarray, tp: np.ndarray, tr: np.ndarray | None,
+        tolerance: float,
+    ) -> np.ndarray:
+        """Frames ``rows`` descended from their predecessors' x in one batch; updates x and d, returns the changed.
+
+        A lone position effector also starts from the frame before stretched toward the target
+        by the smallest turns: beyond reach the best pose is the straight chain, and the twists
+        about it (which move nothing) stay where the frame before had them.
+        """
+        starts = [x[rows - 1]]
+        if len(self._effector_ids) == 1 and tr is None:
+            prev = self.chart.from_chart(x[rows - 1])
+            turned = stretch_toward(self.skeleton, prev, self._effector_ids[0], tp[rows, 0])
+            starts.append(self.chart.to_chart(turned))
+        k, R = len(starts), len(rows)
+        reps = np.tile(rows, k)
+        xs, ds = self._descend(np.concatenate(starts), tp[reps], None if tr is None else tr[reps], tolerance)
+        xs, ds = xs.reshape(k, R, -1), ds.reshape(k, R)
+        # Of the near-best (within STALL_GAIN), the one nearest the frame before.
+        near = ds <= ds.min(axis=0) + STALL_GAIN
+        gap = np.linalg.norm(xs - x[rows - 1][None], axis=-1)
+        pick = np.argmin(np.where(near, gap, np.inf), axis=0)
+        x_new, d_new = xs[pick, np.arange(R)], ds[pick, np.arange(R)]
+        # Continuity wins unless the frame's own answer is nearer by more than SWITCH_MARGIN,
+        # the same balance of closeness and continuity as the global check's.
+        take = d_new <= d[rows] + SWITCH_MARGIN
+        moved = take & (np.linalg.norm(x_new - x[rows], axis=-1) > 1e-9)
+        x[rows[take]], d[rows[take]] = x_new[take], d_new[take]
+        return rows[moved]
 
     def unwrap(self, q: np.ndarray) -> np.ndarray:
         """A take's configurations (N, dof), rotating joints moved by whole turns nearest the frame before."""
