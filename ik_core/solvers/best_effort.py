@@ -60,6 +60,9 @@ _ON_BOUND = 1e-9
 _TURN = 2.0 * np.pi
 # Batched sweeps of a take's follow pass before it goes frame by frame.
 _FOLLOW_SWEEPS = 3
+# A frame the follow pass moved by more than this [rad or m, over all variables] has its successor
+# followed again; smaller moves cannot carry a successor into another basin.
+_FOLLOW_MOVE = 1e-2
 
 
 class BestEffort:
@@ -478,7 +481,7 @@ class BestEffort:
         self, rows: np.ndarray, x: np.ndarray, d: np.ndarray, tp: np.ndarray, tr: np.ndarray | None,
         tolerance: float,
     ) -> np.ndarray:
-        """Frames ``rows`` descended from their predecessors' x in one batch; updates x and d, returns the changed.
+        """Frames ``rows`` descended from their predecessors' x in one batch; updates x and d, returns the moved.
 
         A lone position effector also starts from the frame before stretched toward the target
         by the smallest turns: beyond reach the best pose is the straight chain, and the twists
@@ -501,7 +504,7 @@ class BestEffort:
         # Continuity wins unless the frame's own answer is nearer by more than SWITCH_MARGIN,
         # the same balance of closeness and continuity as the global check's.
         take = d_new <= d[rows] + SWITCH_MARGIN
-        moved = take & (np.linalg.norm(x_new - x[rows], axis=-1) > 1e-9)
+        moved = take & (np.linalg.norm(x_new - x[rows], axis=-1) > _FOLLOW_MOVE)
         x[rows[take]], d[rows[take]] = x_new[take], d_new[take]
         return rows[moved]
 
