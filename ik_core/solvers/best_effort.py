@@ -262,8 +262,7 @@ class BestEffort:
             reps = 1 + 2 * len(_GRADIENT_STEPS)
             tpr = np.tile(tp[rows], (reps, 1, 1))
             trr = None if tr is None else np.tile(tr[rows], (reps, 1, 1, 1))
-            # Errors only: the Jacobian is needed at the accepted trial alone (computed below).
-            e_try = self.residual(trial, tpr, trr, jacobian=False)[0]
+            e_try, J_try = self.residual(trial, tpr, trr)
             d_try = np.sqrt(np.add.reduce(e_try * e_try, -1)).reshape(reps, R)
             pick = np.argmin(d_try, axis=0)
             flat = pick * R + np.arange(R)
@@ -273,9 +272,7 @@ class BestEffort:
             # A step must gain beyond rounding: an optimum stays bit for bit what it was.
             ok = best < d[rows] - 1e-12 * (1.0 + d[rows])
             acc = rows[ok]
-            if len(acc):
-                q[acc], d[acc] = trial[flat[ok]], best[ok]
-                e[acc], J[acc] = self.residual(q[acc], tp[acc], None if tr is None else tr[acc])
+            q[acc], e[acc], J[acc], d[acc] = trial[flat[ok]], e_try[flat[ok]], J_try[flat[ok]], best[ok]
             newton = ok & (pick == 0)
             lam[rows] = np.where(
                 newton, np.maximum(lam[rows] / _DAMP_DOWN, 1e-12), np.minimum(lam[rows] * _DAMP_UP, 1e12)
