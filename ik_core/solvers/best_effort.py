@@ -25,7 +25,7 @@ from ..limits import project_configuration
 from ..limits.chart import BoxChart
 from ..model.skeleton import JointKind, Skeleton
 from .dls.kinematics import EffectorModel, aim_residual, rotation_log
-from .reach import stretch_toward
+from .reach import ReachBound, stretch_toward
 
 #: A descent stops when _STALL_WINDOW iterations together gain less than this much distance
 #: [m or rad], or when no step gains at all: the certificate's gain.
@@ -47,6 +47,9 @@ SCREEN_DESCENT = 12
 #: this multiple of the local answer's distance from the target.
 GLOBAL_RANGE = 1.5
 FINISHED_STARTS = 3
+#: Iterations a take's follow pass gives each frame's descent from the frame before: it starts
+#: next to its answer, and only decides which basin the frame keeps.
+FOLLOW_DESCENT = 24
 # Damping grows by this factor after a step that gains nothing, and shrinks after one that gains.
 _DAMP_UP, _DAMP_DOWN = 6.0, 3.0
 # Lengths of the projected gradient trials, as multiples of the linear model's line minimum:
@@ -90,6 +93,7 @@ class BestEffort:
         self.chart = BoxChart(skeleton)
         self.model = EffectorModel(self.chart.skeleton, effector_ids)
         self._effector_ids = tuple(effector_ids)
+        self._reach = ReachBound.of(skeleton, effector_ids)
         self._source_model = self.model if self.chart.identity else EffectorModel(skeleton, effector_ids)
         self._sqrt_w = None if weights is None or np.all(weights == 1.0) else np.asarray(weights, dtype=float)
         self._lo, self._hi = self.chart.lower, self.chart.upper
@@ -360,19 +364,8 @@ class BestEffort:
             (P, dof) configurations inside the limits, never farther from the targets than q.
         """
         q = project_configuration(self.skeleton, np.array(q, dtype=float))
-        P = len(q)
         warm_x = self.chart.to_chart(project_configuration(self.skeleton, np.array(q_warm, dtype=float)))
-        # Descents from the answer and from the warm start together: on a take the warm start is
-        # the frame before, and where the closest poses form a family (a redundant chain held
-        # off its target) the descent from it stays beside it, where the solver's own search
-        # may have wandered along the family.
-        both_x, both_d = self._descend(
-            np.concatenate([self.chart.to_chart(q), warm_x]), np.concatenate([tp, tp]),
-            None if tr is None else np.concatenate([tr, tr]), tolerance,
-        )
-        q_local, d_local = both_x[:P], both_d[:P]
-        from_warm = self._prefer(both_d[P:], d_local, both_x[P:], q_local, warm_x)
-        q_local[from_warm], d_local[from_warm] = both_x[P:][from_warm], both_d[P:][from_warm]
+        q_local, d_local = self._descend(self.chart.to_chart(q), tp, tr, tolerance)
         if starts <= 0:
             return self._finish(q, q_local, d_local, tp, tr, q_warm)
         open_rows = np.nonzero(d_local > tolerance)[0]
@@ -414,15 +407,6 @@ class BestEffort:
         q_local[rows] = Xq[better, choice[better]]
         d_local[rows] = best_d[better]
         return self._finish(q, q_local, d_local, tp, tr, q_warm)
-
-    @staticmethod
-    def _prefer(
-        d_new: np.ndarray, d_old: np.ndarray, x_new: np.ndarray, x_old: np.ndarray, warm: np.ndarray
-    ) -> np.ndarray:
-        """(P,) where the new answers win: nearer the targets, or tied (to rounding) and nearer the warm starts."""
-        tie = np.abs(d_new - d_old) <= 1e-12 * (1.0 + d_old)
-        closer_to_warm = np.linalg.norm(x_new - warm, axis=-1) < np.linalg.norm(x_old - warm, axis=-1)
-        return (d_new < d_old) & ~tie | (tie & closer_to_warm)
 
     def joints_on_limit(self, q: np.ndarray) -> list[int]:
         """Indices of the skeleton's joints whose limits a pose (dof,) rests on, in joint order."""
@@ -484,15 +468,20 @@ class BestEffort:
         by the smallest turns: beyond reach the best pose is the straight chain, and the twists
         about it (which move nothing) stay where the frame before had them.
         """
-        starts = [x[rows - 1]]
+        R = len(rows)
+        starts, reps = x[rows - 1], rows
         if len(self._effector_ids) == 1 and tr is None:
-            prev = self.chart.from_chart(x[rows - 1])
-            turned = stretch_toward(self.skeleton, prev, self._effector_ids[0], tp[rows, 0])
-            starts.append(self.chart.to_chart(turned))
-        k, R = len(starts), len(rows)
-        reps = np.tile(rows, k)
-        xs, ds = self._descend(np.concatenate(starts), tp[reps], None if tr is None else tr[reps], tolerance)
-        xs, ds = xs.reshape(k, R, -1), ds.reshape(k, R)
+            far = rows[self._reach.excess(tp[rows]).max(axis=-1) > tolerance]
+            if len(far):
+                prev = self.chart.from_chart(x[far - 1])
+                turned = stretch_toward(self.skeleton, prev, self._effector_ids[0], tp[far, 0])
+                starts, reps = np.concatenate([starts, self.chart.to_chart(turned)]), np.concatenate([rows, far])
+        xs_all, ds_all = self._descend(starts, tp[reps], None if tr is None else tr[reps], tolerance, FOLLOW_DESCENT)
+        # (2, R) candidates per frame; a frame with no stretched start repeats its first.
+        slot = np.searchsorted(rows, reps[R:])
+        xs = np.stack([xs_all[:R], xs_all[:R]])
+        ds = np.stack([ds_all[:R], ds_all[:R]])
+        xs[1, slot], ds[1, slot] = xs_all[R:], ds_all[R:]
         # Of the near-best (within STALL_GAIN), the one nearest the frame before.
         near = ds <= ds.min(axis=0) + STALL_GAIN
         gap = np.linalg.norm(xs - x[rows - 1][None], axis=-1)
