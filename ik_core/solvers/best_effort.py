@@ -114,7 +114,6 @@ class BestEffort:
             int(skeleton.q_index[i]) for i, j in enumerate(skeleton.joints)
             if j.kind in (JointKind.REVOLUTE, JointKind.CONTINUOUS) and j.dof and i not in sources
         ], dtype=int)
-        self._source_lo, self._source_hi = np.asarray(skeleton.lower), np.asarray(skeleton.upper)
 
     # --- the objective -------------------------------------------------------------------
     def residual(
@@ -364,7 +363,6 @@ class BestEffort:
             (P, dof) configurations inside the limits, never farther from the targets than q.
         """
         q = project_configuration(self.skeleton, np.array(q, dtype=float))
-        warm_x = self.chart.to_chart(project_configuration(self.skeleton, np.array(q_warm, dtype=float)))
         q_local, d_local = self._descend(self.chart.to_chart(q), tp, tr, tolerance)
         if starts <= 0:
             return self._finish(q, q_local, d_local, tp, tr, q_warm)
@@ -399,7 +397,10 @@ class BestEffort:
         best_d = Xd.min(axis=1)
         # Among near-ties of the best, the one nearest the warm start.
         near = Xd <= best_d[:, None] + STALL_GAIN
-        step = np.where(near, np.linalg.norm(Xq - warm_x[open_rows, None], axis=-1), np.inf)
+        # Only the rows checked need the warm starts in chart coordinates.
+        warm = np.asarray(q_warm, dtype=float)[open_rows]
+        warm_x = self.chart.to_chart(project_configuration(self.skeleton, warm))
+        step = np.where(near, np.linalg.norm(Xq - warm_x[:, None], axis=-1), np.inf)
         choice = np.argmin(step, axis=1)
         d_open = d_local[open_rows]
         better = (best_d < d_open - SWITCH_MARGIN) | ((best_d <= tolerance) & (d_open > tolerance))
@@ -522,9 +523,9 @@ class BestEffort:
         # The same angle a whole turn up or down, where the range holds it, if nearer the warm start.
         for shift in (k - 1.0, k, k + 1.0):
             moved = value + shift * _TURN
-            fits = (moved >= self._source_lo[cols] - _ON_BOUND) & (moved <= self._source_hi[cols] + _ON_BOUND)
+            fits = (moved >= self.skeleton.lower[cols] - _ON_BOUND) & (moved <= self.skeleton.upper[cols] + _ON_BOUND)
             nearer = fits & (np.abs(moved - warm) < gap)
             best = np.where(nearer, moved, best)
             gap = np.where(nearer, np.abs(moved - warm), gap)
-        out[:, cols] = np.clip(best, self._source_lo[cols], self._source_hi[cols])
+        out[:, cols] = np.clip(best, self.skeleton.lower[cols], self.skeleton.upper[cols])
         return out
