@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import csv
 import time
 
 import bpy
@@ -13,6 +12,7 @@ from mathutils import Matrix
 from ..ik_core import ArticulateError
 from ..ik_core.errors import name_hint
 from ..ik_core.humanoid import TRACKER_ROLES, TRACKERS, RoleMap, calibrate, detect_roles, solve_body
+from ..ik_core.trajectory import read_tracker_csv as read_tracker_file
 from . import bridge, compat
 from .baking import BakeFailed
 from .bridge import body_controls
@@ -309,47 +309,17 @@ class ARTICULATE_OT_body_bake(FrameRangeOptions, bpy.types.Operator):
 def read_tracker_csv(path: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Times (N,) and tracker poses name -> (N, 7) [x, y, z, qw, qx, qy, qz] from a CSV.
 
-    The header is ``time`` then ``<tracker>_x, _y, _z, _qw, _qx, _qy, _qz`` for head, hand_l,
-    hand_r (required) and optionally pelvis, foot_l, foot_r. Empty or ``nan`` cells are NaN
-    (held by the solve and counted).
+    Read by :func:`ik_core.trajectory.read_tracker_csv`: ``time`` then ``<tracker>_x, _y, _z,
+    _qw, _qx, _qy, _qz`` for head, hand_l, hand_r (required) and optionally pelvis, foot_l,
+    foot_r. Empty or ``nan`` cells are NaN (held by the solve and counted).
 
     Raises:
-        BodyFailed: A missing file or column, a non-numeric cell (with its line), or times
-            that do not increase.
+        BodyFailed: Anything the reader refuses, with the file and the line.
     """
-    fields = ("x", "y", "z", "qw", "qx", "qy", "qz")
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            rows = list(csv.reader(fh))
-    except OSError as err:
-        raise BodyFailed(f"cannot read tracker file {path!r}: {err.strerror}") from None
-    if not rows:
-        raise BodyFailed(f"{path}: the file is empty")
-    header = [h.strip() for h in rows[0]]
-    if not header or header[0] != "time":
-        raise BodyFailed(f"{path}: the first column must be 'time', got {header[:1]}")
-    cols: dict[str, list[int]] = {}
-    for name in TRACKERS:
-        wanted = [f"{name}_{f}" for f in fields]
-        present = [w in header for w in wanted]
-        if all(present):
-            cols[name] = [header.index(w) for w in wanted]
-        elif any(present) or name in REQUIRED_TRACKERS:
-            missing = [w for w, p in zip(wanted, present) if not p]
-            raise BodyFailed(f"{path}: missing column(s) {', '.join(missing)}")
-    data = np.empty((len(rows) - 1, len(header)))
-    for i, row in enumerate(rows[1:], start=2):
-        if len(row) != len(header):
-            raise BodyFailed(f"{path}, line {i}: {len(row)} cells, the header has {len(header)}")
-        for k, cell in enumerate(row):
-            try:
-                data[i - 2, k] = float(cell) if cell.strip() else np.nan
-            except ValueError:
-                raise BodyFailed(f"{path}, line {i}, column {header[k]!r}: {cell!r} is not a number") from None
-    times = data[:, 0]
-    if len(times) == 0 or not np.all(np.isfinite(times)) or np.any(np.diff(times) <= 0):
-        raise BodyFailed(f"{path}: times must be finite and strictly increasing")
-    return times, {name: data[:, idx] for name, idx in cols.items()}
+        return read_tracker_file(path, TRACKERS, REQUIRED_TRACKERS)
+    except ArticulateError as err:
+        raise BodyFailed(str(err)) from None
 
 
 class ARTICULATE_OT_trackers_import(TimedImport, bpy.types.Operator):

@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+import math
 import os
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ArticulateError, InvalidInputError, UnknownNameError
+from ..errors import InvalidInputError, UnknownNameError
 from ..model.skeleton import Effector, Joint, Skeleton
 
 __all__ = ["BVH", "BVHError", "BVHJoint", "Y_UP_TO_Z_UP", "parse_bvh", "read_bvh"]
@@ -24,8 +26,8 @@ Y_UP_TO_Z_UP.setflags(write=False)
 _CHANNELS = ("Xposition", "Yposition", "Zposition", "Xrotation", "Yrotation", "Zrotation")
 
 
-class BVHError(ArticulateError, ValueError):
-    """A BVH document is malformed; the message names the line and what was expected."""
+class BVHError(InvalidInputError):
+    """A BVH file cannot be read or is malformed; the message names the file, the line and what was expected."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -211,14 +213,19 @@ class _Tokens:
     """Whitespace tokens with their line numbers, for error messages."""
 
     def __init__(self, text: str) -> None:
-        self.items = [(tok, n + 1) for n, line in enumerate(text.splitlines()) for tok in line.split()]
+        lines = text.splitlines()
+        self.line_count = len(lines)
+        self.items = [(tok, n + 1) for n, line in enumerate(lines) for tok in line.split()]
         self.pos = 0
 
     def next(self, expected: str = "a token") -> tuple[str, int]:
         if self.pos >= len(self.items):
-            raise BVHError(f"unexpected end of file; expected {expected}")
+            raise BVHError(f"line {self.line_count}: unexpected end of file; expected {expected}")
         self.pos += 1
         return self.items[self.pos - 1]
+
+    def peek(self) -> str | None:
+        return self.items[self.pos][0] if self.pos < len(self.items) else None
 
     def expect(self, word: str) -> int:
         tok, line = self.next(repr(word))
@@ -227,25 +234,42 @@ class _Tokens:
         return line
 
     def number(self, what: str) -> float:
+        """The next token as a finite number (NaN and infinity are refused by name)."""
         tok, line = self.next(what)
         try:
-            return float(tok)
+            value = float(tok)
         except ValueError:
             raise BVHError(f"line {line}: expected {what} (a number), found {tok!r}") from None
+        if not math.isfinite(value):
+            raise BVHError(f"line {line}: expected {what} (a finite number), found {tok!r}")
+        return value
+
+    def count(self, what: str, most: int | None = None) -> tuple[int, int]:
+        """The next token as a whole number >= 0 (and <= ``most`` when given), and its line."""
+        tok, line = self.next(what)
+        try:
+            value = float(tok)
+        except ValueError:
+            raise BVHError(f"line {line}: expected {what} (a whole number), found {tok!r}") from None
+        # NaN and infinity fail these tests by name; int() is only reached for finite values.
+        if not math.isfinite(value) or value < 0 or value != int(value):
+            raise BVHError(f"line {line}: {what} must be a whole number >= 0, found {tok!r}")
+        if most is not None and value > most:
+            raise BVHError(f"line {line}: {what} must be at most {most}, found {tok!r}")
+        return int(value), line
 
 
-def _parse_joint(toks: _Tokens, name: str, parent: int, joints: list[BVHJoint]) -> None:
+def _open_joint(toks: _Tokens, name: str, parent: int, joints: list[BVHJoint]) -> None:
+    """Read a joint's ``{``, OFFSET and CHANNELS (its children and End Site follow) and append it."""
     toks.expect("{")
     toks.expect("OFFSET")
     offset = np.array([toks.number("an OFFSET value") for _ in range(3)])
     channels: tuple[str, ...] = ()
-    tok, line = toks.next("CHANNELS, JOINT, End or '}'")
-    if tok == "CHANNELS":
-        count = toks.number("the channel count")
-        if count != int(count) or not 0 <= count <= 6:
-            raise BVHError(f"line {line}: channel count must be 0..6, got {count}")
+    if toks.peek() == "CHANNELS":
+        toks.next()
+        count, _ = toks.count("the channel count", len(_CHANNELS))
         names = []
-        for _ in range(int(count)):
+        for _ in range(count):
             ch, ch_line = toks.next("a channel name")
             if ch not in _CHANNELS:
                 raise BVHError(
@@ -253,29 +277,49 @@ def _parse_joint(toks: _Tokens, name: str, parent: int, joints: list[BVHJoint]) 
                 )
             names.append(ch)
         channels = tuple(names)
-        tok, line = toks.next("JOINT, End or '}'")
-    index = len(joints)
     joints.append(BVHJoint(name, parent, offset, channels))
-    end_site = None
-    while tok != "}":
-        if tok == "JOINT":
+
+
+def _parse_hierarchy(toks: _Tokens, root: str) -> list[BVHJoint]:
+    """The joints below ``ROOT <root>``, in file order.
+
+    Read with an explicit stack of open joints rather than by recursion, so a file nesting
+    thousands of joints is read like any other instead of exhausting Python's call stack.
+    """
+    joints: list[BVHJoint] = []
+    _open_joint(toks, root, -1, joints)
+    open_joints = [0]
+    end_sites: dict[int, np.ndarray] = {}
+    while open_joints:
+        current = open_joints[-1]
+        tok, line = toks.next(f"JOINT, End or '}}' in joint {joints[current].name!r}")
+        if tok == "}":
+            open_joints.pop()
+        elif tok == "JOINT":
             child, _ = toks.next("a joint name")
-            _parse_joint(toks, child, index, joints)
+            _open_joint(toks, child, current, joints)
+            open_joints.append(len(joints) - 1)
         elif tok == "End":
             toks.expect("Site")
             toks.expect("{")
             toks.expect("OFFSET")
-            end_site = np.array([toks.number("an End Site OFFSET value") for _ in range(3)])
+            end_sites[current] = np.array([toks.number("an End Site OFFSET value") for _ in range(3)])
             toks.expect("}")
         else:
-            raise BVHError(f"line {line}: expected JOINT, End or '}}' in joint {name!r}, found {tok!r}")
-        tok, line = toks.next("JOINT, End or '}'")
-    if end_site is not None:
-        joints[index] = BVHJoint(name, parent, offset, channels, end_site)
+            raise BVHError(
+                f"line {line}: expected JOINT, End or '}}' in joint {joints[current].name!r}, found {tok!r}"
+            )
+    for i, site in end_sites.items():
+        j = joints[i]
+        joints[i] = BVHJoint(j.name, j.parent, j.offset, j.channels, site)
+    return joints
 
 
 def parse_bvh(text: str) -> BVH:
     """Parse the text of a BVH file.
+
+    Work and memory grow with the length of ``text`` only: counts the file declares are
+    checked against what it holds before anything is allocated for them.
 
     Args:
         text: Whole file contents.
@@ -284,47 +328,55 @@ def parse_bvh(text: str) -> BVH:
         The parsed take.
 
     Raises:
-        BVHError: On any syntax error, naming the line; or when the motion rows do not hold
-            one value per channel.
+        BVHError: On any syntax error, naming the line and what was expected: a missing
+            keyword, a value that is not a finite number, a channel or frame count that is
+            not a whole number in range, motion rows that do not hold one value per channel.
     """
     toks = _Tokens(text)
     toks.expect("HIERARCHY")
     toks.expect("ROOT")
     name, _ = toks.next("the root name")
-    joints: list[BVHJoint] = []
-    _parse_joint(toks, name, -1, joints)
+    joints = _parse_hierarchy(toks, name)
     toks.expect("MOTION")
     toks.expect("Frames:")
-    frames = toks.number("the frame count")
-    if frames != int(frames) or frames < 0:
-        raise BVHError(f"frame count must be a non-negative integer, got {frames}")
+    frames, frames_line = toks.count("the frame count")
+    # Each frame is a line of the file: checked before the count is used for anything.
+    if frames > toks.line_count:
+        raise BVHError(f"line {frames_line}: {frames} frames declared, but the whole file has {toks.line_count} "
+                       "lines (one per frame)")
     toks.expect("Frame")
     toks.expect("Time:")
     frame_time = toks.number("the frame time")
     if not frame_time > 0:
-        raise BVHError(f"frame time must be > 0 seconds, got {frame_time}")
+        raise BVHError(f"line {toks.items[toks.pos - 1][1]}: frame time must be > 0 seconds, got {frame_time}")
     width = sum(len(j.channels) for j in joints)
+    if frames and not width:
+        raise BVHError(f"line {frames_line}: {frames} frames declared, but no joint has CHANNELS to animate")
     values = toks.items[toks.pos :]
-    if len(values) != int(frames) * width:
+    if len(values) != frames * width:
         raise BVHError(
-            f"MOTION holds {len(values)} values; expected {int(frames)} frames x {width} channels "
-            f"= {int(frames) * width}"
+            f"line {frames_line}: MOTION holds {len(values)} values; expected {frames} frames x {width} channels "
+            f"= {frames * width}"
         )
-    try:
-        motion = np.array([float(v) for v, _ in values], dtype=float).reshape(int(frames), width)
-    except ValueError as exc:
-        raise BVHError(f"MOTION holds a value that is not a number: {exc}") from None
-    if not np.all(np.isfinite(motion)):
-        raise BVHError("MOTION holds NaN or infinite values")
+    motion = np.empty(frames * width)
+    for k, (tok, line) in enumerate(values):
+        try:
+            motion[k] = float(tok)
+        except ValueError:
+            raise BVHError(f"line {line}: expected a MOTION value (a number), found {tok!r}") from None
+        if not math.isfinite(motion[k]):
+            raise BVHError(f"line {line}: expected a MOTION value (a finite number), found {tok!r}")
     names = [j.name for j in joints]
     if len(set(names)) != len(names):
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        dupes = sorted(n for n, k in Counter(names).items() if k > 1)
         raise BVHError(f"joint names must be unique; repeated: {', '.join(dupes)}")
-    return BVH(tuple(joints), float(frame_time), motion)
+    return BVH(tuple(joints), float(frame_time), motion.reshape(frames, width))
 
 
 def read_bvh(path: str | os.PathLike[str]) -> BVH:
     """Read a BVH file from disk.
+
+    Bytes that are not UTF-8 are replaced (joint names are the only text a BVH holds).
 
     Args:
         path: File path.
@@ -333,12 +385,15 @@ def read_bvh(path: str | os.PathLike[str]) -> BVH:
         The parsed take.
 
     Raises:
-        InvalidInputError: If the file cannot be read.
-        BVHError: If it is malformed (see :func:`parse_bvh`).
+        BVHError: If the file cannot be read or is malformed (see :func:`parse_bvh`); the
+            message starts with the path.
     """
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             text = fh.read()
     except OSError as exc:
-        raise InvalidInputError(f"cannot read BVH file {os.fspath(path)!r}: {exc.strerror}") from None
-    return parse_bvh(text)
+        raise BVHError(f"cannot read BVH file {os.fspath(path)!r}: {exc.strerror or exc}") from None
+    try:
+        return parse_bvh(text)
+    except BVHError as exc:
+        raise BVHError(f"{os.fspath(path)}: {exc}") from None

@@ -34,6 +34,11 @@ _UP_TO_Z = {
 }
 _SHADERS = ("constant", "lambert", "phong", "blinn")
 _MAX_NODE_DEPTH = 256  # instance_node may point back up the tree; deeper than this is a cycle
+# Nodes instancing others several times multiply: 2 instances per level over 40 levels would be
+# 10^12 meshes from a few kilobytes. A robot link's file places a handful of geometries.
+MAX_INSTANCES = 10_000
+# Corners placed over all instances (each costs about 100 bytes of output): about 1 GB at most.
+MAX_PLACED_CORNERS = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -127,7 +132,10 @@ def read_collada(source: str | os.PathLike) -> list[ColladaMesh]:
     """
     prefix, root = _parse(source)
     try:
-        return _Document(root).meshes()
+        # Finite numbers can still overflow once multiplied (1e200 x 1e200): placed positions are
+        # checked to be finite and normals fall back to +Z, so the warnings carry nothing more.
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            return _Document(root).meshes()
     except ColladaError as err:
         raise ColladaError(f"{prefix}{err}") from None
 
@@ -197,8 +205,8 @@ def _numbers(elem: ET.Element, dtype: type, where: str) -> np.ndarray:
     text = elem.text or ""
     try:
         return np.array(text.split(), dtype=dtype)
-    except ValueError:
-        kind = "integers" if dtype is np.int64 else "numbers"
+    except (ValueError, OverflowError):  # OverflowError: an integer beyond 64 bits
+        kind = "integers (64-bit)" if dtype is np.int64 else "numbers"
         raise ColladaError(f"{where}: <{elem.tag}> holds text that is not {kind}") from None
 
 
@@ -222,14 +230,21 @@ def _strip(n: int) -> np.ndarray:
 def _face_normals(positions: np.ndarray, triangles: np.ndarray) -> np.ndarray:
     """(T, 3) unit normals of the triangles (+Z for degenerate ones)."""
     p = positions[triangles]
-    n = np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])
-    length = np.linalg.norm(n, axis=1, keepdims=True)
-    return np.where(length > 1e-300, n / np.where(length > 0, length, 1.0), [0.0, 0.0, 1.0])
+    # Sides scaled to their largest coordinate first: the cross product of sides near 1e200
+    # would overflow, and the direction is all that is kept.
+    with np.errstate(over="ignore", invalid="ignore"):
+        a, b = p[:, 1] - p[:, 0], p[:, 2] - p[:, 0]
+        size = np.maximum(np.abs(a).max(axis=1, keepdims=True), np.abs(b).max(axis=1, keepdims=True))
+        size = np.where(np.isfinite(size) & (size > 0), size, 1.0)
+        return _unit(np.cross(a / size, b / size))
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
-    length = np.linalg.norm(v, axis=-1, keepdims=True)
-    return np.where(length > 1e-300, v / np.where(length > 0, length, 1.0), [0.0, 0.0, 1.0])
+    """``v`` scaled to unit length along its last axis; +Z where that has no direction (zero or not finite)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        length = np.linalg.norm(v, axis=-1, keepdims=True)
+        ok = np.isfinite(length) & (length > 1e-300)
+        return np.where(ok, v / np.where(ok, length, 1.0), [0.0, 0.0, 1.0])
 
 
 class _Document:
@@ -238,7 +253,8 @@ class _Document:
     def __init__(self, root: ET.Element) -> None:
         self.root = root
         self.ids = {e.get("id"): e for e in root.iter() if e.get("id")}
-        self.geometries: dict[str, _Geometry | None] = {}
+        self.geometries: dict[ET.Element, _Geometry | None] = {}
+        self.walked = 0  # nodes visited, instances included
         asset = root.find("asset")
         unit = asset.find("unit") if asset is not None else None
         try:
@@ -265,17 +281,22 @@ class _Document:
         root_frame = np.eye(4)
         root_frame[:3, :3] = _UP_TO_Z[self.up] * self.meter
         scene = self._visual_scene()
-        instances: list[tuple[str, str, np.ndarray, dict[str, str]]] = []
+        instances: list[tuple[ET.Element, str, np.ndarray, dict[str, str]]] = []
         if scene is None:
             for geom in self.root.iter("geometry"):
-                instances.append((geom.get("id", ""), "", np.eye(4), {}))
+                instances.append((geom, "", np.eye(4), {}))
         else:
             for node in scene.findall("node"):
                 self._walk(node, np.eye(4), instances, 0)
         out = []
-        for geometry_id, node_name, M, bindings in instances:
-            geometry = self._geometry(geometry_id)
+        corners = 0
+        for geom, node_name, M, bindings in instances:
+            geometry = self._geometry(geom)
             if geometry is not None and len(geometry.triangles):
+                corners += 3 * len(geometry.triangles)
+                if corners > MAX_PLACED_CORNERS:
+                    raise ColladaError(f"the scene places more than {MAX_PLACED_CORNERS} triangle corners "
+                                       f"({len(instances)} geometry instances); a preview mesh needs far fewer")
                 out.append(self._placed(geometry, node_name, root_frame @ M, bindings))
         return out
 
@@ -289,21 +310,28 @@ class _Document:
         where = f"node {node.get('name') or node.get('id') or '(unnamed)'!r}"
         if depth > _MAX_NODE_DEPTH:
             raise ColladaError(f"{where}: nodes nested deeper than {_MAX_NODE_DEPTH} (an <instance_node> cycle?)")
+        self.walked += 1
+        if self.walked > MAX_INSTANCES:
+            raise ColladaError(f"{where}: the scene instantiates more than {MAX_INSTANCES} nodes "
+                               "(<instance_node> repeated at every level?)")
         M = parent @ self._local(node, where)
         name = node.get("name") or node.get("id") or ""
         for child in node:
             if child.tag == "instance_geometry":
-                self.ref(child.get("url"), "geometry", f"{where} <instance_geometry>")
-                out.append((child.get("url")[1:], name, M, self._bindings(child)))
+                geom = self.ref(child.get("url"), "geometry", f"{where} <instance_geometry>")
+                out.append((geom, name, M, self._bindings(child)))
             elif child.tag == "instance_controller":
                 controller = self.ref(child.get("url"), "controller", f"{where} <instance_controller>")
                 skin = controller.find("skin")
                 if skin is None:  # morph controllers: the base geometry would need the weights
                     continue
-                self.ref(skin.get("source"), "geometry", f"controller {controller.get('id')!r} <skin>")
+                cwhere = f"controller {controller.get('id')!r} <skin>"
+                geom = self.ref(skin.get("source"), "geometry", cwhere)
                 bind = skin.find("bind_shape_matrix")
-                B = np.eye(4) if bind is None else _numbers(bind, float, where).reshape(4, 4)
-                out.append((skin.get("source")[1:], name, M @ B, self._bindings(child)))
+                B = np.eye(4) if bind is None else _numbers(bind, float, cwhere)
+                if B.size != 16 or not np.all(np.isfinite(B)):
+                    raise ColladaError(f"{cwhere}: <bind_shape_matrix> needs 16 finite numbers, got {B.size}")
+                out.append((geom, name, M @ B.reshape(4, 4), self._bindings(child)))
             elif child.tag == "instance_node":
                 target = self.ref(child.get("url"), "node", f"{where} <instance_node>")
                 self._walk(target, M, out, depth + 1)
@@ -346,6 +374,9 @@ class _Document:
         """The geometry moved into the root frame by ``M``, with its materials resolved."""
         A = M[:3, :3]
         positions = g.positions @ A.T + M[:3, 3]
+        if not (np.all(np.isfinite(A)) and np.all(np.isfinite(positions))):
+            raise ColladaError(f"node {node_name!r}: its transforms place geometry {g.name!r} beyond the range of "
+                               "floating-point numbers")
         triangles = g.triangles
         if g.normals is None:
             normals = np.repeat(_face_normals(positions, triangles)[:, None, :], 3, axis=1)
@@ -361,10 +392,10 @@ class _Document:
         materials = tuple(self._material(symbol, bindings) for symbol in g.symbols)
         return ColladaMesh(node_name or g.name, positions, triangles, normals, g.symbol_index, materials)
 
-    def _geometry(self, geometry_id: str) -> _Geometry | None:
-        if geometry_id not in self.geometries:
-            self.geometries[geometry_id] = self._read_geometry(self.ids[geometry_id])
-        return self.geometries[geometry_id]
+    def _geometry(self, geom: ET.Element) -> _Geometry | None:
+        if geom not in self.geometries:
+            self.geometries[geom] = self._read_geometry(geom)
+        return self.geometries[geom]
 
     def _read_geometry(self, geom: ET.Element) -> _Geometry | None:
         name = geom.get("name") or geom.get("id") or ""
@@ -427,9 +458,14 @@ class _Document:
         offsets = {}
         for inp in inputs:
             try:
-                offsets.setdefault(inp.get("semantic"), (int(inp.get("offset", "0")), inp.get("source")))
+                offset = int(inp.get("offset", "0"))
             except ValueError:
                 raise ColladaError(f"{where}: <input offset='{inp.get('offset')}'> is not an integer") from None
+            # Offsets number the index columns of a corner; each input adds at most one column.
+            if not 0 <= offset < len(inputs):
+                raise ColladaError(f"{where}: <input offset='{inp.get('offset')}'> must lie in [0, {len(inputs)}) "
+                                   f"for {len(inputs)} input(s)")
+            offsets.setdefault(inp.get("semantic"), (offset, inp.get("source")))
         if "VERTEX" not in offsets:
             raise ColladaError(f"{where}: no VERTEX input")
         if vertices_id and offsets["VERTEX"][1] != f"#{vertices_id}":
@@ -450,7 +486,11 @@ class _Document:
         elif prim.tag == "polylist":
             vcount = prim.find("vcount")
             counts = _numbers(vcount, np.int64, where) if vcount is not None else np.zeros(0, dtype=np.int64)
-            if counts.sum() != len(idx) or (counts.size and counts.min() < 0):
+            # Each count is checked before summing: huge counts would wrap the int64 sum round.
+            if counts.size and (counts.min() < 0 or counts.max() > len(idx)):
+                raise ColladaError(f"{where}: <vcount> holds {counts.min() if counts.min() < 0 else counts.max()} "
+                                   f"corners for a polygon; <p> holds {len(idx)} in all")
+            if counts.sum() != len(idx):
                 raise ColladaError(f"{where}: <vcount> adds up to {counts.sum()} corners, <p> holds {len(idx)}")
             corners = _fan(counts)
         elif prim.tag == "tristrips":
@@ -482,7 +522,8 @@ class _Document:
         except ValueError:
             raise ColladaError(f"{swhere}: <accessor> count, stride and offset must be integers") from None
         params = accessor.findall("param")
-        columns = [k for k, p in enumerate(params) if p.get("name")] if params else list(range(stride))
+        # range, not a list: a huge stride with no <param> costs nothing before it is refused
+        columns = [k for k, p in enumerate(params) if p.get("name")] if params else range(stride)
         if len(columns) < width or stride < len(params) or stride < 1:
             raise ColladaError(f"{swhere}: <accessor> reads {len(columns)} named value(s) with stride "
                                f"{stride}, {width} are needed")
@@ -490,7 +531,7 @@ class _Document:
         if count < 0 or offset < 0 or end > values.size:
             raise ColladaError(f"{swhere}: <accessor> reads {count} x {stride} values from offset {offset}, "
                                f"the array holds {values.size}")
-        data = values[offset:end].reshape(count, stride)[:, columns[:width]]
+        data = values[offset:end].reshape(count, stride)[:, list(columns[:width])]
         if not np.all(np.isfinite(data)):
             raise ColladaError(f"{swhere}: holds NaN or infinite values")
         return data
