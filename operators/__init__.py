@@ -3,10 +3,11 @@
 
 import bpy
 
-from . import aim_chains, alternatives, bake, chains, fullbody, ik_fk, live, robots
+from . import aim_chains, alternatives, bake, chains, fullbody, ik_fk, live, robots, transaction
 
-classes = (*bake.classes, *chains.classes, *aim_chains.classes, *robots.classes, *fullbody.classes,
-           *alternatives.classes, *ik_fk.classes)
+# Every operator runs as a transaction: a failure puts back what it changed (see transaction.py).
+classes = transaction.guard_all((*bake.classes, *chains.classes, *aim_chains.classes, *robots.classes,
+                                 *fullbody.classes, *alternatives.classes, *ik_fk.classes))
 
 _register, _unregister = bpy.utils.register_classes_factory(classes)
 

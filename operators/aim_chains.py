@@ -90,7 +90,7 @@ class ARTICULATE_OT_aim_chains_from_tracks(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
-        return armature_poll(cls, context)
+        return armature_poll(cls, context, editable=True)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         arm = context.object

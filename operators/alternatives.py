@@ -46,7 +46,11 @@ def _prepared(arm: bpy.types.Object, chain) -> PreparedChain:
         AlternativesFailed: What the bake would refuse (missing target or bones, ...), a robot
             rig solved on its stored model, or more variables than an alternative stores.
     """
-    if is_model_rig(arm, [chain]):
+    try:
+        robot = is_model_rig(arm, [chain])
+    except bridge.BridgeError as err:  # a robot rig's damaged stored model
+        raise AlternativesFailed(str(err)) from None
+    if robot:
         raise AlternativesFailed(f"chain {chain.name!r} belongs to a robot rig solved on its model: use Find IK "
                                  "Branches in the Robot panel")
     try:
@@ -167,7 +171,7 @@ class ARTICULATE_OT_chain_alternatives(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return chain_poll(cls, context)
+        return chain_poll(cls, context, editable=True)
 
     def execute(self, context):
         try:
@@ -194,7 +198,7 @@ class ARTICULATE_OT_chain_use_alternative(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return list_poll(cls, context, "alternatives", "find alternative poses")
+        return list_poll(cls, context, "alternatives", "find alternative poses", editable=True)
 
     def execute(self, context):
         arm = context.object

@@ -8,6 +8,7 @@ import bpy
 from ..ik_core.errors import name_hint
 from . import bridge, compat
 from .baking import BakeFailed, bake_chains, clear_miss_markers, frame_runs, summary_line
+from .bridge.stored import robot_info
 from .files import BLEND_RELATIVE, chosen_report_path, report_path_problem, write_report
 from .frames import FrameRangeOptions
 from .polls import armature_poll
@@ -65,7 +66,15 @@ def bake(context: bpy.types.Context, arm: bpy.types.Object, chains: list, frames
     if not chains:  # a robot rig too: its bake would otherwise key nothing and report success
         raise BakeFailed(f"armature {arm.name!r} has no enabled chain; add one in the Articulate panel "
                          "or enable one in its chain list")
-    if is_model_rig(arm, chains):
+    if "articulate_robot" in arm:
+        try:  # a robot rig's stored description and model, checked before anything is solved or keyed
+            robot_info(arm)
+            robot = is_model_rig(arm, chains)
+        except bridge.BridgeError as err:
+            raise BakeFailed(str(err)) from None
+    else:
+        robot = False
+    if robot:
         options.pop("mute_constraints", None)
         reduce = options.pop("key_tolerance", 0.0)
         report = bake_robot(context, arm, chains, frames, **options)

@@ -23,16 +23,17 @@ def _armature(context: bpy.types.Context) -> bpy.types.Object | None:
     return obj if obj is not None and obj.type == "ARMATURE" else None
 
 
+# Chain edits on an armature linked from a library would be lost on save: refused, as Bake does.
 class _ArmatureOperator:
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
-        return armature_poll(cls, context)
+        return armature_poll(cls, context, editable=True)
 
 
 class _ChainOperator:
     @classmethod
     def poll(cls, context: bpy.types.Context) -> bool:
-        return chain_poll(cls, context)
+        return chain_poll(cls, context, editable=True)
 
 
 def blender_tip(arm: bpy.types.Object, chain) -> str:
@@ -93,6 +94,10 @@ class ARTICULATE_OT_chain_use_blender_tip(_ChainOperator, bpy.types.Operator):
         arm = _armature(context)
         chain = arm.articulate.chains[arm.articulate.active_chain]
         parent = blender_tip(arm, chain)
+        if not parent and chain.tip_bone not in arm.pose.bones:
+            self.report({"ERROR"}, f"chain {chain.name!r} ends at bone {chain.tip_bone!r}, which armature "
+                                   f"{arm.name!r} does not have (deleted or renamed): pick its Tip Bone again")
+            return {"CANCELLED"}
         if not parent:
             self.report({"ERROR"}, f"chain {chain.name!r} already ends where Blender's IK would (at "
                                    f"{chain.tip_bone!r}'s tail)")

@@ -105,6 +105,14 @@ def iter_fcurves(id_data: bpy.types.ID) -> list[bpy.types.FCurve]:
     return list(container.fcurves) if container is not None else []
 
 
+def action_fcurves(action: bpy.types.Action) -> list[bpy.types.FCurve]:
+    """Every F-curve of ``action``, of all its slots (layered actions) or its legacy list."""
+    if not LAYERED_ACTIONS:
+        return list(action.fcurves)
+    return [fc for layer in action.layers for strip in layer.strips for bag in strip.channelbags
+            for fc in bag.fcurves]
+
+
 def find_fcurve(id_data: bpy.types.ID, data_path: str, index: int) -> bpy.types.FCurve | None:
     """The F-curve for one channel of ``id_data``, or None."""
     container = _channel_container(id_data, create=False)

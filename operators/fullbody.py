@@ -230,7 +230,7 @@ class ARTICULATE_OT_body_detect_roles(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return armature_poll(cls, context)
+        return armature_poll(cls, context, editable=True)
 
     def execute(self, context):
         arm = context.object
@@ -433,7 +433,7 @@ class ARTICULATE_OT_body_align(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return armature_poll(cls, context)
+        return armature_poll(cls, context, editable=True)
 
     def execute(self, context):
         arm = context.object

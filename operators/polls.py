@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import bpy
 
+from .bridge.rig import linked_problem
+
 
 def _active_object_problem(context: bpy.types.Context) -> str:
     """Why the active object is not an armature ("" when it is)."""
@@ -21,17 +23,17 @@ def _active_object_problem(context: bpy.types.Context) -> str:
     return ""
 
 
-def armature_poll(cls, context: bpy.types.Context) -> bool:
-    """An armature is active."""
-    problem = _active_object_problem(context)
+def armature_poll(cls, context: bpy.types.Context, editable: bool = False) -> bool:
+    """An armature is active; with ``editable``, one whose changes can be saved (not linked from a library)."""
+    problem = _active_object_problem(context) or (linked_problem(context.object) if editable else "")
     if problem:
         cls.poll_message_set(problem)
     return not problem
 
 
-def chain_poll(cls, context: bpy.types.Context) -> bool:
-    """An armature with an active Articulate chain is active."""
-    if not armature_poll(cls, context):
+def chain_poll(cls, context: bpy.types.Context, editable: bool = False) -> bool:
+    """An armature with an active Articulate chain is active (``editable``: and not linked)."""
+    if not armature_poll(cls, context, editable):
         return False
     data = context.object.articulate
     if not 0 <= data.active_chain < len(data.chains):
@@ -42,9 +44,9 @@ def chain_poll(cls, context: bpy.types.Context) -> bool:
     return True
 
 
-def list_poll(cls, context: bpy.types.Context, collection: str, how: str) -> bool:
+def list_poll(cls, context: bpy.types.Context, collection: str, how: str, editable: bool = False) -> bool:
     """An armature is active whose ``articulate.<collection>`` list is not empty; ``how`` says how to fill it."""
-    if not armature_poll(cls, context):
+    if not armature_poll(cls, context, editable):
         return False
     if len(getattr(context.object.articulate, collection)) == 0:
         cls.poll_message_set(f"The list is empty: {how} first")
@@ -52,11 +54,14 @@ def list_poll(cls, context: bpy.types.Context, collection: str, how: str) -> boo
     return True
 
 
-def robot_poll(cls, context: bpy.types.Context) -> bool:
-    """A robot rig (made by Add Robot or Import URDF) is active."""
+def robot_poll(cls, context: bpy.types.Context, editable: bool = False) -> bool:
+    """A robot rig (made by Add Robot or Import URDF) is active (``editable``: and not linked)."""
     obj = context.object
     if obj is None or "articulate_robot" not in obj:
         what = "no object is active" if obj is None else f"{obj.name!r} is not one"
         cls.poll_message_set(f"select a robot rig first (Add Robot or Import URDF makes one): {what}")
+        return False
+    if editable and (problem := linked_problem(obj)):
+        cls.poll_message_set(problem)
         return False
     return True

@@ -44,6 +44,7 @@ from .bridge.robot import (
     write_joint_values,
 )
 from .bridge.robot_trajectory import TRAJECTORY_KEY, StoredTrajectory, store_trajectory, stored_trajectory
+from .bridge.stored import branch_joints, check_bones
 from .files import (
     BLEND_RELATIVE,
     ExportFile,
@@ -243,7 +244,7 @@ class ARTICULATE_OT_robot_chain_add(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return robot_poll(cls, context)
+        return robot_poll(cls, context, editable=True)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         try:
@@ -277,7 +278,7 @@ class ARTICULATE_OT_trajectory_import(TimedImport, bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return robot_poll(cls, context)
+        return robot_poll(cls, context, editable=True)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         scene = context.scene
@@ -342,7 +343,7 @@ class ARTICULATE_OT_cartesian_import(TimedImport, bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return robot_poll(cls, context)
+        return robot_poll(cls, context, editable=True)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         scene = context.scene
@@ -433,6 +434,7 @@ def robot_chain_model(arm: bpy.types.Object):
         skeleton = model.chain_skeleton(chain.tool_link, chain.base_link or None)
     except ArticulateError as err:
         raise bridge.BridgeError(f"chain {chain.name!r}: {err}") from None
+    check_bones(arm, skeleton.moving_joint_names, f"chain {chain.name!r}")
     return skeleton, chain.tool_link, [arm.pose.bones[n] for n in skeleton.moving_joint_names]
 
 
@@ -684,7 +686,7 @@ class ARTICULATE_OT_robot_branches(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return robot_poll(cls, context)
+        return robot_poll(cls, context, editable=True)
 
     def execute(self, context):
         try:
@@ -693,6 +695,9 @@ class ARTICULATE_OT_robot_branches(bpy.types.Operator):
             skeleton, effector, bones = robot_chain_model(arm)
             if skeleton.dof > MAX_JOINTS:
                 raise bridge.BridgeError(f"at most {MAX_JOINTS} joints are supported, this chain has {skeleton.dof}")
+            if chain.target is None:
+                raise bridge.BridgeError(f"chain {chain.name!r} of robot {arm.name!r} has no target (deleted?): "
+                                         "pick one in its Target field, or add the chain again (Add Robot Chain)")
             base = bridge.base_matrix(arm, bones[0])
             if robot_model(arm) is not None and chain.tool_link:
                 model = robot_model(arm)
@@ -728,7 +733,7 @@ class ARTICULATE_OT_robot_use_branch(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return robot_poll(cls, context) and list_poll(cls, context, "branches", "Find IK Branches")
+        return robot_poll(cls, context, editable=True) and list_poll(cls, context, "branches", "Find IK Branches")
 
     def execute(self, context):
         arm = context.object
@@ -737,7 +742,11 @@ class ARTICULATE_OT_robot_use_branch(bpy.types.Operator):
             self.report({"ERROR"}, "choose a branch from the list first")
             return {"CANCELLED"}
         branch = data.branches[data.active_branch]
-        names = branch.joints.split(",") if branch.joints else [j["name"] for j in robot_info(arm)["joints"]]
+        try:
+            _robot(context)
+            names = branch_joints(arm, branch, [j["name"] for j in robot_info(arm)["joints"]])
+        except bridge.BridgeError as err:
+            return _fail(self, err)
         q = np.array(branch.values[: len(names)])
         frame = float(context.scene.frame_current)
         write_joint_values(arm, np.array([frame]), q[None], names)

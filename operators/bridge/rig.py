@@ -22,6 +22,21 @@ def matrix_to_array(matrix) -> np.ndarray:
     return np.array(matrix, dtype=float)
 
 
+def linked_problem(obj: bpy.types.Object | None) -> str:
+    """Why ``obj`` cannot be changed for good: linked from a library, read-only ("" when it can).
+
+    Blender lets a script change linked data in memory, but saving drops the change: an
+    operator refuses instead (a library override can be edited).
+    """
+    if obj is None:
+        return ""
+    linked = obj.library or (obj.data.library if obj.data is not None else None)
+    if linked is None:
+        return ""
+    kind = obj.type.lower() if obj.type != "EMPTY" else "object"
+    return f"{kind} {obj.name!r} is linked from {linked.filepath!r} and read-only; make it local or override it"
+
+
 def check_armature(obj: bpy.types.Object | None, *, editable: bool = True) -> float:
     """Check that ``obj`` is an armature the IK can pose; returns its uniform world scale.
 
@@ -32,9 +47,8 @@ def check_armature(obj: bpy.types.Object | None, *, editable: bool = True) -> fl
         raise BridgeError("no armature: select an armature object or name one")
     if obj.type != "ARMATURE":
         raise BridgeError(f"object {obj.name!r} is a {obj.type.lower()}, not an armature")
-    if editable and (obj.library is not None or obj.data.library is not None):
-        lib = (obj.library or obj.data.library).filepath
-        raise BridgeError(f"armature {obj.name!r} is linked from {lib!r} and read-only; make it local or override it")
+    if editable and (problem := linked_problem(obj)):
+        raise BridgeError(problem)
     M = matrix_to_array(obj.matrix_world)[:3, :3]
     scale = np.linalg.norm(M, axis=0)
     if not np.all(np.isfinite(scale)) or scale.min() <= 1e-12:

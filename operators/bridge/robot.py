@@ -18,10 +18,10 @@ from ...ik_core.robots.model import RobotModel
 from .build import sphere_mesh_data
 from .errors import BridgeError
 from .meshes import DEFAULT_PAINT, colour_material, import_mesh_file
+from .stored import MODEL_KEY, robot_info, robot_model  # noqa: F401 (robot_model: read here by callers too)
 
 HINGE_ORDER = "YZX"  # Y (the joint axis) is not the middle angle: it spans (-pi, pi] without flips
 TOOL_BONE = "tool"
-MODEL_KEY = "articulate_robot_model"  # the RobotModel JSON a rig was built from
 MOVING = (JointKind.REVOLUTE, JointKind.CONTINUOUS, JointKind.PRISMATIC)
 
 
@@ -207,21 +207,6 @@ def add_robot_chain(arm: bpy.types.Object, model: RobotModel, tool_link: str, ba
     chain.tolerance, chain.iterations = 1e-5, 200
     arm.articulate.active_chain = len(arm.articulate.chains) - 1
     return target
-
-
-def robot_model(arm: bpy.types.Object) -> RobotModel | None:
-    """The kinematic model stored on a robot rig, or None for rigs built before models were stored.
-
-    Raises:
-        BridgeError: A stored model that cannot be read (the message says why).
-    """
-    text = arm.get(MODEL_KEY) if arm is not None else None
-    if not text:
-        return None
-    try:
-        return RobotModel.from_json(text)
-    except ArticulateError as err:
-        raise BridgeError(f"armature {arm.name!r}: {err}") from None
 
 
 def current_joint_values(arm: bpy.types.Object, skeleton: Skeleton) -> np.ndarray:
@@ -423,19 +408,6 @@ def _simple_links(arm, skeleton, W, moving, material) -> None:
             collection.objects.link(link)
             link.matrix_world = _to_matrix(M)
             _parent_keep(link, arm, name)
-
-
-def robot_info(arm: bpy.types.Object) -> dict:
-    """The robot description stored on a rig built by :func:`build_robot_rig`.
-
-    Raises:
-        BridgeError: The armature is not a robot rig.
-    """
-    text = arm.get("articulate_robot") if arm is not None else None
-    if not text:
-        name = arm.name if arm is not None else "(none)"
-        raise BridgeError(f"{name!r} is not an Articulate robot rig; add one with Add Robot or Import URDF")
-    return json.loads(text)
 
 
 def joint_channel(joint: dict):

@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Data stored on rigs, read and validated in one place: a damaged entry is a clear error, never a traceback.
+
+A robot rig stores its description (``articulate_robot``: name, joints and their limits) and its
+kinematic model (``articulate_robot_model``) as JSON custom properties; armatures store chains,
+branch lists and role maps in their Articulate settings. Any of these can be damaged: edited by
+hand or by a script, a bone or target deleted or renamed after they were stored. Readers here
+check what they return and raise :class:`BridgeError` saying what is damaged and how to repair
+it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import bpy
+
+from ...ik_core.robots.model import RobotModel
+from .errors import BridgeError
+
+INFO_KEY = "articulate_robot"  # the robot description a rig was built with
+MODEL_KEY = "articulate_robot_model"  # the RobotModel JSON a rig was built from
+JOINT_KINDS = ("revolute", "continuous", "prismatic")
+REBUILD = "add the robot again (Add Robot, or Import URDF from its file) and use the new rig"
+
+
+def damaged(arm: bpy.types.Object, what: str, problem: str, repair: str = REBUILD) -> BridgeError:
+    """The error for damaged stored data: which rig, which entry, what is wrong, how to repair it."""
+    return BridgeError(f"robot rig {arm.name!r}: {what} is damaged ({problem}); {repair}")
+
+
+def _number_or_none(value) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and not
+                             math.isnan(value))
+
+
+def _joint_problem(k: int, joint) -> str:
+    """Why the ``k``-th joint entry of a robot description is unusable ("" when it is fine)."""
+    if not isinstance(joint, dict):
+        return f"joint {k + 1} is a {type(joint).__name__}, not an entry"
+    name = joint.get("name")
+    if not isinstance(name, str) or not name:
+        return f"joint {k + 1} has no name"
+    if joint.get("kind") not in JOINT_KINDS:
+        return f"joint {name!r} has kind {joint.get('kind')!r}, not one of {', '.join(JOINT_KINDS)}"
+    for key in ("lower", "upper", "velocity", "acceleration"):
+        if not _number_or_none(joint.get(key)):
+            return f"joint {name!r} has {key} {joint.get(key)!r}, not a number"
+    if "velocity" not in joint:
+        return f"joint {name!r} has no velocity limit"
+    return ""
+
+
+def missing_bones(arm: bpy.types.Object, names) -> list[str]:
+    """The ``names`` that are not bones of ``arm`` (deleted or renamed since they were stored)."""
+    bones = arm.pose.bones if arm.pose is not None else {}
+    return [n for n in names if n not in bones]
+
+
+def check_bones(arm: bpy.types.Object, names, what: str) -> None:
+    """Refuse a rig whose stored data names bones it no longer has.
+
+    Raises:
+        BridgeError: The missing bones, named.
+    """
+    missing = missing_bones(arm, names)
+    if missing:
+        raise damaged(arm, what, f"its joint bone(s) {', '.join(map(repr, missing))} were deleted or renamed",
+                      f"rename the bones back, or {REBUILD}")
+
+
+def robot_info(arm: bpy.types.Object | None) -> dict:
+    """The robot description stored on a rig built by ``build_robot_rig``, checked.
+
+    Every joint entry has a name, a kind and numeric limits, and a bone of that name.
+
+    Raises:
+        BridgeError: Not a robot rig, or a damaged description (the message says what and how to repair it).
+    """
+    text = arm.get(INFO_KEY) if arm is not None else None
+    if not text:
+        name = arm.name if arm is not None else "(none)"
+        raise BridgeError(f"{name!r} is not an Articulate robot rig; add one with Add Robot or Import URDF")
+    what = f"its robot description (custom property {INFO_KEY!r})"
+    try:
+        info = json.loads(text) if isinstance(text, str) else None
+    except json.JSONDecodeError as err:
+        raise damaged(arm, what, f"not JSON: {err}") from None
+    if not isinstance(info, dict):
+        raise damaged(arm, what, "not a JSON object")
+    joints = info.get("joints")
+    if not isinstance(joints, list) or not joints:
+        raise damaged(arm, what, "it lists no joints")
+    for k, joint in enumerate(joints):
+        if problem := _joint_problem(k, joint):
+            raise damaged(arm, what, problem)
+    check_bones(arm, [j["name"] for j in joints], what)
+    return info
+
+
+def robot_model(arm: bpy.types.Object | None) -> RobotModel | None:
+    """The kinematic model stored on a robot rig, checked; None for rigs built before models were stored.
+
+    The model must read back, build its skeleton and have a bone for every moving joint.
+
+    Raises:
+        BridgeError: A damaged stored model (the message says what and how to repair it).
+    """
+    text = arm.get(MODEL_KEY) if arm is not None else None
+    if not text:
+        return None
+    what = f"its stored kinematic model (custom property {MODEL_KEY!r})"
+    try:
+        model = RobotModel.from_json(text)
+        moving = list(model.skeleton.moving_joint_names)
+    except Exception as err:  # any malformed entry (a string for a vector, a list for a number) is damage
+        raise damaged(arm, what, str(err) or type(err).__name__) from None
+    check_bones(arm, moving, what)
+    return model
+
+
+def branch_joints(arm: bpy.types.Object, branch, default: list[str]) -> list[str]:
+    """The joints a stored IK branch gives values for, checked against the rig.
+
+    Raises:
+        BridgeError: A branch naming joints the rig does not have, or more than it stores values for.
+    """
+    names = [n for n in branch.joints.split(",") if n] if branch.joints else list(default)
+    valid = set(default)
+    stale = [n for n in names if n not in valid] + missing_bones(arm, [n for n in names if n in valid])
+    if stale or len(names) > len(branch.values):
+        problem = (f"it names joint(s) {', '.join(map(repr, stale))} the rig does not have" if stale else
+                   f"it names {len(names)} joints but holds {len(branch.values)} values")
+        raise BridgeError(f"robot rig {arm.name!r}: IK branch {branch.name!r} is stale ({problem}); "
+                          "run Find IK Branches again")
+    return names
