@@ -66,6 +66,11 @@ _FOLLOW_SWEEPS = 3
 # A frame the follow pass moved by more than this [rad or m, over all variables] has its successor
 # followed again; smaller moves cannot carry a successor into another basin.
 _FOLLOW_MOVE = 1e-2
+#: A missed frame is followed only where some chart variable steps by more than this from the
+#: frame before [rad or m]: a frame that continues its predecessor is already in its basin, and
+#: where the closest poses form a family (a straight limb's twist), its own member, steered
+#: smoothly by the pole, must not be traded for the predecessor's one frame after another.
+FOLLOW_GAP = 0.1
 
 
 class BestEffort:
@@ -421,9 +426,12 @@ class BestEffort:
 
         Frames solved together (a batch of a take) each start from a guess, not from the frame
         before, and where the closest poses form a family or two basins tie, neighbours land
-        apart: a pop the target never asked for. Each missed frame's descent from its
-        predecessor's final answer replaces its answer unless that answer is nearer the target
-        by more than SWITCH_MARGIN: a frame whose best pose really lies elsewhere keeps it.
+        apart: a pop the target never asked for. Each missed frame that steps more than
+        FOLLOW_GAP away from its predecessor is descended from the predecessor's final answer,
+        which replaces its answer unless that answer is nearer the target by more than
+        SWITCH_MARGIN: a frame whose best pose really lies elsewhere keeps it. Frames that
+        continue their predecessor are left as they are, so a family of closest poses steered
+        smoothly (a straight limb's twist following its pole) keeps its own members.
 
         Args:
             q: (N, dof) the take's answers, inside the limits, in frame order.
@@ -444,18 +452,19 @@ class BestEffort:
         follows = np.zeros(len(q) + 1, dtype=bool)
         follows[rows] = True
         # Batched sweeps first (each frame from its predecessor as the sweep found it), then one
-        # frame at a time where a change still has to travel down a run of missed frames.
-        pending = rows
+        # frame at a time where a change still has to travel down a run of missed frames. Only
+        # frames that step away from their predecessor are followed.
+        pending = self._gapped(rows, x)
         for _ in range(_FOLLOW_SWEEPS):
             if not len(pending):
                 break
             changed = self._follow_rows(pending, x, d, tp, tr, tolerance)
-            pending = changed[follows[changed + 1]] + 1
+            pending = self._gapped(changed[follows[changed + 1]] + 1, x)
         work = sorted(int(i) for i in pending)
         while work:
             i = work.pop(0)
             if len(self._follow_rows(np.array([i]), x, d, tp, tr, tolerance)) and follows[i + 1]:
-                work.append(i + 1)
+                work.extend(int(j) for j in self._gapped(np.array([i + 1]), x))
         out = self._to_source(q, x, d, tp, tr, slack=SWITCH_MARGIN)[0]
         return self.unwrap(out)
 
@@ -495,11 +504,33 @@ class BestEffort:
         x[rows[take]], d[rows[take]] = x_new[take], d_new[take]
         return rows[moved]
 
+    @staticmethod
+    def _gapped(rows: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """The frames of ``rows`` whose chart configuration steps by more than FOLLOW_GAP from the frame before."""
+        if not len(rows):
+            return rows
+        return rows[np.abs(x[rows] - x[rows - 1]).max(axis=1) > FOLLOW_GAP]
+
     def unwrap(self, q: np.ndarray) -> np.ndarray:
         """A take's configurations (N, dof), rotating joints moved by whole turns nearest the frame before."""
         out = np.array(q, dtype=float)
-        for i in range(1, len(out)):
-            out[i : i + 1] = self._nearest_turns(out[i : i + 1], out[i - 1 : i])
+        if len(out) < 2:
+            return out
+        lo, hi = self.skeleton.lower, self.skeleton.upper
+        for c in self._turning:
+            if hi[c] - lo[c] < _TURN - 2.0 * _ON_BOUND:
+                continue  # no other turn of any angle fits the range
+            value = out[:, c]
+            # Turns nearest the frame before, as a running sum of each step's nearest turns.
+            turns = np.concatenate([[0.0], np.cumsum(np.round((value[:-1] - value[1:]) / _TURN))])
+            moved = value + turns * _TURN
+            if np.all((moved >= lo[c] - _ON_BOUND) & (moved <= hi[c] + _ON_BOUND)):
+                out[:, c] = np.clip(moved, lo[c], hi[c])
+                continue
+            # A range of a turn or a few: a frame whose nearest turn leaves it stays nearer inside.
+            column = out[:, c : c + 1]
+            for i in range(1, len(out)):
+                column[i] = self._nearest_turns_of(column[i], column[i - 1], lo[c : c + 1], hi[c : c + 1])
         return out
 
     def _finish(
@@ -515,17 +546,22 @@ class BestEffort:
         if not len(self._turning):
             return out
         cols = self._turning
-        warm = warm_q[:, cols]
-        value = out[:, cols]
+        out[:, cols] = self._nearest_turns_of(
+            out[:, cols], warm_q[:, cols], self.skeleton.lower[cols], self.skeleton.upper[cols]
+        )
+        return out
+
+    @staticmethod
+    def _nearest_turns_of(value: np.ndarray, warm: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Angles ``value`` moved by whole turns nearest ``warm`` where the range [lo, hi] holds them (broadcast)."""
         k = np.round((warm - value) / _TURN)
         best = value
         gap = np.abs(value - warm)
         # The same angle a whole turn up or down, where the range holds it, if nearer the warm start.
         for shift in (k - 1.0, k, k + 1.0):
             moved = value + shift * _TURN
-            fits = (moved >= self.skeleton.lower[cols] - _ON_BOUND) & (moved <= self.skeleton.upper[cols] + _ON_BOUND)
+            fits = (moved >= lo - _ON_BOUND) & (moved <= hi + _ON_BOUND)
             nearer = fits & (np.abs(moved - warm) < gap)
             best = np.where(nearer, moved, best)
             gap = np.where(nearer, np.abs(moved - warm), gap)
-        out[:, cols] = np.clip(best, self.skeleton.lower[cols], self.skeleton.upper[cols])
-        return out
+        return np.clip(best, lo, hi)

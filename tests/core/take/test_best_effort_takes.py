@@ -91,3 +91,86 @@ def test_a_missed_target_names_the_limits_that_hold_it() -> None:
         reason = str(res.reason)
         assert reason.startswith("joint limits prevent reaching the target"), (name, reason)
         assert any(f"j{i}" in reason for i in range(3)), (name, reason)
+
+
+def _twist_limb() -> Skeleton:
+    """A twist about the bone (Y, range [-1, 1]) and a hinge (X, [-1, 1]): straight, the twist moves nothing."""
+    elbow = np.eye(4)
+    elbow[1, 3] = 0.3
+    end = np.eye(4)
+    end[1, 3] = 0.3
+    joints = [
+        Joint("twist", JointKind.REVOLUTE, -1, np.eye(4), axis=(0.0, 1.0, 0.0), lower=-1.0, upper=1.0),
+        Joint("elbow", JointKind.REVOLUTE, 0, elbow, axis=(1.0, 0.0, 0.0), lower=-1.0, upper=1.0),
+    ]
+    return Skeleton(joints, [Effector("tip", 1, end)])
+
+
+def test_a_family_of_closest_poses_keeps_its_own_smoothly_steered_member() -> None:
+    """Beyond reach along the bone, every twist is a closest pose: a twist steered 0.05 rad a frame is kept.
+
+    Trading it for the predecessor's twist frame after frame would hold the twist through the run
+    and release it all at once when the target comes back into reach: a pop the take never asked for.
+    """
+    skeleton = _twist_limb()
+    frames = 30
+    q = np.zeros((frames, 2))
+    q[:, 0] = np.linspace(-0.7, 0.75, frames)  # 0.05 rad a frame
+    tp = np.tile([0.0, 1.0, 0.0], (frames, 1, 1))
+    best = BestEffort(skeleton, [0], "position", np.array([0.0, 0.0, 1.0]))
+    out = best.follow(q, tp, None, np.ones(frames, dtype=bool), 1e-5)
+    np.testing.assert_allclose(out, q, atol=1e-9)
+
+
+def test_a_frame_that_jumps_within_a_family_is_brought_back_to_its_predecessor() -> None:
+    """The same family, one frame's twist 0.6 rad off its neighbours': the follow pass closes the gap."""
+    skeleton = _twist_limb()
+    frames = 12
+    q = np.zeros((frames, 2))
+    q[:, 0] = 0.2
+    q[6, 0] = 0.8
+    tp = np.tile([0.0, 1.0, 0.0], (frames, 1, 1))
+    best = BestEffort(skeleton, [0], "position", np.array([0.0, 0.0, 1.0]))
+    out = best.follow(q, tp, None, np.ones(frames, dtype=bool), 1e-5)
+    assert np.abs(np.diff(out[:, 0])).max() < 0.05
+    gap = np.linalg.norm(effector_poses(skeleton, out, "tip")[:, :3, 3] - tp[:, 0], axis=1)
+    np.testing.assert_allclose(gap, 0.4, atol=1e-9)
+
+
+def _nearest_turn_reference(values: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Frame by frame: each angle moved by the whole turns that bring it nearest the frame before, inside [lo, hi]."""
+    out = np.array(values, dtype=float)
+    for i in range(1, len(out)):
+        options = out[i] + 2.0 * np.pi * np.arange(-6, 7)
+        options = options[(options >= lo - 1e-9) & (options <= hi + 1e-9)]
+        out[i] = options[np.argmin(np.abs(options - out[i - 1]))]
+    return out
+
+
+@pytest.mark.parametrize(
+    "lo,hi", [(-np.inf, np.inf), (-3 * np.pi, 3 * np.pi), (-np.pi - 0.5, np.pi + 0.5), (-1.0, 2.0)]
+)
+def test_unwrap_moves_each_angle_by_the_turns_nearest_the_frame_before(lo: float, hi: float) -> None:
+    """Continuous joints, ranges of several turns, of a turn and a bit, and narrow ones, on takes that spin."""
+    rng = np.random.default_rng(3)
+    origin = np.eye(4)
+    origin[1, 3] = 0.3
+    joints = [
+        Joint("spin", JointKind.CONTINUOUS if np.isinf(lo) else JointKind.REVOLUTE, -1, np.eye(4),
+              axis=(0.0, 0.0, 1.0), lower=lo, upper=hi),
+        Joint("hinge", JointKind.REVOLUTE, 0, origin, axis=(1.0, 0.0, 0.0), lower=-0.5, upper=0.5),
+    ]
+    skeleton = Skeleton(joints, [Effector("tip", 1, origin)])
+    smooth = np.cumsum(rng.normal(0.0, 0.3, 200))
+    # Each frame's angle as some solve would land on it: any whole turn of it inside the range.
+    box_lo, box_hi = max(lo, -12.0), min(hi, 12.0)
+    landed = smooth.copy()
+    for i, v in enumerate(smooth):
+        options = v + 2.0 * np.pi * np.arange(-8, 9)
+        options = options[(options >= box_lo) & (options <= box_hi)]
+        landed[i] = rng.choice(options) if len(options) else np.clip(v, lo, hi)
+    q = np.stack([landed, rng.uniform(-0.5, 0.5, 200)], axis=1)
+    best = BestEffort(skeleton, [0], "position", np.array([0.0, 0.0, 1.0]))
+    out = best.unwrap(q)
+    np.testing.assert_allclose(out[:, 0], _nearest_turn_reference(landed, lo, hi), atol=1e-9)
+    np.testing.assert_array_equal(out[:, 1], q[:, 1])
