@@ -36,14 +36,14 @@ def _armature(context: bpy.types.Context) -> bpy.types.Object:
     return obj
 
 
-def role_map(arm: bpy.types.Object) -> RoleMap:
-    """The armature's role map: the panel's entries when set, else detected from bone names.
+def role_map(arm: bpy.types.Object, from_panel: bool = True) -> RoleMap:
+    """The armature's role map: the panel's entries when set (and ``from_panel``), else detected from bone names.
 
     Raises:
         BodyFailed: Missing or duplicate roles, or bones that do not exist (the message names them and
             suggests the nearest bones).
     """
-    entries = {r.role: r.bone for r in arm.articulate.body.roles if r.bone}
+    entries = {r.role: r.bone for r in arm.articulate.body.roles if r.bone} if from_panel else {}
     try:
         if not entries:
             return detect_roles((b.name, b.parent.name if b.parent else None) for b in arm.data.bones)
@@ -51,7 +51,8 @@ def role_map(arm: bpy.types.Object) -> RoleMap:
         if missing:
             shown = "; ".join(f"{role}: no bone {b!r}, {name_hint(b, arm.data.bones.keys(), 'bone')}"
                               for role, b in missing.items())
-            raise BodyFailed(f"the role map names bones that {arm.name!r} does not have: {shown}")
+            raise BodyFailed(f"the role map names bones that {arm.name!r} does not have (deleted or renamed): {shown}; "
+                             "pick them again in the Full Body panel's role list, or run Detect Roles")
         return RoleMap(entries, source="panel")
     except ArticulateError as err:
         raise BodyFailed(str(err)) from None
@@ -234,12 +235,12 @@ class ARTICULATE_OT_body_detect_roles(bpy.types.Operator):
 
     def execute(self, context):
         arm = context.object
-        arm.articulate.body.roles.clear()
-        try:
-            roles = role_map(arm)
+        try:  # detected before the list is cleared: a failure keeps the roles the panel had
+            roles = role_map(arm, from_panel=False)
         except BodyFailed as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
+        arm.articulate.body.roles.clear()
         for role, bone in roles.bones.items():
             item = arm.articulate.body.roles.add()
             item.role, item.bone = role, bone

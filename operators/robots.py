@@ -39,6 +39,7 @@ from .bridge.robot import (
     build_robot_rig,
     current_joint_values,
     read_joint_values,
+    repair_robot,
     robot_info,
     robot_model,
     write_joint_values,
@@ -756,7 +757,29 @@ class ARTICULATE_OT_robot_use_branch(bpy.types.Operator):
         return {"FINISHED"}
 
 
+class ARTICULATE_OT_robot_repair(bpy.types.Operator):
+    """Repair the robot's damaged stored data: model from its preset or URDF, description, stale branches, targets"""
+
+    bl_idname = "articulate.robot_repair"
+    bl_label = "Repair Robot Data"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        return robot_poll(cls, context, editable=True)
+
+    def execute(self, context):
+        try:
+            done = repair_robot(context.object)
+        except (ArticulateError, bridge.BridgeError, OSError) as err:
+            return _fail(self, err)
+        self.report({"INFO"}, "Repaired: " + "; ".join(done) if done else "Nothing to repair: the robot's stored "
+                                                                        "data is whole")
+        return {"FINISHED"}
+
+
 classes = (
+    ARTICULATE_OT_robot_repair,
     ARTICULATE_OT_robot_branches,
     ARTICULATE_OT_robot_use_branch,
     ARTICULATE_OT_robot_add,

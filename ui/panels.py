@@ -3,6 +3,7 @@
 
 import bpy
 
+from ..operators.bridge.stored import robot_damage
 from ..operators.chains import tip_advice
 from ..operators.frames import draw_panel_range, panel_range
 
@@ -221,6 +222,12 @@ class ARTICULATE_PT_robot(_Panel, bpy.types.Panel):
         if obj is None or "articulate_robot" not in obj:
             layout.label(text="Select a robot rig for trajectories", icon="INFO")
             return
+        damage = robot_damage(obj)
+        if damage:
+            box = layout.box()
+            box.label(text="This robot's stored data is damaged:", icon="ERROR")
+            box.label(text=damage)
+            box.operator("articulate.robot_repair", icon="TOOL_SETTINGS")
         data = obj.articulate
         layout.label(text="Chains (one target per tool link):")
         row = layout.row()

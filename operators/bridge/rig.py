@@ -26,14 +26,20 @@ def linked_problem(obj: bpy.types.Object | None) -> str:
     """Why ``obj`` cannot be changed for good: linked from a library, read-only ("" when it can).
 
     Blender lets a script change linked data in memory, but saving drops the change: an
-    operator refuses instead (a library override can be edited).
+    operator refuses instead. A library override keeps only overridable properties, which the
+    add-on's settings are not (Blender refuses to add a chain to one), so it is refused too.
     """
     if obj is None:
         return ""
+    kind = obj.type.lower() if obj.type != "EMPTY" else "object"
+    if obj.override_library is not None:
+        source = obj.override_library.reference
+        lib = source.library.filepath if source is not None and source.library is not None else "a library"
+        return (f"{kind} {obj.name!r} is a library override of {lib!r}, which does not keep Articulate's chains "
+                "and keys; make it local to edit it")
     linked = obj.library or (obj.data.library if obj.data is not None else None)
     if linked is None:
         return ""
-    kind = obj.type.lower() if obj.type != "EMPTY" else "object"
     return f"{kind} {obj.name!r} is linked from {linked.filepath!r} and read-only; make it local or override it"
 
 

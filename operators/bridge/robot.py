@@ -18,7 +18,17 @@ from ...ik_core.robots.model import RobotModel
 from .build import sphere_mesh_data
 from .errors import BridgeError
 from .meshes import DEFAULT_PAINT, colour_material, import_mesh_file
-from .stored import MODEL_KEY, robot_info, robot_model  # noqa: F401 (robot_model: read here by callers too)
+from .stored import (  # noqa: F401 (robot_model: read here by callers too)
+    INFO_KEY,
+    MODEL_KEY,
+    branch_joints,
+    check_bones,
+    model_source,
+    raw_info,
+    read_model,
+    robot_info,
+    robot_model,
+)
 
 HINGE_ORDER = "YZX"  # Y (the joint axis) is not the middle angle: it spans (-pi, pi] without flips
 TOOL_BONE = "tool"
@@ -115,7 +125,7 @@ def build_robot_rig(
         "home": q_home.tolist(),
     }
     info.update(metadata or {})
-    arm["articulate_robot"] = json.dumps(info)
+    arm[INFO_KEY] = json.dumps(info)
     arm[MODEL_KEY] = model.to_json()
     # Geometry is placed at the rest pose W and keeps its place relative to its bone, so it is
     # parented while the rig is still at rest, before the limit constraints: a joint whose range
@@ -191,13 +201,7 @@ def add_robot_chain(arm: bpy.types.Object, model: RobotModel, tool_link: str, ba
     tool_pb = arm.pose.bones[bone_name]
     tool_pb.lock_ik_x = tool_pb.lock_ik_y = tool_pb.lock_ik_z = True
     tool_pb.lock_rotation = tool_pb.lock_location = (True, True, True)
-    q = current_joint_values(arm, skeleton)
-    target = bpy.data.objects.new(f"{arm.name}_target" if bone_name == TOOL_BONE else f"{arm.name}_{tool_link}_target",
-                                  None)
-    target.empty_display_type, target.empty_display_size = "ARROWS", _bone_length(W)
-    robot_collection(arm).objects.link(target)
-    target.matrix_world = arm.matrix_world @ _to_matrix(effector_poses(skeleton, q, tool_link))
-
+    target = new_target(arm, model, tool_link, bone_name == TOOL_BONE)
     chain = arm.articulate.chains.add()
     chain.name = arm.name if bone_name == TOOL_BONE else tool_link
     chain.tip_bone, chain.use_tail = bone_name, False
@@ -207,6 +211,83 @@ def add_robot_chain(arm: bpy.types.Object, model: RobotModel, tool_link: str, ba
     chain.tolerance, chain.iterations = 1e-5, 200
     arm.articulate.active_chain = len(arm.articulate.chains) - 1
     return target
+
+
+def new_target(arm: bpy.types.Object, model: RobotModel, tool_link: str, first: bool) -> bpy.types.Object:
+    """A target empty on ``tool_link`` at the rig's current pose, in the rig's collection.
+
+    Named ``<rig>_target`` for the rig's first chain (``first``), ``<rig>_<link>_target`` after.
+    """
+    skeleton = model.skeleton
+    W = forward_kinematics(skeleton, np.zeros(skeleton.dof))
+    q = current_joint_values(arm, skeleton)
+    target = bpy.data.objects.new(f"{arm.name}_target" if first else f"{arm.name}_{tool_link}_target", None)
+    target.empty_display_type, target.empty_display_size = "ARROWS", _bone_length(W)
+    robot_collection(arm).objects.link(target)
+    target.matrix_world = arm.matrix_world @ _to_matrix(effector_poses(skeleton, q, tool_link))
+    return target
+
+
+def repair_robot(arm: bpy.types.Object) -> list[str]:
+    """Repair what can be repaired of a robot rig's stored data; returns what was done (empty: nothing was damaged).
+
+    A damaged stored model is read again from the rig's preset or URDF file; a damaged robot
+    description is rebuilt from the model (keeping what it said of its source); a stale branch
+    list is cleared; a chain whose target was deleted gets a new one on its tool. Everything is
+    checked before anything is written.
+
+    Raises:
+        BridgeError: Damage only adding the robot again repairs (deleted joint bones, a model with nothing
+            to read it from), named.
+    """
+    done: list[str] = []
+    old = raw_info(arm) or {}
+    model_text = None
+    try:
+        model = read_model(arm)
+    except BridgeError:
+        source = model_source(old)
+        if not source:
+            raise
+        kind, _, where = source.partition(" ")
+        model = RobotModel.from_preset(where) if kind == "preset" else RobotModel.from_urdf(where)
+        model_text = model.to_json()
+        done.append(f"stored model read again from its {source}")
+    info_text = None
+    if model is not None:
+        check_bones(arm, model.skeleton.moving_joint_names, "its kinematic model")
+        try:
+            robot_info(arm)
+        except BridgeError:
+            info = {k: v for k, v in old.items() if k not in ("name", "joints", "home")}
+            info.update(name=model.name, joints=[_joint_info(model, j) for j in model.joint_order],
+                        home=list(map(float, model.skeleton.preferred_q)))
+            info_text = json.dumps(info)
+            done.append("robot description rebuilt from the stored model")
+    names = [j["name"] for j in json.loads(info_text)["joints"]] if info_text else [
+        j["name"] for j in robot_info(arm)["joints"]]
+    data = arm.articulate
+    stale = []
+    for branch in data.branches:
+        try:
+            branch_joints(arm, branch, names)
+        except BridgeError:
+            stale.append(branch.name)
+    orphans = [c for c in data.chains if c.tool_link and c.target is None] if model is not None else []
+    # Everything was checked: write.
+    if model_text is not None:
+        arm[MODEL_KEY] = model_text
+    if info_text is not None:
+        arm[INFO_KEY] = info_text
+    if stale or not 0 <= data.active_branch < max(len(data.branches), 1):
+        data.branches.clear()
+        data.active_branch = 0
+        done.append("stale IK branch list cleared (Find IK Branches lists them again)")
+    for chain in orphans:
+        first = next(iter(data.chains)) == chain
+        chain.target = new_target(arm, model, chain.tool_link, first)
+        done.append(f"chain {chain.name!r} has a new target {chain.target.name!r} on its tool")
+    return done
 
 
 def current_joint_values(arm: bpy.types.Object, skeleton: Skeleton) -> np.ndarray:

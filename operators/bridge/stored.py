@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import bpy
 
@@ -23,6 +24,7 @@ INFO_KEY = "articulate_robot"  # the robot description a rig was built with
 MODEL_KEY = "articulate_robot_model"  # the RobotModel JSON a rig was built from
 JOINT_KINDS = ("revolute", "continuous", "prismatic")
 REBUILD = "add the robot again (Add Robot, or Import URDF from its file) and use the new rig"
+REPAIR = "press Repair Robot Data in the Robot panel"
 
 
 def damaged(arm: bpy.types.Object, what: str, problem: str, repair: str = REBUILD) -> BridgeError:
@@ -86,17 +88,35 @@ def robot_info(arm: bpy.types.Object | None) -> dict:
     try:
         info = json.loads(text) if isinstance(text, str) else None
     except json.JSONDecodeError as err:
-        raise damaged(arm, what, f"not JSON: {err}") from None
+        raise damaged(arm, what, f"not JSON: {err}", _info_repair(arm)) from None
     if not isinstance(info, dict):
-        raise damaged(arm, what, "not a JSON object")
+        raise damaged(arm, what, "not a JSON object", _info_repair(arm))
     joints = info.get("joints")
     if not isinstance(joints, list) or not joints:
-        raise damaged(arm, what, "it lists no joints")
+        raise damaged(arm, what, "it lists no joints", _info_repair(arm))
     for k, joint in enumerate(joints):
         if problem := _joint_problem(k, joint):
-            raise damaged(arm, what, problem)
+            raise damaged(arm, what, problem, _info_repair(arm))
     check_bones(arm, [j["name"] for j in joints], what)
     return info
+
+
+def read_model(arm: bpy.types.Object | None) -> RobotModel | None:
+    """The kinematic model stored on a rig as it reads back (its bones not checked); None when none is stored.
+
+    Raises:
+        BridgeError: A stored model that does not read back or build its skeleton.
+    """
+    text = arm.get(MODEL_KEY) if arm is not None else None
+    if not text:
+        return None
+    try:
+        model = RobotModel.from_json(text)
+        _ = model.skeleton.moving_joint_names  # builds the skeleton: a malformed vector fails here
+    except Exception as err:  # any malformed entry (a string for a vector, a list for a number) is damage
+        raise damaged(arm, f"its stored kinematic model (custom property {MODEL_KEY!r})",
+                      str(err) or type(err).__name__, _model_repair(arm)) from None
+    return model
 
 
 def robot_model(arm: bpy.types.Object | None) -> RobotModel | None:
@@ -107,17 +127,58 @@ def robot_model(arm: bpy.types.Object | None) -> RobotModel | None:
     Raises:
         BridgeError: A damaged stored model (the message says what and how to repair it).
     """
-    text = arm.get(MODEL_KEY) if arm is not None else None
-    if not text:
-        return None
-    what = f"its stored kinematic model (custom property {MODEL_KEY!r})"
-    try:
-        model = RobotModel.from_json(text)
-        moving = list(model.skeleton.moving_joint_names)
-    except Exception as err:  # any malformed entry (a string for a vector, a list for a number) is damage
-        raise damaged(arm, what, str(err) or type(err).__name__) from None
-    check_bones(arm, moving, what)
+    model = read_model(arm)
+    if model is not None:
+        check_bones(arm, model.skeleton.moving_joint_names,
+                    f"its stored kinematic model (custom property {MODEL_KEY!r})")
     return model
+
+
+def model_source(info: dict | None) -> str:
+    """What a rig's model can be read again from: "preset <id>", "URDF <path>" or "" (nothing)."""
+    if not isinstance(info, dict):
+        return ""
+    if isinstance(info.get("preset"), str) and info["preset"]:
+        return f"preset {info['preset']}"
+    urdf = info.get("urdf")
+    if isinstance(urdf, str) and os.path.isfile(urdf):
+        return f"URDF {urdf}"
+    return ""
+
+
+def raw_info(arm: bpy.types.Object) -> dict | None:
+    """The stored robot description as JSON gives it, unchecked (None when it is not a JSON object)."""
+    try:
+        info = json.loads(arm.get(INFO_KEY) or "")
+    except (TypeError, json.JSONDecodeError):
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def _model_repair(arm: bpy.types.Object) -> str:
+    source = model_source(raw_info(arm))
+    return f"{REPAIR} (it reads the model again from the {source})" if source else REBUILD
+
+
+def _info_repair(arm: bpy.types.Object) -> str:
+    try:
+        _ = RobotModel.from_json(arm.get(MODEL_KEY) or "").skeleton
+    except Exception:  # no usable model: the description cannot be rebuilt from it
+        return REBUILD
+    return f"{REPAIR} (it rebuilds the description from the rig's stored model)"
+
+
+def robot_damage(arm: bpy.types.Object) -> str:
+    """What is damaged in a robot rig's stored data ("" when nothing is), for the Robot panel's Repair button."""
+    try:
+        robot_info(arm)
+        robot_model(arm)
+        for branch in arm.articulate.branches:
+            branch_joints(arm, branch, [j["name"] for j in robot_info(arm)["joints"]])
+    except BridgeError as err:
+        return str(err)
+    missing = [c.name for c in arm.articulate.chains if c.tool_link and c.target is None]
+    return f"chain(s) {', '.join(map(repr, missing))} have no target" if missing else ""
 
 
 def branch_joints(arm: bpy.types.Object, branch, default: list[str]) -> list[str]:

@@ -18,6 +18,7 @@ be written. A run fails the test when:
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import bpy
@@ -278,6 +279,7 @@ def _robot_states(files: Path) -> dict:
         "robot_joint_bone_deleted": lambda: robot_with(joint_bone_deleted),
         "robot_target_deleted": lambda: robot_with(_remove(lambda a: a.articulate.chains[0].target)),
         "robot_branches_stale": lambda: robot_with(_stale_branches),
+        "robot_chain_stale": lambda: robot_with(lambda a: setattr(a.articulate.chains[0], "tool_link", "gone_link")),
     }
 
 
@@ -298,6 +300,19 @@ def _linked_state(files: Path):
     bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 4
     bpy.context.view_layer.objects.active = bpy.data.objects["LibRig"]
     return bpy.context.object
+
+
+def _override_state(files: Path):
+    """The linked rig made a library override (Blender keeps none of the add-on's settings on one)."""
+    _linked_state(files)
+    override = bpy.data.objects["LibRig"].override_create(remap_local_usages=True)
+    bpy.context.view_layer.objects.active = override
+    return override
+
+
+def _activate_linked_robot() -> None:
+    bpy.context.view_layer.objects.active = next(o for o in bpy.data.objects
+                                                 if o.library is not None and "articulate_robot" in o)
 
 
 def _write_files(files: Path) -> None:
@@ -322,7 +337,7 @@ def states(addon, tmp_path_factory):
     files = tmp_path_factory.mktemp("operator_failures")
     _write_files(files)
     builders = {"no_object": _fresh, "wrong_type": None, **_chain_states(files), **_robot_states(files),
-                "linked": lambda: _linked_state(files)}
+                "linked": lambda: _linked_state(files), "override": lambda: _override_state(files)}
 
     def wrong_type():
         _fresh()
@@ -340,6 +355,8 @@ def states(addon, tmp_path_factory):
     # Reopened states that a file does not keep: modes.
     saved["edit_mode"] = (files / "chain_rig.blend", lambda: bpy.ops.object.mode_set(mode="EDIT"))
     saved["robot_pose_mode"] = (files / "robot.blend", lambda: bpy.ops.object.mode_set(mode="POSE"))
+    saved["robot_edit_mode"] = (files / "robot.blend", lambda: bpy.ops.object.mode_set(mode="EDIT"))
+    saved["linked_robot"] = (files / "linked.blend", _activate_linked_robot)
     saved["unwritable_paths"] = (files / "robot.blend", None)
     saved["unwritable_paths_chain"] = (files / "chain_rig.blend", None)
     return saved, files
@@ -386,7 +403,8 @@ def run(name: str, kwargs: dict, capfd) -> tuple[str, str]:
 
 
 STATES = ("no_object", "wrong_type", "edit_mode", "chain_rig", "tip_bone_deleted", "root_bone_renamed",
-          "target_deleted", "roles_damaged", "chains_damaged", "linked", "robot", "robot_pose_mode",
+          "target_deleted", "roles_damaged", "chains_damaged", "linked", "linked_robot", "override", "robot",
+          "robot_pose_mode", "robot_edit_mode", "robot_chain_stale",
           "robot_info_not_json", "robot_info_without_joints", "robot_info_wrong_types", "robot_model_wrong_types",
           "robot_model_not_json", "robot_joint_bone_deleted", "robot_target_deleted", "robot_branches_stale",
           "unwritable_paths", "unwritable_paths_chain")
@@ -405,7 +423,7 @@ def test_operators_in_bad_states(states, state, capfd):
     saved, files = states
     path, after_open = saved[state]
     arguments = operator_arguments(files, unwritable=state.startswith("unwritable"))
-    problems, counts = [], {"runs": 0, "tracebacks": 0, "changed": 0, "linked": 0}
+    problems, counts = [], {"runs": 0, "finished": 0, "tracebacks": 0, "changed": 0, "linked": 0}
     for name in registered_operators():
         bpy.ops.wm.open_mainfile(filepath=str(path), load_ui=False)
         if after_open is not None:
@@ -414,6 +432,7 @@ def test_operators_in_bad_states(states, state, capfd):
         outcome, message = run(name, arguments.get(name, {}), capfd)
         after = fingerprint()
         counts["runs"] += 1
+        counts["finished"] += outcome == "FINISHED"
         if outcome == "TRACEBACK":
             counts["tracebacks"] += 1
             problems.append(f"{name}: traceback: {message[-600:]}")
@@ -452,16 +471,67 @@ def test_robot_bake_with_a_deleted_joint_bone_names_it_and_keeps_the_keys(states
     assert fingerprint() == before
 
 
-@pytest.mark.parametrize("state, damage", [
-    ("robot_info_not_json", "robot description .* is damaged \\(not JSON"),
-    ("robot_info_without_joints", "robot description .* is damaged \\(it lists no joints"),
-    ("robot_model_wrong_types", "stored kinematic model .* is damaged"),
+REPAIR = "press Repair Robot Data in the Robot panel"
+
+
+@pytest.mark.parametrize("state, damage, repair", [
+    ("robot_info_not_json", "robot description .* is damaged \\(not JSON", REPAIR + " \\(it rebuilds"),
+    ("robot_info_without_joints", "robot description .* is damaged \\(it lists no joints", REPAIR),
+    ("robot_model_wrong_types", "stored kinematic model .* is damaged", REPAIR + " \\(it reads the model again "
+                                                                          "from the preset ur5\\)"),
+    ("robot_joint_bone_deleted", "'wrist_2_joint' were deleted or renamed", "rename the bones back, or add the "
+                                                                            "robot again"),
 ])
-def test_damaged_robot_data_says_what_and_how_to_repair(states, state, damage):
-    """Every robot operator reading the damaged entry names it and says to add the robot again."""
+def test_damaged_robot_data_says_what_and_how_to_repair(states, state, damage, repair, addon_module):
+    """The operators reading the damaged entry name it and the repair; the Robot panel's check says the same."""
     _open(states, state)
-    with pytest.raises(RuntimeError, match=damage + ".*add the robot again"):
-        bpy.ops.articulate.trajectory_check() if "model" not in state else bpy.ops.articulate.bake()
+    for op in (bpy.ops.articulate.trajectory_check, bpy.ops.articulate.bake):
+        with pytest.raises(RuntimeError, match=damage + ".*" + repair):
+            op()
+    assert re.search(damage, addon_module("operators.bridge.stored").robot_damage(bpy.context.object))
+
+
+@pytest.mark.parametrize("state, done", [
+    ("robot_info_not_json", "robot description rebuilt from the stored model"),
+    ("robot_info_wrong_types", "robot description rebuilt from the stored model"),
+    ("robot_model_wrong_types", "stored model read again from its preset ur5"),
+    ("robot_model_not_json", "stored model read again from its preset ur5"),
+    ("robot_target_deleted", "has a new target 'Universal_Robots_UR5_CB3_target' on its tool"),
+    ("robot_branches_stale", "stale IK branch list cleared"),
+])
+def test_repair_makes_a_damaged_robot_whole(states, state, done, addon_module):
+    """After Repair the rig bakes and checks again, nothing is left damaged, and the joint keys were not touched."""
+    _open(states, state)
+    arm = bpy.context.object
+    keys = fingerprint()["actions"]
+    with pytest.raises(RuntimeError):  # damaged: every robot operator refuses, or the bake has no target
+        bpy.ops.articulate.robot_use_branch() if "branches" in state else bpy.ops.articulate.bake()
+    assert bpy.ops.articulate.robot_repair() == {"FINISHED"}
+    assert fingerprint()["actions"] == keys
+    assert addon_module("operators.bridge.stored").robot_damage(arm) == ""
+    info = json.loads(arm["articulate_robot"])
+    assert [j["name"] for j in info["joints"]][:2] == ["shoulder_pan_joint", "shoulder_lift_joint"]
+    assert info.get("preset") == "ur5" or "info" in state  # kept, unless the description was unreadable
+    assert bpy.ops.articulate.trajectory_check() == {"FINISHED"}
+    assert bpy.ops.articulate.bake() == {"FINISHED"}
+
+
+def test_repair_says_what_it_did(states, capfd):
+    """The report lists the repairs; a whole rig has nothing to repair."""
+    _open(states, "robot_model_wrong_types")
+    bpy.ops.articulate.robot_repair()
+    assert "Repaired: stored model read again from its preset ur5" in capfd.readouterr().out
+    bpy.ops.articulate.robot_repair()
+    assert "Nothing to repair" in capfd.readouterr().out
+
+
+def test_repair_refuses_what_only_a_new_rig_repairs(states):
+    """Deleted joint bones: refused, naming them, and nothing is changed."""
+    _open(states, "robot_joint_bone_deleted")
+    before = fingerprint()
+    with pytest.raises(RuntimeError, match="'wrist_2_joint' were deleted or renamed"):
+        bpy.ops.articulate.robot_repair()
+    assert fingerprint() == before
 
 
 @pytest.mark.parametrize("op", ["chain_add", "chain_remove", "chain_use_blender_tip", "chains_from_constraints"])
