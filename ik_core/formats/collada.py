@@ -210,6 +210,11 @@ def _numbers(elem: ET.Element, dtype: type, where: str) -> np.ndarray:
         raise ColladaError(f"{where}: <{elem.tag}> holds text that is not {kind}") from None
 
 
+def _count(values: np.ndarray) -> str:
+    """``"5"``, or ``"16, not all finite"``: how many numbers an element holds, for messages."""
+    return f"{values.size}" if np.all(np.isfinite(values)) else f"{values.size}, not all finite"
+
+
 def _fan(counts: np.ndarray) -> np.ndarray:
     """(T, 3) corner indices splitting consecutive polygons of ``counts`` corners into fans."""
     counts = np.asarray(counts, dtype=np.int64)
@@ -330,7 +335,7 @@ class _Document:
                 bind = skin.find("bind_shape_matrix")
                 B = np.eye(4) if bind is None else _numbers(bind, float, cwhere)
                 if B.size != 16 or not np.all(np.isfinite(B)):
-                    raise ColladaError(f"{cwhere}: <bind_shape_matrix> needs 16 finite numbers, got {B.size}")
+                    raise ColladaError(f"{cwhere}: <bind_shape_matrix> needs 16 finite numbers, got {_count(B)}")
                 out.append((geom, name, M @ B.reshape(4, 4), self._bindings(child)))
             elif child.tag == "instance_node":
                 target = self.ref(child.get("url"), "node", f"{where} <instance_node>")
@@ -351,7 +356,7 @@ class _Document:
                 raise ColladaError(f"{where}: <{t.tag}> transforms are not supported; "
                                    "supported: matrix, translate, rotate, scale")
             if values.size != size or not np.all(np.isfinite(values)):
-                raise ColladaError(f"{where}: <{t.tag}> needs {size} finite numbers, got {values.size}")
+                raise ColladaError(f"{where}: <{t.tag}> needs {size} finite numbers, got {_count(values)}")
             T = np.eye(4)
             if t.tag == "matrix":
                 T = values.reshape(4, 4)

@@ -405,10 +405,15 @@ def read_pose_csv(path: PathLike, *, ignore_unknown: bool = False) -> PoseTrajec
     data = _parse_table(path, header, rows)[:, cols]
     lines = [f"line {line}" for line, _ in rows]
     _check_increasing(path, data[:, 0], lines)
-    norm = np.linalg.norm(data[:, 4:], axis=-1)
+    with np.errstate(over="ignore"):  # components near 1e308 overflow the norm: refused just below
+        norm = np.linalg.norm(data[:, 4:], axis=-1)
     if np.any(norm < 1e-6):
         k = int(np.argmax(norm < 1e-6))
         raise TrajectoryError("quaternion (qw, qx, qy, qz) has zero norm", path, lines[k])
+    if not np.all(np.isfinite(norm)):
+        k = int(np.argmax(~np.isfinite(norm)))
+        raise TrajectoryError("quaternion (qw, qx, qy, qz) is too large to normalise (its norm overflows)",
+                              path, lines[k])
     with _naming(path):
         return PoseTrajectory(data[:, 0], data[:, 1:4], data[:, 4:])
 
@@ -487,8 +492,8 @@ def read_tracker_csv(
     back = np.flatnonzero(np.diff(times) <= 0)
     if back.size:
         k = int(back[0]) + 1
-        raise TrajectoryError(f"time {times[k]!r} does not increase after {times[k - 1]!r}; times must be strictly "
-                              "increasing", path, f"line {rows[k + 1][0]}")
+        raise TrajectoryError(f"time {float(times[k])!r} does not increase after {float(times[k - 1])!r}; times "
+                              "must be strictly increasing", path, f"line {rows[k + 1][0]}")
     return times, {name: data[:, idx] for name, idx in cols.items()}
 
 
