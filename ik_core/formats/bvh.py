@@ -248,9 +248,12 @@ class _Tokens:
         """The next token as a whole number >= 0 (and <= ``most`` when given), and its line."""
         tok, line = self.next(what)
         try:
-            value = float(tok)
+            value: float = int(tok)  # exact, however many digits
         except ValueError:
-            raise BVHError(f"line {line}: expected {what} (a whole number), found {tok!r}") from None
+            try:
+                value = float(tok)  # '2.0' and '1e3' are whole numbers too
+            except ValueError:
+                raise BVHError(f"line {line}: expected {what} (a whole number), found {tok!r}") from None
         # NaN and infinity fail these tests by name; int() is only reached for finite values.
         if not math.isfinite(value) or value < 0 or value != int(value):
             raise BVHError(f"line {line}: {what} must be a whole number >= 0, found {tok!r}")
