@@ -255,7 +255,7 @@ class _Tokens:
             except ValueError:
                 raise BVHError(f"line {line}: expected {what} (a whole number), found {tok!r}") from None
         # NaN and infinity fail these tests by name; int() is only reached for finite values.
-        if not math.isfinite(value) or value < 0 or value != int(value):
+        if isinstance(value, float) and not math.isfinite(value) or value < 0 or value != int(value):
             raise BVHError(f"line {line}: {what} must be a whole number >= 0, found {tok!r}")
         if most is not None and value > most:
             raise BVHError(f"line {line}: {what} must be at most {most}, found {tok!r}")
