@@ -381,10 +381,14 @@ class Solver(abc.ABC):
         tr = None
         if tg.rotations is not None and best.mode != "position":
             tr = tg.rotations.reshape(-1, E, 3, 3)
-        q = best.follow(np.asarray(result.q, dtype=float), tp, tr, missed, self.tolerance)
+        q, jumps = best.follow(np.asarray(result.q, dtype=float), tp, tr, missed, self.tolerance)
         pos_err, rot_err = self.errors(q, tg)
         bad = np.zeros(len(q), dtype=bool)
-        return self._report(tg, q, pos_err, rot_err, bad, result.iterations)
+        followed = self._report(tg, q, pos_err, rot_err, bad, result.iterations)
+        for i in np.flatnonzero(jumps):
+            if not followed.converged[i]:
+                followed.reason[i] = f"{followed.reason[i]}; {best.jump_note(float(jumps[i]))}"
+        return followed
 
     def at_reach_bound(self, tg: Targets, pos_err: np.ndarray, rot_err: np.ndarray) -> np.ndarray:
         """(...,) True where an answer is provably its best effort, with no search needed.

@@ -414,6 +414,14 @@ class BestEffort:
         d_local[rows] = best_d[better]
         return self._finish(q, q_local, d_local, tp, tr, q_warm)
 
+    def jump_note(self, loss: float) -> str:
+        """What a missed frame's reason adds where the closest pose jumps; ``loss`` from :meth:`follow`."""
+        unit = "m" if self.mode == "position" else "(m and rad together)"
+        return (
+            f"the closest pose jumps here: the frame before's pose carried on ends {loss:.3g} {unit} "
+            "farther from the target"
+        )
+
     def joints_on_limit(self, q: np.ndarray) -> list[int]:
         """Indices of the skeleton's joints whose limits a pose (dof,) rests on, in joint order."""
         x = self.chart.to_chart(project_configuration(self.skeleton, np.asarray(q, dtype=float)[None]))
@@ -421,7 +429,7 @@ class BestEffort:
 
     def follow(
         self, q: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, missed: np.ndarray, tolerance: float,
-    ) -> np.ndarray:
+    ) -> tuple[np.ndarray, np.ndarray]:
         """A take's missed frames, in order, each descended from the answer of the frame before.
 
         Frames solved together (a batch of a take) each start from a guess, not from the frame
@@ -441,12 +449,18 @@ class BestEffort:
             tolerance: Distance at which a target counts as reached [m].
 
         Returns:
-            (N, dof) configurations inside the limits, none farther than SWITCH_MARGIN beyond q's.
+            (N, dof) configurations inside the limits, none farther than SWITCH_MARGIN beyond q's,
+            and (N,) how much farther [m, rad] the frame before carried on ends than the frame's
+            own answer, on the frames where the closest pose jumps (a frame that still steps more
+            than FOLLOW_GAP because carrying its predecessor on loses more than SWITCH_MARGIN);
+            0 elsewhere.
         """
         q = project_configuration(self.skeleton, np.array(q, dtype=float))
         x = self.chart.to_chart(q)
         e = self.residual(x, tp, tr, jacobian=False)[0]
         d = np.sqrt(np.add.reduce(e * e, -1))
+        # What carrying each followed frame's predecessor on costs, from its latest follow.
+        loss = np.zeros(len(q))
         rows = np.flatnonzero(missed)
         rows = rows[rows > 0]
         follows = np.zeros(len(q) + 1, dtype=bool)
@@ -458,21 +472,27 @@ class BestEffort:
         for _ in range(_FOLLOW_SWEEPS):
             if not len(pending):
                 break
-            changed = self._follow_rows(pending, x, d, tp, tr, tolerance)
+            changed = self._follow_rows(pending, x, d, tp, tr, tolerance, loss)
             pending = self._gapped(changed[follows[changed + 1]] + 1, x)
         work = sorted(int(i) for i in pending)
         while work:
             i = work.pop(0)
-            if len(self._follow_rows(np.array([i]), x, d, tp, tr, tolerance)) and follows[i + 1]:
+            if len(self._follow_rows(np.array([i]), x, d, tp, tr, tolerance, loss)) and follows[i + 1]:
                 work.extend(int(j) for j in self._gapped(np.array([i + 1]), x))
         out = self._to_source(q, x, d, tp, tr, slack=SWITCH_MARGIN)[0]
-        return self.unwrap(out)
+        jumps = np.zeros(len(q))
+        jumped = self._gapped(rows[loss[rows] > SWITCH_MARGIN], x)
+        jumps[jumped] = loss[jumped]
+        return self.unwrap(out), jumps
 
     def _follow_rows(
         self, rows: np.ndarray, x: np.ndarray, d: np.ndarray, tp: np.ndarray, tr: np.ndarray | None,
-        tolerance: float,
+        tolerance: float, loss: np.ndarray,
     ) -> np.ndarray:
-        """Frames ``rows`` descended from their predecessors' x in one batch; updates x and d, returns the moved.
+        """Frames ``rows`` descended from their predecessors' x in one batch; updates x, d and loss, returns the moved.
+
+        ``loss`` gets, per frame, how much farther the descent from the predecessor ends than
+        the frame's own answer (0 where it is as near).
 
         A lone position effector also starts from the frame before stretched toward the target
         by the smallest turns: beyond reach the best pose is the straight chain, and the twists
@@ -500,6 +520,7 @@ class BestEffort:
         # Continuity wins unless the frame's own answer is nearer by more than SWITCH_MARGIN,
         # the same balance of closeness and continuity as the global check's.
         take = d_new <= d[rows] + SWITCH_MARGIN
+        loss[rows] = np.maximum(d_new - d[rows], 0.0)
         moved = take & (np.linalg.norm(x_new - x[rows], axis=-1) > _FOLLOW_MOVE)
         x[rows[take]], d[rows[take]] = x_new[take], d_new[take]
         return rows[moved]

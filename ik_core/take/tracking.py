@@ -382,12 +382,19 @@ def _retry_frames(
 
 
 def _without_restarts(solver: Solver) -> Solver:
-    """``solver``, or a copy of it that spends no restarts (a solver with a restart policy)."""
+    """``solver``, or a copy of it that spends no restarts and no global starts of its best effort.
+
+    The batch pass spent both on the frame already; a retry from the frame before asks only
+    whether carrying that frame on does better.
+    """
     policy = getattr(solver, "policy", None)
-    if policy is None or policy.restarts == 0:
+    restarts = policy is not None and policy.restarts > 0
+    if not restarts and not solver.global_starts:
         return solver
     calm = copy.copy(solver)
-    calm.policy = replace(policy, restarts=0)
+    if restarts:
+        calm.policy = replace(policy, restarts=0)
+    calm.global_starts = 0
     return calm
 
 

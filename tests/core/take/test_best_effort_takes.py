@@ -118,8 +118,9 @@ def test_a_family_of_closest_poses_keeps_its_own_smoothly_steered_member() -> No
     q[:, 0] = np.linspace(-0.7, 0.75, frames)  # 0.05 rad a frame
     tp = np.tile([0.0, 1.0, 0.0], (frames, 1, 1))
     best = BestEffort(skeleton, [0], "position", np.array([0.0, 0.0, 1.0]))
-    out = best.follow(q, tp, None, np.ones(frames, dtype=bool), 1e-5)
+    out, jumps = best.follow(q, tp, None, np.ones(frames, dtype=bool), 1e-5)
     np.testing.assert_allclose(out, q, atol=1e-9)
+    assert not jumps.any()
 
 
 def test_a_frame_that_jumps_within_a_family_is_brought_back_to_its_predecessor() -> None:
@@ -131,8 +132,9 @@ def test_a_frame_that_jumps_within_a_family_is_brought_back_to_its_predecessor()
     q[6, 0] = 0.8
     tp = np.tile([0.0, 1.0, 0.0], (frames, 1, 1))
     best = BestEffort(skeleton, [0], "position", np.array([0.0, 0.0, 1.0]))
-    out = best.follow(q, tp, None, np.ones(frames, dtype=bool), 1e-5)
+    out, jumps = best.follow(q, tp, None, np.ones(frames, dtype=bool), 1e-5)
     assert np.abs(np.diff(out[:, 0])).max() < 0.05
+    assert not jumps.any()
     gap = np.linalg.norm(effector_poses(skeleton, out, "tip")[:, :3, 3] - tp[:, 0], axis=1)
     np.testing.assert_allclose(gap, 0.4, atol=1e-9)
 
@@ -174,3 +176,24 @@ def test_unwrap_moves_each_angle_by_the_turns_nearest_the_frame_before(lo: float
     out = best.unwrap(q)
     np.testing.assert_allclose(out[:, 0], _nearest_turn_reference(landed, lo, hi), atol=1e-9)
     np.testing.assert_array_equal(out[:, 1], q[:, 1])
+
+
+def test_the_frame_where_the_closest_pose_jumps_says_so() -> None:
+    """A hinge of range [-2, 2] rad points at a target circling behind it: the best pose jumps from one
+    end of the range to the other once carrying the old end on costs more than SWITCH_MARGIN, and that
+    frame's reason says so; no other frame's does."""
+    origin = np.eye(4)
+    origin[1, 3] = 0.3
+    hinge = Joint("hinge", JointKind.REVOLUTE, -1, np.eye(4), axis=(0.0, 0.0, 1.0), lower=-2.0, upper=2.0)
+    skeleton = Skeleton([hinge], [Effector("tip", 0, origin)])
+    phi = np.linspace(1.5, 2.0 * np.pi - 1.5, 61)
+    targets = 0.6 * np.stack([-np.sin(phi), np.cos(phi), np.zeros_like(phi)], axis=1)
+    res = solve_track(make_solver("dls", skeleton, "tip", mode="position"), targets, None, max_jump=0.5, segment=32)
+    q = np.asarray(res.q)[:, 0]
+    jumps = np.flatnonzero(np.abs(np.diff(q)) > 0.2) + 1
+    assert len(jumps) == 1 and q[jumps[0] - 1] > 1.99 and q[jumps[0]] < -1.99
+    marked = [i for i, r in enumerate(res.reason) if "closest pose jumps here" in str(r)]
+    assert marked == [int(jumps[0])]
+    # It jumps once continuity costs more than the margin, not before and not much after.
+    lag = np.linalg.norm(effector_poses(skeleton, np.array([[2.0]]), "tip")[0, :3, 3] - targets[jumps[0]])
+    assert lag - res.position_error[jumps[0]] > SWITCH_MARGIN
