@@ -18,11 +18,14 @@ import contextlib
 import importlib
 import importlib.util
 import json
+import math
 import os
+import re
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NoReturn
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_MISSED = 0, 1, 2, 3
 # ik_core.solvers.SOLVER_CHOICES, spelled out: this file must parse arguments before the add-on
@@ -39,6 +42,16 @@ BLEND_MAGICS = (b"BLENDER", b"\x1f\x8b", b"\x28\xb5\x2f\xfd")
 # Where the demo keeps what Blender itself prints (OBJ import timings, EGL messages on machines
 # without a display, Rigify reloading, render lines) unless --verbose shows it.
 DEMO_LOG = "blender.log"
+# Blender's frame limits (MAXFRAME): a scene's start and end lie in [0, MAX_FRAME], a frame in
+# [-MAX_FRAME, MAX_FRAME]; numbers beyond them make Blender raise instead of refusing cleanly.
+MAX_FRAME = 1_048_574
+# A frame range as --frames takes it: start, optional end, optional step, digits only (no sign,
+# no spaces, no underscores, which int() would accept).
+FRAME_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+))?(?::([0-9]+))?")
+# ik_core.trajectory.MAX_FRAME_RATE: the highest sample rate the trajectory files are read at.
+MAX_RATE = 32_767
+# Cycles' own limit on samples per pixel.
+MAX_SAMPLES = 16_777_216
 
 
 def _script_args(argv: list[str]) -> list[str]:
@@ -153,18 +166,22 @@ def _demo(args: argparse.Namespace, out: Path) -> tuple[dict, list[Path]]:
 
 
 def _parse_frames(text: str) -> tuple[int, int, int] | None:
-    """'1-250' or '1-250:2' -> (start, end, step); 'scene' -> None (the scene's range)."""
+    """'1-250' or '1-250:2' -> (start, end, step); 'scene' -> None (the scene's range).
+
+    Frames are whole numbers from 0 to Blender's last frame, written in digits only.
+    """
     if text == SCENE_FRAMES:
         return None
-    try:
-        span, _, step = text.partition(":")
-        start, _, end = span.partition("-")
-        start_i, end_i, step_i = int(start), int(end or start), int(step or 1)
-    except ValueError:
+    match = FRAME_RANGE.fullmatch(text)
+    if match is None:
         raise argparse.ArgumentTypeError(
-            f"frames must look like 1-250 or 1-250:2 (or '{SCENE_FRAMES}'), got {text!r}") from None
+            f"frames must look like 1-250 or 1-250:2 (or '{SCENE_FRAMES}'), got {text!r}")
+    start, end, step = match.groups()
+    start_i, end_i, step_i = int(start), int(end or start), int(step or 1)
     if end_i < start_i or step_i < 1:
         raise argparse.ArgumentTypeError(f"frame range {text!r} is empty or reversed; the end must be >= the start")
+    if end_i > MAX_FRAME or step_i > MAX_FRAME:
+        raise argparse.ArgumentTypeError(f"frame range {text!r} goes beyond Blender's last frame, {MAX_FRAME}")
     return start_i, end_i, step_i
 
 
@@ -183,6 +200,53 @@ def _parse_robot_frames(text: str) -> tuple[int, int, int] | str:
     if text in (TRAJECTORY_FRAMES, SCENE_FRAMES):
         return text
     return _parse_every_frame(text)
+
+
+def _number(text: str, kind: type, what: str) -> int | float:
+    """``text`` as an int or a finite float, or an ArgumentTypeError saying what was expected."""
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    if kind is float and not math.isfinite(value):  # float() reads 'nan' and 'inf' without complaint
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r} (NaN and infinity are not numbers here)")
+    return value
+
+
+def _shown(value: float) -> str:
+    """A bound as people write it: 1000000, 0.5, 1e-06."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def int_in(low: int, high: int, what: str):
+    """An argparse type: a whole number in [low, high]."""
+    def parse(text: str) -> int:
+        value = _number(text, int, f"{what} (a whole number from {low} to {high})")
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected {what} from {low} to {high}, got {text!r}")
+        return value
+    return parse
+
+
+def float_in(low: float, high: float, what: str, low_open: bool = False):
+    """An argparse type: a finite number in [low, high] (or (low, high] when ``low_open``)."""
+    span = f"{'above' if low_open else 'at least'} {_shown(low)} and at most {_shown(high)}"
+
+    def parse(text: str) -> float:
+        value = _number(text, float, f"{what} (a number {span})")
+        if not (low < value if low_open else low <= value) or value > high:
+            raise argparse.ArgumentTypeError(f"expected {what} {span}, got {text!r}")
+        return value
+    return parse
+
+
+def name_arg(what: str):
+    """An argparse type: a non-empty name (an empty one cannot name anything in a .blend)."""
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"expected the name of {what}, got an empty name")
+        return text
+    return parse
 
 
 def cmd_bake(args: argparse.Namespace) -> int:
@@ -234,20 +298,20 @@ def check_blend_file(path: str) -> Path:
     """``path`` resolved, once it is a readable file that starts like a .blend.
 
     Raises:
-        _UsageError: No such file, a folder, unreadable, or not a .blend (the message names it).
+        UsageError: No such file, a folder, unreadable, or not a .blend (the message names it).
     """
     file = Path(path)
     if file.is_dir():
-        raise _UsageError(f"{path} is a folder, not a .blend file")
+        raise UsageError(f"{path} is a folder, not a .blend file")
     if not file.is_file():
-        raise _UsageError(f"no such .blend file: {path}")
+        raise UsageError(f"no such .blend file: {path}")
     try:
         with file.open("rb") as fh:
             head = fh.read(len(BLEND_MAGICS[0]))
     except OSError as err:
-        raise _UsageError(f"cannot read {path}: {err.strerror}") from None
+        raise UsageError(f"cannot read {path}: {err.strerror}") from None
     if not head.startswith(BLEND_MAGICS):
-        raise _UsageError(f"{path} is not a .blend file (it does not start with Blender's header)")
+        raise UsageError(f"{path} is not a .blend file (it does not start with Blender's header)")
     return file.resolve()
 
 
@@ -260,14 +324,14 @@ def _open_blend(path: str) -> None:
         bpy.ops.wm.open_mainfile(filepath=str(file))
     except RuntimeError as err:
         reason = str(err).removeprefix("Error: ").strip().splitlines()[0]
-        raise _UsageError(f"cannot open {path} as a .blend (corrupt or truncated?): {reason}") from None
+        raise UsageError(f"cannot open {path} as a .blend (corrupt or truncated?): {reason}") from None
 
 
 def _open_armature(args: argparse.Namespace, robot: bool = False):
     """Open the .blend (if given), enable the add-on, and make the named armature (or robot rig) active.
 
     Raises:
-        _UsageError: A missing file, or no such armature (the message lists the candidates).
+        UsageError: A missing file, or no such armature (the message lists the candidates).
     """
     import bpy
 
@@ -282,7 +346,7 @@ def _open_armature(args: argparse.Namespace, robot: bool = False):
     arm = bpy.data.objects.get(args.armature)
     if arm is None or not fits(arm):
         names = ", ".join(o.name for o in bpy.data.objects if fits(o)) or "none"
-        raise _UsageError(f"no {what} {args.armature!r}; {what}s in the file: {names}")
+        raise UsageError(f"no {what} {args.armature!r}; {what}s in the file: {names}")
     bpy.context.view_layer.objects.active = arm
     return arm
 
@@ -297,15 +361,120 @@ def _open_robot(args: argparse.Namespace):
     return arm
 
 
-class _UsageError(Exception):
+class UsageError(Exception):
     """Bad arguments or input: exit code 2."""
+
+
+def _writable_folder(folder: Path, what: str, original: str) -> None:
+    """Refuse ``folder`` unless it is, or can be made, a folder this process can write into.
+
+    Tried for real (a scratch file or folder made and removed at once) rather than with
+    ``os.access``, which says yes to root even where writing fails (``/proc``, read-only mounts).
+    """
+    existing = folder
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"cannot write the {what} {original}: {existing} is a file, not a folder")
+    try:
+        if existing == folder:
+            with tempfile.TemporaryFile(dir=folder, prefix=".articulate-check-"):
+                pass
+        else:  # the folders the output needs will be made: one can be made where the first is missing
+            os.rmdir(tempfile.mkdtemp(dir=existing, prefix=".articulate-check-"))
+    except OSError as err:
+        raise UsageError(f"cannot write the {what} {original}: {existing} is not writable "
+                          f"({err.strerror or err})") from None
+
+
+def check_output_file(path: str, what: str, suffixes: tuple[str, ...] = ()) -> Path:
+    """``path`` resolved, once a file can be written there (its folder existing or creatable).
+
+    Args:
+        path: The output file as given.
+        what: What it is, for messages ("report").
+        suffixes: Extensions allowed ("" for none), or every one when empty.
+
+    Raises:
+        UsageError: An empty path, a folder, a file that cannot be replaced, an extension not
+            listed, or a folder that cannot be written or made (the message names the path).
+    """
+    if not path.strip():
+        raise UsageError(f"the {what} path is empty")
+    file = Path(path).resolve()
+    if suffixes and file.suffix.lower() not in suffixes:
+        listed = ", ".join(repr(s) if s else "none" for s in suffixes)
+        raise UsageError(f"the {what} {path} has the extension {file.suffix or 'none'!r}; valid: {listed}")
+    if file.is_dir():
+        raise UsageError(f"the {what} {path} is a folder; give a file name in it")
+    if file.exists() and not os.access(file, os.W_OK):
+        raise UsageError(f"cannot write the {what} {path}: the file exists and is read-only")
+    _writable_folder(file.parent, what, path)
+    return file
+
+
+def check_output_folder(path: str, what: str) -> Path:
+    """``path`` resolved, once it is a folder that exists or can be made, and can be written.
+
+    Raises:
+        UsageError: An empty path, a file, or a folder that cannot be written or made.
+    """
+    if not path.strip():
+        raise UsageError(f"the {what} path is empty")
+    folder = Path(path).resolve()
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"the {what} {path} is a file, not a folder")
+    _writable_folder(folder, what, path)
+    return folder
+
+
+def check_args(args: argparse.Namespace) -> list[Path]:
+    """Check what the parser cannot, before any work: the input .blend and every output path.
+
+    Args:
+        args: Parsed arguments of any command.
+
+    Returns:
+        The folders the outputs go into (to be made before the command runs).
+
+    Raises:
+        UsageError: A missing or non-.blend input, an output that cannot be written, two
+            outputs on one file.
+    """
+    if getattr(args, "blend", None):
+        check_blend_file(args.blend)
+    outputs: list[tuple[Path, str]] = []  # (file, what)
+    folders: list[Path] = []
+    if args.command == "demo":
+        folders.append(check_output_folder(args.out, "output folder"))
+    elif args.command == "bake":
+        stem = Path(args.blend).stem if args.blend else "untitled"
+        for file, folder, what, suffix in ((args.out, args.out_dir, "baked file", ".blend"),
+                                           (args.report, args.report_dir, "report", ".json")):
+            if folder is not None:
+                folders.append(check_output_folder(folder, f"{what}'s folder"))
+                outputs.append((folders[-1] / f"{stem}{suffix}", what))
+            elif file is not None:
+                outputs.append((check_output_file(file, what), what))
+    elif args.command == "export":
+        outputs.append((check_output_file(args.out, "export", (".csv", ".json", "")), "export"))
+    else:  # check, body, ik-to-fk, fk-to-ik
+        for name, what in (("out", "output file"), ("report", "report")):
+            if getattr(args, name, None) is not None:
+                outputs.append((check_output_file(getattr(args, name), what), what))
+    seen: dict[Path, str] = {}
+    for file, what in outputs:
+        if file in seen:
+            raise UsageError(f"the {seen[file]} and the {what} would both be written to {file}")
+        seen[file] = what
+    return folders + [file.parent for file, _what in outputs]
 
 
 def _run_operator(op, **kwargs) -> set[str]:
     try:
         return op(**kwargs)
     except RuntimeError as err:  # the operator reported an error
-        raise _UsageError(str(err).removeprefix("Error: ").strip()) from None
+        raise UsageError(str(err).removeprefix("Error: ").strip()) from None
 
 
 def _run_with_report(op, report: Path | None, **kwargs) -> dict:
@@ -314,7 +483,7 @@ def _run_with_report(op, report: Path | None, **kwargs) -> dict:
     The exit code comes from the report, so it is written even when the user asked for none.
 
     Raises:
-        _UsageError: The operator refused (bad input), or it was cancelled.
+        UsageError: The operator refused (bad input), or it was cancelled.
     """
     with tempfile.TemporaryDirectory(prefix="articulate-report-") as scratch:
         path = report or Path(scratch) / "report.json"
@@ -377,7 +546,7 @@ def cmd_body(args: argparse.Namespace) -> int:
         obj_name = getattr(args, name)
         if obj_name:
             if obj_name not in bpy.data.objects:
-                raise _UsageError(f"no object {obj_name!r} for the {name} tracker")
+                raise UsageError(f"no object {obj_name!r} for the {name} tracker")
             setattr(body, name, bpy.data.objects[obj_name])
     if args.reference_frame is not None:
         body.reference_frame = args.reference_frame
@@ -410,9 +579,17 @@ def cmd_switch(args: argparse.Namespace) -> int:
     return EXIT_MISSED if off else EXIT_OK
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error: the farm's log shows the problem, not a usage screen."""
+
+    def error(self, message: str) -> NoReturn:
+        text = " ".join(message.split())
+        self.exit(EXIT_USAGE, f"articulate: error: {self.prog}: {text} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="cli.py",
         description="Articulate headless baking. Inside Blender put the arguments after '--'.",
         epilog="Exit codes: 0 all frames converged, 3 some frames missed, 2 bad input, 1 other errors.",
@@ -422,10 +599,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default="out/demo", help="output folder (default: out/demo)")
     demo.add_argument("--scene", default="metarig", choices=["metarig", "arm"],
                       help="metarig: Rigify's human metarig, four limb chains (default); arm: a 3-bone arm")
-    demo.add_argument("--frames", type=int, default=120, help="frames to bake (default: 120)")
+    demo.add_argument("--frames", type=int_in(1, MAX_FRAME, "a frame count"), default=120,
+                      help="frames to bake (default: 120)")
     demo.add_argument("--solver", choices=SOLVERS,
                       help="IK solver of every chain (default: two_bone for the metarig's limbs, dls for the arm)")
-    demo.add_argument("--samples", type=int, default=0,
+    demo.add_argument("--samples", type=int_in(0, MAX_SAMPLES, "a sample count"), default=0,
                       help="Cycles samples per frame of the picture; 0 (the default) renders with Workbench, "
                            "about a second a frame")
     demo.add_argument("--no-picture", action="store_true", help="skip rendering the PNG")
@@ -434,7 +612,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=cmd_demo)
     bake = sub.add_parser("bake", help="bake an armature's chains in a .blend")
     bake.add_argument("blend", nargs="?", help=".blend to open (omit inside 'blender -b file.blend')")
-    bake.add_argument("--armature", required=True, help="name of the armature object")
+    bake.add_argument("--armature", required=True, type=name_arg("an armature"), help="name of the armature object")
     bake.add_argument("--frames", type=_parse_frames,
                       help=f"range like 1-250 or 1-250:2, or '{SCENE_FRAMES}' for the scene's (the default)")
     bake.add_argument("--from-constraints", action="store_true",
@@ -446,7 +624,8 @@ def build_parser() -> argparse.ArgumentParser:
     bake.add_argument("--solver", choices=(*SOLVERS, KEEP_SOLVER),
                       help=f"solver for every chain; '{KEEP_SOLVER}' (the default) keeps each chain's own "
                            "('auto' for new and converted chains)")
-    bake.add_argument("--reduce-keys", type=float, default=0.0, metavar="MM",
+    bake.add_argument("--reduce-keys", type=float_in(0.0, 1e6, "a tolerance in millimetres"), default=0.0,
+                      metavar="MM",
                       help="key only the frames needed for every chain tip to stay within MM millimetres of the "
                            "full bake (default 0: every frame)")
     outputs = bake.add_mutually_exclusive_group()
@@ -458,31 +637,36 @@ def build_parser() -> argparse.ArgumentParser:
     bake.set_defaults(func=cmd_bake)
     check = sub.add_parser("check", help="check a robot rig's trajectory: limits, velocity, singularities, jumps")
     check.add_argument("blend", nargs="?", help=".blend to open (omit inside 'blender -b file.blend')")
-    check.add_argument("--armature", required=True, help="name of the robot rig")
+    check.add_argument("--armature", required=True, type=name_arg("an armature"), help="name of the robot rig")
     check.add_argument("--frames", type=_parse_robot_frames, default=TRAJECTORY_FRAMES,
                        help="range like 1-250 (set as the scene's), 'scene', or 'trajectory' (default: the imported "
                             "trajectory's own frames, else the scene's)")
     check.add_argument("--report", required=True, help="per-frame report, .json or .csv")
-    check.add_argument("--singularity", type=float, default=1e-2, help="smallest Jacobian singular value allowed")
-    check.add_argument("--jump", type=float, default=0.5, help="largest joint change between frames [rad or m]")
+    check.add_argument("--singularity", type=float_in(0.0, 1e6, "a singular value"), default=1e-2,
+                       help="smallest Jacobian singular value allowed")
+    check.add_argument("--jump", type=float_in(1e-6, 1e6, "a joint change [rad or m]"), default=0.5,
+                       help="largest joint change between frames [rad or m]")
     check.set_defaults(func=cmd_check)
     export = sub.add_parser("export", help="export a robot rig's joint trajectory to CSV or JSON")
     export.add_argument("blend", nargs="?", help=".blend to open (omit inside 'blender -b file.blend')")
-    export.add_argument("--armature", required=True, help="name of the robot rig")
+    export.add_argument("--armature", required=True, type=name_arg("an armature"), help="name of the robot rig")
     export.add_argument("--frames", type=_parse_robot_frames, default=TRAJECTORY_FRAMES,
                         help="range like 1-250 (set as the scene's), 'scene', or 'trajectory' (default: the imported "
                              "trajectory's own frames, else the scene's)")
     export.add_argument("--out", required=True, help="output file, .csv or .json (ROS JointTrajectory)")
-    export.add_argument("--rate", type=float, default=0.0, help="samples per second (default: the frame rate)")
+    export.add_argument("--rate", type=float_in(0.0, MAX_RATE, "a sample rate [Hz]"), default=0.0,
+                        help="samples per second (default: the frame rate)")
     export.set_defaults(func=cmd_export)
     body = sub.add_parser("body", help="bake a humanoid's full body from head and hand trackers")
     body.add_argument("blend", nargs="?", help=".blend to open (omit inside 'blender -b file.blend')")
-    body.add_argument("--armature", required=True, help="name of the humanoid armature")
+    body.add_argument("--armature", required=True, type=name_arg("an armature"), help="name of the humanoid armature")
     for name, what in (("head", "head"), ("hand_l", "left hand"), ("hand_r", "right hand"),
                        ("pelvis", "optional pelvis"), ("foot_l", "optional left foot"),
                        ("foot_r", "optional right foot")):
-        body.add_argument(f"--{name.replace('_', '-')}", dest=name, help=f"object tracking the {what}")
-    body.add_argument("--reference-frame", type=int, help="standing calibration frame (default: as saved)")
+        body.add_argument(f"--{name.replace('_', '-')}", dest=name, type=name_arg(f"the {what} tracker"),
+                          help=f"object tracking the {what}")
+    body.add_argument("--reference-frame", type=int_in(-MAX_FRAME, MAX_FRAME, "a frame"),
+                      help="standing calibration frame (default: as saved)")
     body.add_argument("--frames", type=_parse_frames, help="range like 1-250 or 1-250:2 (default: the scene's)")
     body.add_argument("--out", help="save the baked file here")
     body.add_argument("--report", help="write the JSON report here")
@@ -491,7 +675,8 @@ def build_parser() -> argparse.ArgumentParser:
                        ("fk-to-ik", "key the IK controls where the FK pose puts the limbs, switches to IK")):
         switch = sub.add_parser(name, help=f"{what} (Rigify limbs or IK constraints)")
         switch.add_argument("blend", nargs="?", help=".blend to open (omit inside 'blender -b file.blend')")
-        switch.add_argument("--armature", required=True, help="name of the armature object")
+        switch.add_argument("--armature", required=True, type=name_arg("an armature"),
+                            help="name of the armature object")
         switch.add_argument("--frames", type=_parse_every_frame, help="range like 1-250 (default: the scene's)")
         switch.add_argument("--out", help="save the file here")
         switch.add_argument("--report", help="write the JSON report here")
@@ -511,8 +696,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{args.command} ...', or use a Python with the bpy module (pip install bpy)", file=sys.stderr)
         return EXIT_ERROR
     try:
+        folders = check_args(args)
+        for folder in folders:  # only once every argument is known good
+            folder.mkdir(parents=True, exist_ok=True)
         return args.func(args)
-    except _UsageError as exc:
+    except UsageError as exc:
         print(f"articulate: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:  # the farm needs a code and one readable line, not a hang or a traceback

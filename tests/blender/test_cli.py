@@ -244,13 +244,13 @@ def test_bad_files_are_bad_input_naming_the_file(ik_rig_blend, tmp_path):
 
 
 @pytest.mark.slow
-def test_other_errors_are_one_line(ik_rig_blend, tmp_path):
-    """An error nobody planned for (saving into a folder that cannot be written) is one line, exit 1."""
+def test_unwritable_output_is_refused_before_the_bake(ik_rig_blend, tmp_path):
+    """Saving into a folder that cannot be written is bad input found before the bake: exit 2, one line."""
     proc = run_cli("bake", str(ik_rig_blend), "--armature", "Arm", "--frames", "1-3", "--from-constraints",
                    "--out", "/proc/articulate/baked.blend", tmp_path=tmp_path)
-    assert proc.returncode == 1
-    errors = [line for line in proc.stderr.splitlines() if line.startswith("articulate: error:")]
-    assert len(errors) == 1 and "/proc/articulate" in errors[0] and "Traceback" not in proc.stderr
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "/proc/articulate" in proc.stderr and "not writable" in proc.stderr
+    assert "chain(s) from IK constraints" not in proc.stdout  # refused before the file was opened
 
 
 @pytest.mark.slow
