@@ -441,8 +441,11 @@ def check_args(args: argparse.Namespace) -> list[Path]:
         UsageError: A missing or non-.blend input, an output that cannot be written, two
             outputs on one file.
     """
-    if getattr(args, "blend", None):
-        check_blend_file(args.blend)
+    blend = getattr(args, "blend", None)
+    if blend is not None:
+        if not blend.strip():
+            raise UsageError("the .blend path is empty; omit it to bake the file Blender has open")
+        check_blend_file(blend)
     outputs: list[tuple[Path, str]] = []  # (file, what)
     folders: list[Path] = []
     if args.command == "demo":

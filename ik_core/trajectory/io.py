@@ -401,6 +401,9 @@ def read_pose_csv(path: PathLike, *, ignore_unknown: bool = False) -> PoseTrajec
     """
     header, rows = _rows(path)
     lowered = [h.lower() for h in header]
+    repeated = sorted({c for c, n in Counter(lowered).items() if n > 1})
+    if repeated:  # 'X' and 'x' are one column here: which would be meant?
+        raise TrajectoryError(f"repeated column name(s) {repeated} (case is ignored) in the header", path, "header")
     cols = _choose_columns(path, lowered, POSE_COLUMNS, ignore_unknown, "header")
     data = _parse_table(path, header, rows)[:, cols]
     lines = [f"line {line}" for line, _ in rows]

@@ -226,13 +226,11 @@ FILE_OUTPUTS = [("bake", "--out"), ("bake", "--report"), ("check", "--report"), 
 def test_unwritable_output_files_exit_2_before_any_work(folder, capsys, stubbed, command, option) -> None:
     """Each output file is checked before the command runs: a folder, a path under a file, /proc, empty."""
     for path, message in bad_outputs(folder):
-        argv = [a for a in base_args(command, folder)]
+        argv = base_args(command, folder)
         if option in argv:
             argv[argv.index(option) + 1] = path
         else:
             argv += [option, path]
-        if command == "export" and path.endswith(".json") is False and path:
-            continue  # export's folder case is refused for its extension first (tested below)
         err = assert_refused(argv, folder, capsys, stubbed)
         assert message in err, (path, err)
 
@@ -270,6 +268,14 @@ def test_input_blend_is_checked_before_any_work(folder, capsys, stubbed, blend) 
     argv = base_args("bake", folder)
     argv[1] = str(folder / blend)
     assert str(folder / blend) in assert_refused(argv, folder, capsys, stubbed)
+
+
+@pytest.mark.parametrize("command", COMMANDS[1:])
+def test_empty_blend_path_is_refused(folder, capsys, stubbed, command) -> None:
+    """An empty .blend argument (a farm template's unset variable) is refused, not taken as 'no file'."""
+    argv = base_args(command, folder)
+    argv[1] = ""
+    assert "the .blend path is empty" in assert_refused(argv, folder, capsys, stubbed)
 
 
 def test_good_arguments_run_and_make_the_output_folders(folder, capsys, stubbed) -> None:

@@ -180,3 +180,14 @@ def test_tracker_csv_lost_samples_are_nan(folder: Path) -> None:
     assert np.isnan(poses["head"][3]).all() and np.isnan(poses["hand_l"][3]).all()
     np.testing.assert_array_equal(poses["hand_r"][3], [0.1] * 7)
     np.testing.assert_array_equal(poses["head"][0], [1.5, 0, 0.2, 1, 0, 0, 0])
+
+
+@pytest.mark.parametrize(("text", "match"), [
+    (POSE_CSV.replace("time,x,", "time,X,x,").replace("\n0,", "\n0,0,").replace("\n0.5,", "\n0.5,0,"),
+     r"pose\.csv: header: repeated column name\(s\) \['x'\] \(case is ignored\)"),
+    (POSE_CSV.replace("0.7071,0.7071", "1e200,1e200"), r"pose\.csv: line 3: quaternion .* is too large to normalise"),
+])
+def test_pose_csv_problems_name_file_and_line(folder: Path, text: str, match: str) -> None:
+    """Columns equal but for case are ambiguous, and a quaternion whose norm overflows cannot be normalised."""
+    with pytest.raises(TrajectoryError, match=match):
+        read_pose_csv(write(folder, "pose.csv", text))
