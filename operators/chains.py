@@ -261,6 +261,7 @@ def remove_chain(arm: bpy.types.Object, index: int) -> None:
         if k == index:
             compat.remove_fcurve(arm, fc)
         elif k > index:
+            compat.will_change(fc)
             fc.data_path = f"{chain_path(k - 1)}{rest}"
     arm.articulate.chains.remove(index)
 

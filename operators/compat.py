@@ -12,7 +12,8 @@ one by one: about 50 ms for 280,000 keys instead of minutes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 import bpy
@@ -40,6 +41,30 @@ _KEY_ATTRIBUTES = (
     ("select_left_handle", 1, bool),
     ("select_right_handle", 1, bool),
 )
+
+
+# Open transactions (operators/transaction.py) hear of an action here before this module changes
+# it: a failed run then puts back exactly the actions it wrote, copied on their first change,
+# without copying or comparing every action of the file. Every change to keys goes through here.
+_watchers: list[Callable[[bpy.types.Action], None]] = []
+
+
+@contextlib.contextmanager
+def watching(callback: Callable[[bpy.types.Action], None]) -> Iterator[None]:
+    """Within the block, ``callback(action)`` runs before this module changes an action's curves."""
+    _watchers.append(callback)
+    try:
+        yield
+    finally:
+        _watchers.remove(callback)
+
+
+def will_change(owner) -> None:
+    """Announce a change to an action, or to an F-curve of one (a driver's curve belongs to no action)."""
+    action = owner if isinstance(owner, bpy.types.Action) else getattr(owner, "id_data", None)
+    if isinstance(action, bpy.types.Action):
+        for callback in list(_watchers):
+            callback(action)
 
 
 class Channel(NamedTuple):
@@ -79,6 +104,7 @@ def _channel_container(id_data: bpy.types.ID, create: bool):
     if create:
         ensure_action(id_data)
         adt = id_data.animation_data
+        will_change(adt.action)  # a layer, strip or channelbag may be added to it
     if adt is None or adt.action is None:
         return None
     if not LAYERED_ACTIONS:
@@ -123,6 +149,7 @@ def remove_fcurve(id_data: bpy.types.ID, fcurve: bpy.types.FCurve) -> None:
     """Remove one F-curve of ``id_data``'s action (slot)."""
     container = _channel_container(id_data, create=False)
     if container is not None:
+        will_change(fcurve)
         container.fcurves.remove(fcurve)
 
 
@@ -161,6 +188,7 @@ def _read_keys(points) -> dict[str, np.ndarray]:
 
 def _set_keys(fcurve: bpy.types.FCurve, keys: dict[str, np.ndarray], extrapolation: str) -> None:
     """Replace ``fcurve``'s keys by ``keys`` (as :func:`_read_keys` gives them, every attribute, in bulk)."""
+    will_change(fcurve)
     points = fcurve.keyframe_points
     points.clear()
     points.add(len(keys["co"]))
@@ -200,6 +228,7 @@ def write_fcurve(
         raise ValueError(f"frames and values must be equal-length 1-D arrays, got {frames.shape} and {values.shape}")
     if interpolation is not None and interpolation not in INTERPOLATION:
         raise ValueError(f"unknown interpolation {interpolation!r}; valid: {', '.join(INTERPOLATION)}")
+    will_change(fcurve)
     points = fcurve.keyframe_points
     if replace is None:
         replace = (float(frames[0]), float(frames[-1])) if len(frames) else (0.0, -1.0)
@@ -300,43 +329,3 @@ def clear_range(id_data: bpy.types.ID, start: float, end: float, data_paths: set
             write_fcurve(fcurve, np.zeros(0), np.zeros(0), replace=(start, end))
             removed += before - len(fcurve.keyframe_points)
     return removed
-
-
-class ChannelBackup:
-    """The keys of some channels of an ID as they were, to put back if what follows fails.
-
-    An operator that writes keys and then fails (a bake after an import) must leave the scene as it
-    was: :meth:`restore` gives each channel back its keys and extrapolation, removes the F-curves
-    it created, and the action (and animation data) when there was none before.
-    """
-
-    def __init__(self, id_data: bpy.types.ID, channels: Sequence[Channel]) -> None:
-        self.id_data = id_data
-        adt = id_data.animation_data
-        self.had_animation_data = adt is not None
-        self.action = adt.action if adt is not None else None
-        self.saved: list[tuple[Channel, dict[str, np.ndarray] | None, str]] = []
-        for channel in channels:
-            fcurve = find_fcurve(id_data, channel.data_path, channel.index)
-            if fcurve is None:
-                self.saved.append((channel, None, ""))
-            else:
-                self.saved.append((channel, _read_keys(fcurve.keyframe_points), fcurve.extrapolation))
-
-    def restore(self) -> None:
-        """Put every saved channel back as it was."""
-        for channel, keys, extrapolation in self.saved:
-            fcurve = find_fcurve(self.id_data, channel.data_path, channel.index)
-            if keys is None:
-                if fcurve is not None:
-                    remove_fcurve(self.id_data, fcurve)
-                continue
-            _set_keys(fcurve or ensure_fcurve(self.id_data, channel), keys, extrapolation)
-        adt = self.id_data.animation_data
-        if self.action is None and adt is not None and adt.action is not None:
-            created = adt.action
-            adt.action = None
-            if created.users == 0:
-                bpy.data.actions.remove(created)
-        if not self.had_animation_data and self.id_data.animation_data is not None:
-            self.id_data.animation_data_clear()

@@ -44,7 +44,7 @@ from .bridge.robot import (
     robot_model,
     write_joint_values,
 )
-from .bridge.robot_trajectory import TRAJECTORY_KEY, StoredTrajectory, store_trajectory, stored_trajectory
+from .bridge.robot_trajectory import StoredTrajectory, store_trajectory, stored_trajectory
 from .bridge.stored import branch_joints, check_bones
 from .files import (
     BLEND_RELATIVE,
@@ -350,6 +350,7 @@ class ARTICULATE_OT_cartesian_import(TimedImport, bpy.types.Operator):
         scene = context.scene
         try:
             arm = _robot(context)
+            robot_model(arm)  # a damaged stored model would fail the bake after the poses were keyed
             chain = _named_chain(arm, self.chain)
             if chain.target is None:
                 raise bridge.BridgeError(f"chain {chain.name!r} of robot {arm.name!r} has no target to drive")
@@ -366,10 +367,6 @@ class ARTICULATE_OT_cartesian_import(TimedImport, bpy.types.Operator):
         frames = self.start_frame + np.round((poses.times - poses.times[0]) * fps)
         channels = [compat.Channel("location", i, "Object Transforms") for i in range(3)]
         channels += [compat.Channel("rotation_quaternion", i, "Object Transforms") for i in range(4)]
-        # What the import changes, kept so that a bake that fails leaves the scene as it was
-        keys = compat.ChannelBackup(target, channels)
-        timing = (scene.render.fps, scene.render.fps_base, scene.frame_start, scene.frame_end)
-        rotation_mode, stored = target.rotation_mode, arm.get(TRAJECTORY_KEY)
         self.apply_timing(scene, rate, int(frames[-1]))
         target.rotation_mode = "QUATERNION"
         # q and -q are one rotation, but keys interpolate componentwise: neighbours must agree in sign.
@@ -388,14 +385,7 @@ class ARTICULATE_OT_cartesian_import(TimedImport, bpy.types.Operator):
             why = str(err).removeprefix("Error: ").strip()
         if not why:
             return done
-        # undo the import too
-        keys.restore()
-        target.rotation_mode = rotation_mode
-        scene.render.fps, scene.render.fps_base, scene.frame_start, scene.frame_end = timing
-        if stored is None:
-            arm.pop(TRAJECTORY_KEY, None)
-        else:
-            arm[TRAJECTORY_KEY] = stored
+        # Cancelled, the import is undone with the bake: this operator runs as a transaction (transaction.py).
         self.report({"ERROR"}, f"the poses were not imported: {why}")
         return {"CANCELLED"}
 

@@ -6,8 +6,9 @@ way (a bake that keyed every joint and then died in its playback check). So ever
 ``execute`` runs inside a :class:`Snapshot` of what operators change, taken before it starts:
 
 - the data-blocks that exist (objects, actions, meshes, ... made during the run are removed);
-- the actions animating the scene's objects, copied whole by Blender (keys, handles, curves,
-  groups, slots), and swapped back in where the run changed them;
+- the actions the run changes, copied whole by Blender (keys, handles, curves, groups, slots)
+  the moment :mod:`.compat` (through which every key is written) is about to change them, and
+  swapped back in when the run fails;
 - per object: transform, parenting, visibility, animation data and drivers' mute flags, custom
   properties, the Articulate settings, pose channels, IK settings and constraints, bones;
 - the scene's frame, range, rate, markers and Articulate settings; the active object and mode.
@@ -26,7 +27,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import bpy
-import numpy as np
 
 from . import compat
 from .bridge.rig import linked_problem
@@ -34,6 +34,9 @@ from .bridge.rig import linked_problem
 # Data-blocks an operator may create: removed again when it fails (objects first, then their data).
 CREATED = ("objects", "actions", "armatures", "meshes", "curves", "materials", "cameras", "lights", "images",
            "worlds", "collections")
+# Snapshots of the runs under way, outermost first: an operator may run another (Import Cartesian
+# Path runs Bake), and an inner run that fails swaps actions its outer runs must know of.
+_open: list[Snapshot] = []
 # Marks an error that no check of the operator foresaw (tests count these as tracebacks).
 UNEXPECTED = "unexpected error"
 _POSE = ("rotation_mode", "location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale",
@@ -139,22 +142,6 @@ def _set_constraints(owner, state: dict) -> None:
             _set_values(con, state[con.name])
 
 
-def action_signature(action: bpy.types.Action) -> tuple:
-    """Everything about an action's curves that an operator may change, comparable (read in bulk)."""
-    out = []
-    for fc in compat.action_fcurves(action):
-        points = fc.keyframe_points
-        keys = []
-        for attr, width, dtype in (("co", 2, np.float32), ("handle_left", 2, np.float32),
-                                   ("handle_right", 2, np.float32), ("interpolation", 1, np.int32)):
-            buf = np.empty(len(points) * width, dtype=dtype)
-            points.foreach_get(attr, buf)
-            keys.append(buf.tobytes())
-        out.append((fc.data_path, fc.array_index, fc.extrapolation, fc.mute, fc.group.name if fc.group else "",
-                    len(fc.modifiers), *keys))
-    return tuple(sorted(out, key=lambda e: (e[0], e[1])))
-
-
 class _ObjectState:
     """One local object as an operator may change it."""
 
@@ -243,9 +230,9 @@ class Snapshot:
         self.objects = [_ObjectState(o) for o in local]
         self.linked = {o.name_full: (_custom(o), rna_state(o.articulate)) for o in bpy.data.objects
                        if o.library is not None}
-        actions = {o.animation_data.action for o in local if o.animation_data is not None}
-        # Blender copies an action whole (every curve, key, handle, group and slot) in C: fast.
-        self.actions = {a: a.copy() for a in actions if a is not None and a.library is None}
+        # Actions are copied on their first change only (compat.will_change): (original, copy) by pointer.
+        self.actions: dict[int, tuple[bpy.types.Action, bpy.types.Action]] = {}
+        self.aliases: dict[int, int] = {}  # an inner run's copy swapped in -> the action it stands for
         self.frame = scene.frame_current
         self.scene_values = _values(scene, _SCENE)
         self.rate = (scene.render.fps, scene.render.fps_base)
@@ -259,9 +246,30 @@ class Snapshot:
         return [o.name for o in bpy.data.objects if o.library is not None and o.name_full in self.linked
                 and self.linked[o.name_full] != (_custom(o), rna_state(o.articulate))]
 
+    def before_change(self, action: bpy.types.Action) -> None:
+        """Keep a copy of an action about to change, the first time (Blender copies it whole, in C).
+
+        Actions made during the run are not copied: they are removed when it fails.
+        """
+        pointer = action.as_pointer()
+        pointer = self.aliases.get(pointer, pointer)
+        if pointer in self.actions or pointer not in self.ids["actions"] or action.library is not None:
+            return
+        self.actions[pointer] = (action, action.copy())
+
+    def replaced(self, pointer: int, copy: bpy.types.Action) -> None:
+        """An inner run put ``copy`` in place of the action at ``pointer``: it is that action from now on."""
+        pointer = self.aliases.get(pointer, pointer)
+        if pointer not in self.ids["actions"]:
+            return  # made during this run: removed with the rest
+        self.aliases[copy.as_pointer()] = pointer
+        self.ids["actions"].add(copy.as_pointer())
+        if pointer in self.actions:
+            self.actions[pointer] = (copy, self.actions[pointer][1])
+
     def discard(self) -> None:
         """Forget the snapshot (the run succeeded): the action copies go."""
-        for copy in self.actions.values():
+        for _original, copy in self.actions.values():
             bpy.data.actions.remove(copy)
         self.actions = {}
 
@@ -297,8 +305,10 @@ class Snapshot:
     def _remove_created(self) -> None:
         for name in CREATED:
             collection = getattr(bpy.data, name)
-            made = [i for i in collection if i.as_pointer() not in self.ids[name]
-                    and not (name == "actions" and i in self.actions.values())]
+            # The copies every open run keeps (an outer run's too, made while this one ran) are not this run's.
+            copies = {c.as_pointer() for snap in {*_open, self} for _o, c in snap.actions.values()
+                      } if name == "actions" else set()
+            made = [i for i in collection if i.as_pointer() not in self.ids[name] and i.as_pointer() not in copies]
             for item in made:
                 collection.remove(item)
 
@@ -309,15 +319,18 @@ class Snapshot:
             The copy now in use, by the pointer of the action it replaced.
         """
         swapped = {}
-        for original, copy in self.actions.items():
-            if not _alive(original) or action_signature(original) == action_signature(copy):
+        for pointer, (original, copy) in self.actions.items():
+            if not _alive(original):
                 bpy.data.actions.remove(copy)
                 continue
-            name, fake, pointer = original.name, original.use_fake_user, original.as_pointer()
+            name, fake = original.name, original.use_fake_user
             original.user_remap(copy)
             bpy.data.actions.remove(original)
             copy.name, copy.use_fake_user = name, fake
             swapped[pointer] = copy
+            for outer in _open:
+                if outer is not self:
+                    outer.replaced(pointer, copy)
         self.actions = {}
         return swapped
 
@@ -357,26 +370,36 @@ def guarded(execute: Callable) -> Callable:
     @functools.wraps(execute)
     def run(self, context):
         snapshot = Snapshot(context)
+        _open.append(snapshot)
         try:
-            result = execute(self, context)
-        except Exception as err:  # the last line of defence: nothing the checks foresaw
-            _undo(self, snapshot)
-            self.report({"ERROR"}, f"{self.bl_label}: {UNEXPECTED} ({where(err)}: {err}); nothing was changed. "
-                                   "Please report it with the file")
-            return {"CANCELLED"}
-        if "CANCELLED" in result:
-            _undo(self, snapshot)
-            return result
-        linked = snapshot.linked_changed()
-        if linked:
-            _undo(self, snapshot)
-            self.report({"ERROR"}, linked_problem(bpy.data.objects[linked[0]]))
-            return {"CANCELLED"}
-        snapshot.discard()
-        return result
+            return _run(self, context, execute, snapshot)
+        finally:
+            _open.remove(snapshot)
 
     run.articulate_transaction = True
     return run
+
+
+def _run(op: bpy.types.Operator, context: bpy.types.Context, execute: Callable, snapshot: Snapshot) -> set[str]:
+    """``execute`` with ``snapshot`` put back when it raises, cancels or changes linked data."""
+    try:
+        with compat.watching(snapshot.before_change):
+            result = execute(op, context)
+    except Exception as err:  # the last line of defence: nothing the checks foresaw
+        _undo(op, snapshot)
+        op.report({"ERROR"}, f"{op.bl_label}: {UNEXPECTED} ({where(err)}: {err}); nothing was changed. "
+                             "Please report it with the file")
+        return {"CANCELLED"}
+    if "CANCELLED" in result:
+        _undo(op, snapshot)
+        return result
+    linked = snapshot.linked_changed()
+    if linked:
+        _undo(op, snapshot)
+        op.report({"ERROR"}, linked_problem(bpy.data.objects[linked[0]]))
+        return {"CANCELLED"}
+    snapshot.discard()
+    return result
 
 
 def _undo(op: bpy.types.Operator, snapshot: Snapshot) -> None:

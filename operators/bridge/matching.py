@@ -47,6 +47,7 @@ def forced(owner_paths: Sequence[tuple[bpy.types.ID, str, float]]) -> Iterator[N
             curves += [fc for fc in (adt.drivers if adt is not None else []) if fc.data_path == path]
             for fc in curves:
                 saved.append((fc, "mute", fc.mute))
+                compat.will_change(fc)
                 fc.mute = True
             owner, prop = _resolve(id_data, path)
             saved.append((owner, prop, _get(owner, prop)))

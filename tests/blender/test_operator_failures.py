@@ -584,3 +584,20 @@ def test_a_failure_after_keys_were_written_puts_everything_back(states, state, o
         getattr(bpy.ops.articulate, op)(**kwargs)
     after = fingerprint()
     assert after == before, differences(before, after)
+
+
+def test_cartesian_import_whose_bake_fails_is_undone_whole(states, addon_module, monkeypatch):
+    """The nested bake fails after keying: the target's keys, the scene's rate and range and the joints all go back."""
+    files = _open(states, "robot")
+    scene = bpy.context.scene
+    scene.render.fps, scene.frame_end = 30, 7  # the import would set 24 fps and frames 1..4
+
+    def fail(*_args, **_kwargs):
+        raise KeyError("injected")
+
+    monkeypatch.setattr(addon_module("operators.playback"), "verify", fail)
+    before = fingerprint()
+    with pytest.raises(RuntimeError, match=r"the poses were not imported: Bake Chains: unexpected error"):
+        bpy.ops.articulate.cartesian_import(filepath=str(files / "poses.csv"))
+    after = fingerprint()
+    assert after == before, differences(before, after)
