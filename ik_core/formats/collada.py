@@ -218,7 +218,7 @@ def _count(values: np.ndarray) -> str:
 def _fan(counts: np.ndarray) -> np.ndarray:
     """(T, 3) corner indices splitting consecutive polygons of ``counts`` corners into fans."""
     counts = np.asarray(counts, dtype=np.int64)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    starts = np.cumsum(counts) - counts  # also right for no polygon at all
     n_tris = np.maximum(counts - 2, 0)
     first = np.repeat(starts, n_tris)
     k = np.arange(int(n_tris.sum())) - np.repeat(np.cumsum(n_tris) - n_tris, n_tris) + 1
@@ -527,16 +527,19 @@ class _Document:
         except ValueError:
             raise ColladaError(f"{swhere}: <accessor> count, stride and offset must be integers") from None
         params = accessor.findall("param")
-        # range, not a list: a huge stride with no <param> costs nothing before it is refused
-        columns = [k for k, p in enumerate(params) if p.get("name")] if params else range(stride)
-        if len(columns) < width or stride < len(params) or stride < 1:
+        # A stride longer than the whole array reads nothing real (and 2^70 would overflow numpy's shapes).
+        if stride < max(len(params), 1) or stride > max(values.size, len(params), width):
+            raise ColladaError(f"{swhere}: <accessor> stride {stride} must be at least its {len(params)} <param>(s) "
+                               f"and 1, and at most the array's {values.size} values")
+        columns = [k for k, p in enumerate(params) if p.get("name")] if params else list(range(stride))
+        if len(columns) < width:
             raise ColladaError(f"{swhere}: <accessor> reads {len(columns)} named value(s) with stride "
                                f"{stride}, {width} are needed")
         end = offset + count * stride
         if count < 0 or offset < 0 or end > values.size:
             raise ColladaError(f"{swhere}: <accessor> reads {count} x {stride} values from offset {offset}, "
                                f"the array holds {values.size}")
-        data = values[offset:end].reshape(count, stride)[:, list(columns[:width])]
+        data = values[offset:end].reshape(count, stride)[:, columns[:width]]
         if not np.all(np.isfinite(data)):
             raise ColladaError(f"{swhere}: holds NaN or infinite values")
         return data

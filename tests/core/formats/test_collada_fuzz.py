@@ -90,7 +90,9 @@ def test_any_bytes_read_or_raise_collada_error_naming_the_file(folder: Path, dat
     ("<p>0 1 2</p>", "<p>0 1 99999999999999999999999</p>",
      r"geometry 'g' <triangles>: <p> holds text that is not integers"),
     ('count="4" stride="3"', 'count="4" stride="999999999999999999"',
-     r"source 'g-pos': <accessor> reads 4 x 999999999999999999 values"),
+     r"source 'g-pos': <accessor> stride 999999999999999999 must be at least its 3 <param>\(s\) and 1, and at most "
+     r"the array's 12 values"),
+    ('count="4" stride="3"', 'count="0" stride="1180591620717411303424"', r"source 'g-pos': <accessor> stride "),
     ("<scale>1 2 1</scale>", "<scale>1e300 2 1</scale><scale>1e300 1 1</scale>",
      r"node 'a': its transforms place geometry 'quad' beyond the range"),
 ])
@@ -153,3 +155,34 @@ def test_bind_shape_matrix_of_any_size(folder: Path, size: int, fill: str) -> No
     else:
         with pytest.raises(ColladaError, match=r"bind\.dae: controller 'c' <skin>: <bind_shape_matrix> needs 16"):
             read_collada(path)
+
+
+def test_empty_polygon_lists_give_no_triangles(folder: Path) -> None:
+    """A polylist with empty <vcount> and <p> (a fan of no polygon) adds no triangle; it used to raise ValueError."""
+    path = folder / "empty_polylist.dae"
+    path.write_text(SEED.replace("<vcount>4</vcount><p>0 0 1 0 2 0 3 0</p>", "<vcount></vcount><p></p>"))
+    assert [len(m.triangles) for m in read_collada(path)] == [3, 3, 3]
+
+
+SMALL = st.integers(-2, 9)
+HUGE = st.integers(-(2**70), 2**70)
+
+
+@FUZZ
+@given(count=st.just(4) | SMALL | HUGE, stride=st.just(3) | SMALL | HUGE, offset=st.just(0) | SMALL | HUGE,
+       normal_offset=st.sampled_from([0, 1]) | SMALL | HUGE, vcount=st.just([4]) | st.lists(SMALL, max_size=5),
+       corners=st.just([0, 0, 1, 0, 2, 0, 3, 0]) | st.lists(SMALL, max_size=12),
+       strip=st.just([0, 1, 3, 2]) | st.lists(SMALL, max_size=6))
+def test_any_counts_and_indices_read_or_are_named(folder: Path, count: int, stride: int, offset: int,
+                                                  normal_offset: int, vcount: list[int], corners: list[int],
+                                                  strip: list[int]) -> None:
+    """Accessor counts, strides and offsets, input offsets, vcounts and indices of any value (up to 2^70):
+    finite meshes, or a ColladaError naming the file; never a numpy error."""
+    text = (SEED.replace('count="4" stride="3"', f'count="{count}" stride="{stride}" offset="{offset}"')
+            .replace('source="#g-n" offset="1"', f'source="#g-n" offset="{normal_offset}"')
+            .replace("<vcount>4</vcount><p>0 0 1 0 2 0 3 0</p>",
+                     f"<vcount>{' '.join(map(str, vcount))}</vcount><p>{' '.join(map(str, corners))}</p>")
+            .replace("<p>0 1 3 2</p>", f"<p>{' '.join(map(str, strip))}</p>"))
+    result = read_or_refuse(read_collada, folder / "counts.dae", text.encode())
+    if isinstance(result, list):
+        assert all(np.all(np.isfinite(m.positions)) and len(m.triangles) >= 1 for m in result)
