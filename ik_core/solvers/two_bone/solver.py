@@ -164,9 +164,11 @@ class TwoBoneSolver(Solver):
         self._scale = max(self.l1 + self.l2, 1e-12)
         scalars = (self._K, self._M, self._phi, self._lower, self._upper)
         self._group = None  # the one-limb TwoBoneGroup of the lean single-target path, built on first use
-        # The arm's exact reach (its hinge axis need not be perpendicular to the bones) is
-        # tighter than the generic bound, the sum of the bone lengths.
-        self.reach_bound = ReachBound(self._pivot[None], np.array([self.max_reach]))
+        # The arm's exact reach inside its hinge range (its hinge axis need not be perpendicular
+        # to the bones, nor its range hold the straightest bend) is tighter than the generic
+        # bound, the sum of the bone lengths. Being exact, it certifies a stretched answer
+        # beyond it as the best effort, with no search (Solver.at_reach_bound).
+        self.reach_bound = ReachBound(self._pivot[None], np.array([self.limited_reach]))
         self._limb = Limb(
             self._pivot, self._R_pre, self._elbow, self._c0, self._u_x_c0, self._u_uc0,
             *(np.asarray(float(x)) for x in scalars), self._ends, np.asarray(self._scale),
@@ -176,6 +178,17 @@ class TwoBoneSolver(Solver):
     def max_reach(self) -> float:
         """Largest root-to-effector distance [m] any hinge angle gives (ignoring its limits)."""
         return float(np.sqrt(max(self._K + 2.0 * self._M, 0.0)))
+
+    @property
+    def limited_reach(self) -> float:
+        """Largest root-to-effector distance [m] the hinge angles inside its range give."""
+        # |C(theta)|^2 = K + 2 M cos(theta - phi) peaks at phi; off the range, at the nearer end.
+        lo, hi = self._lower, self._upper
+        peak = self._phi + 2.0 * np.pi * np.ceil((lo - self._phi) / (2.0 * np.pi)) if np.isfinite(lo) else lo
+        if not np.isfinite(lo) or not np.isfinite(hi) or peak <= hi:
+            return self.max_reach
+        best = max(np.cos(lo - self._phi), np.cos(hi - self._phi))
+        return float(np.sqrt(max(self._K + 2.0 * self._M * best, 0.0)))
 
     @property
     def min_reach(self) -> float:

@@ -418,3 +418,30 @@ def test_the_plane_moves_smoothly_as_the_target_does() -> None:
     assert res.converged.all()
     elbow = solver.elbow_position(res.q)
     assert np.linalg.norm(np.diff(elbow, axis=0), axis=1).max() < 0.01  # targets move ~2 mm a frame
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_reach_is_exact_inside_the_hinge_range(seed: int) -> None:
+    """The reach bound is the largest distance the hinge's own range allows, found by a fine sweep of it;
+    beyond it a stretched arm is certified as the best effort: its error is the distance beyond, exactly."""
+    rng = np.random.default_rng(seed)
+    skeleton = random_limb(rng, general=True)
+    h = next(i for i, j in enumerate(skeleton.joints) if j.kind is JointKind.REVOLUTE)
+    # A range that leaves out the straightest bend (the peak of the reach) in some seeds.
+    lo = rng.uniform(-3.0, 2.0)
+    joints = list(skeleton.joints)
+    joints[h] = dataclasses.replace(joints[h], lower=lo, upper=lo + rng.uniform(0.2, 2.5))
+    skeleton = Skeleton(joints, list(skeleton.effectors))
+    solver = TwoBoneSolver(skeleton, "tip")
+    sweep = np.zeros((20001, skeleton.dof))
+    sweep[:, skeleton.q_index[h]] = np.linspace(joints[h].lower, joints[h].upper, len(sweep))
+    pivot = solver.reach_bound.bases[0]
+    farthest = np.linalg.norm(effector_poses(skeleton, sweep, "tip")[:, :3, 3] - pivot, axis=1).max()
+    assert abs(solver.limited_reach - farthest) < 1e-7
+    assert solver.limited_reach <= solver.max_reach + 1e-12
+    direction = rng.normal(size=3)
+    target = pivot + (farthest + 0.2) * direction / np.linalg.norm(direction)
+    res = solver.solve(target)
+    assert not res.converged
+    np.testing.assert_allclose(res.position_error, 0.2, atol=1e-7)
+    assert "beyond the chain's reach" in str(res.reason)
