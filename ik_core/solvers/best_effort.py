@@ -71,6 +71,11 @@ _FOLLOW_MOVE = 1e-2
 #: where the closest poses form a family (a straight limb's twist), its own member, steered
 #: smoothly by the pole, must not be traded for the predecessor's one frame after another.
 FOLLOW_GAP = 0.1
+#: Where the frame's own answer and the one carried on from the frame before are equally near
+#: (two members of a family of closest poses), the own answer is kept unless it steps more than
+#: this from the frame before [rad or m]: continuity is bought only where it avoids a pop, and a
+#: lag it leaves behind is not carried down the rest of a run.
+FOLLOW_TIE_STEP = 0.2
 
 
 class BestEffort:
@@ -519,7 +524,9 @@ class BestEffort:
         x_new, d_new = xs[pick, np.arange(R)], ds[pick, np.arange(R)]
         # Continuity wins unless the frame's own answer is nearer by more than SWITCH_MARGIN,
         # the same balance of closeness and continuity as the global check's.
-        take = d_new <= d[rows] + SWITCH_MARGIN
+        own_step = np.abs(x[rows] - x[rows - 1]).max(axis=1)
+        tie = np.abs(d_new - d[rows]) <= STALL_GAIN
+        take = (d_new <= d[rows] + SWITCH_MARGIN) & ~(tie & (own_step <= FOLLOW_TIE_STEP))
         loss[rows] = np.maximum(d_new - d[rows], 0.0)
         moved = take & (np.linalg.norm(x_new - x[rows], axis=-1) > _FOLLOW_MOVE)
         x[rows[take]], d[rows[take]] = x_new[take], d_new[take]
