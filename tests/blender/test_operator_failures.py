@@ -216,7 +216,7 @@ def _stale_branches(arm) -> None:
     branch = arm.articulate.branches.add()
     branch.name, branch.joints = "Branch 1: stale", "shoulder_pan_joint,gone_joint"
     branch.values = [0.1] * 32
-    arm.articulate.active_branch = 5  # beyond the list: a list trimmed since
+    arm.articulate.active_branch = 0
 
 
 def _remove(getter):
@@ -556,8 +556,6 @@ def test_blender_tip_with_the_tip_bone_deleted_says_so(states):
 def test_stale_branch_is_refused_with_how_to_refresh(states):
     """A branch naming a joint the rig lacks is refused before any key is written."""
     _open(states, "robot_branches_stale")
-    arm = bpy.context.object
-    arm.articulate.active_branch = 0
     before = fingerprint()
     with pytest.raises(RuntimeError, match=r"IK branch .* is stale .*'gone_joint'.*Find IK Branches again"):
         bpy.ops.articulate.robot_use_branch()
@@ -601,3 +599,29 @@ def test_cartesian_import_whose_bake_fails_is_undone_whole(states, addon_module,
         bpy.ops.articulate.cartesian_import(filepath=str(files / "poses.csv"))
     after = fingerprint()
     assert after == before, differences(before, after)
+
+
+class _Layout:
+    """A stand-in for a panel's layout that records the operators it offers and the labels it shows."""
+
+    def __init__(self, seen: list) -> None:
+        self.seen = seen
+
+    def __getattr__(self, name):
+        def element(*args, **kwargs):
+            if name in ("operator", "operator_menu_enum", "label"):
+                self.seen.append((name, args[0] if args else kwargs.get("text", "")))
+            return self
+        return element
+
+
+@pytest.mark.parametrize("state, offered", [("robot", False), ("robot_info_not_json", True),
+                                            ("robot_target_deleted", True), ("robot_joint_bone_deleted", True)])
+def test_robot_panel_offers_repair_only_on_damaged_data(states, state, offered, addon_module):
+    """The Robot panel shows the damage and the Repair button; a whole rig shows neither."""
+    _open(states, state)
+    seen: list = []
+    panel = addon_module("ui.panels").ARTICULATE_PT_robot
+    panel.draw(type("Panel", (), {"layout": _Layout(seen)})(), bpy.context)
+    assert (("operator", "articulate.robot_repair") in seen) == offered
+    assert any(kind == "label" and "damaged" in text for kind, text in seen) == offered
