@@ -168,17 +168,34 @@ def _info_repair(arm: bpy.types.Object) -> str:
     return f"{REPAIR} (it rebuilds the description from the rig's stored model)"
 
 
+_DAMAGE: dict[str, tuple[tuple, str]] = {}  # rig -> (what the check read, its answer): panels redraw often
+
+
 def robot_damage(arm: bpy.types.Object) -> str:
-    """What is damaged in a robot rig's stored data ("" when nothing is), for the Robot panel's Repair button."""
+    """What is damaged in a robot rig's stored data ("" when nothing is), for the Robot panel's Repair button.
+
+    The answer is kept until anything it read changes (reading the model back takes milliseconds,
+    and the panel asks on every redraw).
+    """
+    data = arm.articulate
+    key = (arm.get(INFO_KEY), arm.get(MODEL_KEY), tuple(arm.pose.bones.keys()) if arm.pose else (),
+           tuple((b.name, b.joints) for b in data.branches), tuple(c.target is None for c in data.chains))
+    kept = _DAMAGE.get(arm.name_full)
+    if kept is not None and kept[0] == key:
+        return kept[1]
     try:
         robot_info(arm)
         robot_model(arm)
-        for branch in arm.articulate.branches:
+        for branch in data.branches:
             branch_joints(arm, branch, [j["name"] for j in robot_info(arm)["joints"]])
+        missing = [c.name for c in data.chains if c.tool_link and c.target is None]
+        answer = f"chain(s) {', '.join(map(repr, missing))} have no target" if missing else ""
     except BridgeError as err:
-        return str(err)
-    missing = [c.name for c in arm.articulate.chains if c.tool_link and c.target is None]
-    return f"chain(s) {', '.join(map(repr, missing))} have no target" if missing else ""
+        answer = str(err)
+    if len(_DAMAGE) > 32:
+        _DAMAGE.clear()
+    _DAMAGE[arm.name_full] = (key, answer)
+    return answer
 
 
 def branch_joints(arm: bpy.types.Object, branch, default: list[str]) -> list[str]:
