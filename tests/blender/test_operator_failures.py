@@ -625,3 +625,23 @@ def test_robot_panel_offers_repair_only_on_damaged_data(states, state, offered, 
     panel.draw(type("Panel", (), {"layout": _Layout(seen)})(), bpy.context)
     assert (("operator", "articulate.robot_repair") in seen) == offered
     assert any(kind == "label" and "damaged" in text for kind, text in seen) == offered
+
+
+def test_a_robot_chain_that_fails_after_its_tool_bone_was_made_leaves_no_bone(states, addon_module, monkeypatch):
+    """Add Robot Chain makes a tool bone in edit mode before its target: a failure then removes the bone too."""
+    _open(states, "robot")
+    arm = bpy.context.object
+    model = addon_module("operators.bridge.stored").robot_model(arm)
+    used = {c.tool_link for c in arm.articulate.chains}
+    link = next(link for link in model.tool_candidates() if link not in used)
+
+    def fail(*_args, **_kwargs):
+        raise ValueError("injected")
+
+    monkeypatch.setattr(addon_module("operators.bridge.robot"), "new_target", fail)
+    before = fingerprint()
+    with pytest.raises(RuntimeError, match=r"Add Robot Chain: unexpected error \(ValueError"):
+        bpy.ops.articulate.robot_chain_add(tool_link=link)
+    after = fingerprint()
+    assert after == before, differences(before, after)
+    assert bpy.context.mode == "OBJECT"
