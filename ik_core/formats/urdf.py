@@ -3,17 +3,32 @@
 
 from __future__ import annotations
 
+import functools
+import gc
 import math
 import os
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from ..errors import URDFError
 from ..model.skeleton import Mimic, Skeleton
-from .urdf_model import SUPPORTED_JOINT_TYPES, UrdfJoint, UrdfModel, unsupported_type_message
+from .urdf_model import (
+    HELD_JOINT_TYPES,
+    MOVING_JOINT_TYPES,
+    SUPPORTED_JOINT_TYPES,
+    URDF_JOINT_TYPES,
+    URDFElementError,
+    UrdfJoint,
+    UrdfModel,
+    unsupported_type_message,
+    usable_mimics,
+)
 
 __all__ = [
     "SUPPORTED_JOINT_TYPES",
+    "URDF_JOINT_TYPES",
+    "URDFElementError",
     "UrdfJoint",
     "UrdfModel",
     "chain_joint_names",
@@ -37,15 +52,22 @@ def _number(elem: ET.Element | None, attr: str, default: float, where: str) -> f
     return value
 
 
+@functools.lru_cache(maxsize=4096)
+def _three_floats(text: str) -> tuple[float, float, float] | None:
+    """``"x y z"`` as 3 finite floats, or None; cached: files repeat "0 0 0" and "0 0 1" thousands of times."""
+    try:
+        x, y, z = map(float, text.split())
+    except ValueError:  # not numbers, or not three of them
+        return None
+    return (x, y, z) if math.isfinite(x) and math.isfinite(y) and math.isfinite(z) else None
+
+
 def _vector(elem: ET.Element | None, attr: str, default: tuple[float, ...], where: str) -> tuple[float, ...]:
     text = None if elem is None else elem.get(attr)
     if text is None:
         return default
-    try:
-        values = tuple(float(p) for p in text.split())
-    except ValueError:
-        values = ()
-    if len(values) != 3 or not all(math.isfinite(v) for v in values):
+    values = _three_floats(text)
+    if values is None:
         raise URDFError(f"{where}: <{elem.tag} {attr}='{text}'> needs 3 finite numbers")
     return values
 
@@ -59,26 +81,36 @@ def _link_ref(elem: ET.Element, tag: str, where: str) -> str:
     return ref.get("link")
 
 
-def _parse_joint(elem: ET.Element, number: int) -> UrdfJoint:
+def _parse_joint(elem: ET.Element, number: int, notes: list[str]) -> UrdfJoint:
     name = elem.get("name")
     if not name:
         raise URDFError(f"<joint> number {number} (counting from 1) has no name attribute")
+    try:
+        return _joint_fields(elem, name, notes)
+    except URDFElementError:
+        raise
+    except URDFError as e:
+        raise URDFElementError("joint", name, str(e)) from None
+
+
+def _joint_fields(elem: ET.Element, name: str, notes: list[str]) -> UrdfJoint:
     where, jtype = f"joint {name!r}", elem.get("type")
-    if jtype not in SUPPORTED_JOINT_TYPES:
+    if jtype not in URDF_JOINT_TYPES:
         raise URDFError(unsupported_type_message(name, jtype))
     parent, child = _link_ref(elem, "parent", where), _link_ref(elem, "child", where)
     origin, axis_elem, limit = elem.find("origin"), elem.find("axis"), elem.find("limit")
     xyz = _vector(origin, "xyz", (0.0, 0.0, 0.0), where)
     rpy = _vector(origin, "rpy", (0.0, 0.0, 0.0), where)
     axis = (1.0, 0.0, 0.0)
-    if jtype != "fixed":  # fixed joints often carry a meaningless axis="0 0 0"
+    if jtype in MOVING_JOINT_TYPES:  # fixed joints often carry a meaningless axis="0 0 0"
         axis = _vector(axis_elem, "xyz", axis, where)
-        norm = math.sqrt(sum(a * a for a in axis))
+        norm = math.sqrt(axis[0] * axis[0] + axis[1] * axis[1] + axis[2] * axis[2])
         if norm < 1e-12:
             raise URDFError(f"{where}: <axis xyz='{axis_elem.get('xyz')}'> must be a non-zero vector")
-        axis = tuple(a / norm for a in axis)
+        if norm != 1.0:
+            axis = (axis[0] / norm, axis[1] / norm, axis[2] / norm)
     lower, upper, velocity, effort = -math.inf, math.inf, math.inf, math.inf
-    if jtype in ("revolute", "prismatic"):
+    if jtype == "revolute" or jtype == "prismatic":
         if limit is None:
             raise URDFError(
                 f"{where}: a {jtype} joint needs a <limit> element with lower, upper, effort and "
@@ -90,12 +122,13 @@ def _parse_joint(elem: ET.Element, number: int) -> UrdfJoint:
                 f"{where}: <limit lower='{limit.get('lower')}' upper='{limit.get('upper')}'> "
                 "has lower > upper"
             )
-    if jtype != "fixed":
+    if jtype in MOVING_JOINT_TYPES and limit is not None:
         velocity = _number(limit, "velocity", math.inf, where)
         effort = _number(limit, "effort", math.inf, where)
-        for attr, value in (("velocity", velocity), ("effort", effort)):
-            if value < 0:
-                raise URDFError(f"{where}: <limit {attr}='{limit.get(attr)}'> must not be negative")
+        if velocity < 0 or effort < 0:  # urdfdom reads them as written; a limit cannot be negative
+            bad = "velocity" if velocity < 0 else "effort"
+            notes.append(f"{where}: <limit {bad}='{limit.get(bad)}'> is negative; read as unknown")
+            velocity, effort = (math.inf if velocity < 0 else velocity), (math.inf if effort < 0 else effort)
         velocity = velocity if velocity > 0 else math.inf  # generators write 0 for "unspecified"
     mimic, mimic_elem = None, elem.find("mimic")
     if mimic_elem is not None:
@@ -134,6 +167,35 @@ def read_urdf_xml(source: str | os.PathLike) -> tuple[str, ET.Element]:
         URDFError: Missing or unreadable file, invalid XML (with its line number), or a xacro
             file (by its .xacro extension or its xacro elements), with how to expand it.
     """
+    document = _read_document(source)
+    return document.prefix, document.root
+
+
+class _Document:
+    """A URDF document as read: its message prefix, raw text, leading lines dropped, and root."""
+
+    __slots__ = ("data", "prefix", "root", "skipped")
+
+    def __init__(self, prefix: str, data: str | bytes, skipped: int, root: ET.Element) -> None:
+        self.prefix, self.data, self.skipped, self.root = prefix, data, skipped, root
+
+    def line_of(self, tag: str, name: str, occurrence: int = 0) -> int | None:
+        """1-based line of the ``occurrence``-th ``<tag name="name">`` in the text, if found there.
+
+        Only searched when an error is reported, so parsing itself stays one pass.
+        """
+        pattern = rf"<{re.escape(tag)}\b[^>]*?\bname\s*=\s*([\"']){re.escape(name)}\1"
+        data = self.data
+        if isinstance(data, bytes):
+            pattern = pattern.encode("utf-8")  # type: ignore[assignment]
+        for k, match in enumerate(re.finditer(pattern, data)):
+            if k == occurrence:
+                newline = b"\n" if isinstance(data, bytes) else "\n"
+                return data.count(newline, 0, match.start()) + 1 + self.skipped
+        return None
+
+
+def _read_document(source: str | os.PathLike) -> _Document:
     skipped = 0  # lines of leading whitespace dropped, so an <?xml?> declaration may follow them
     if isinstance(source, str) and source.lstrip().startswith("<"):
         prefix, data = "", source.lstrip()
@@ -163,36 +225,69 @@ def read_urdf_xml(source: str | os.PathLike) -> tuple[str, ET.Element]:
         line, column = e.position[0] + skipped, e.position[1]
         reason = str(e).rsplit(": line", 1)[0]
         raise URDFError(f"{prefix}XML parse error at line {line}, column {column}: {reason}") from None
-    if is_xacro(root):
+    # Only a document that mentions xacro can hold its elements: one text search spares the walk.
+    if ("xacro" if isinstance(data, str) else b"xacro") in data and is_xacro(root):
         raise URDFError(f"{prefix}this document holds xacro macros (ROS), it is not a URDF yet; {XACRO_HINT}")
-    return prefix, root
+    return _Document(prefix, data, skipped, root)
 
 
 def parse_urdf(source: str | os.PathLike) -> UrdfModel:
-    """Read the kinematic tree of a URDF.
+    """Read the kinematic tree of a URDF, as leniently as urdfdom where a file is sloppy.
 
-    Visuals, collisions, inertials, transmissions, gazebo tags and meshes are ignored.
+    Visuals, collisions, inertials, transmissions, gazebo tags, meshes and any element or
+    attribute the URDF spec does not use for kinematics are ignored. What urdfdom loads but a
+    rig cannot use is read and noted in :attr:`UrdfModel.notes`: a ``<mimic>`` on a joint that
+    does not move, or naming a joint that does not exist or does not move, is dropped; floating
+    and planar joints are held at their origin; a negative velocity or effort limit is read as
+    unknown. A robot of one link, or with no moving joint, is a model like any other. Time is
+    linear in the size of the file.
 
     Args:
         source: A file path, or a URDF XML string (recognised by its leading '<').
 
     Returns:
-        The validated :class:`UrdfModel`.
+        The validated :class:`UrdfModel`, with its notes.
 
     Raises:
         URDFError: Missing or unreadable file, invalid XML (with its line number), or a
-            malformed robot; the message names the offending element.
+            robot that is truly broken (a joint naming a missing link, a cycle, several root
+            links, a link with two parents, a cycle of mimics, a bad number); the message names
+            the offending element and, where it can be found in the text, its line.
     """
-    prefix, root = read_urdf_xml(source)
+    # The cyclic garbage collector would walk every element and joint made so far, again and
+    # again, while hundreds of thousands are created: paused for the read (nothing here is cyclic).
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse_document(_read_document(source))
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _parse_document(document: _Document) -> UrdfModel:
+    prefix, root = document.prefix, document.root
+    notes: list[str] = []
     try:
         if root.tag != "robot":
             raise URDFError(f"the root element is <{root.tag}>, expected <robot>")
-        links = [elem.get("name") for elem in root.findall("link")]
+        links = [elem.get("name") for elem in root.iterfind("link")]
         if not all(links):
             number = [bool(n) for n in links].index(False) + 1
             raise URDFError(f"<link> number {number} (counting from 1) has no name attribute")
-        joints = [_parse_joint(elem, n) for n, elem in enumerate(root.findall("joint"), 1)]
-        return UrdfModel(root.get("name") or "robot", tuple(links), tuple(joints))
+        parsed = [_parse_joint(elem, n, notes) for n, elem in enumerate(root.iterfind("joint"), 1)]
+        joints, mimic_notes = usable_mimics(parsed)
+        notes.extend(mimic_notes)
+        for j in joints:
+            if j.type in HELD_JOINT_TYPES:
+                dof = "6" if j.type == "floating" else "3"
+                notes.append(f"joint {j.name!r} is {j.type} ({dof} degrees of freedom): held at its "
+                             "origin, as a fixed joint")
+        return UrdfModel(root.get("name") or "robot", tuple(links), joints, tuple(notes))
+    except URDFElementError as e:
+        line = document.line_of(e.tag, e.element, e.occurrence)
+        where = f" (line {line})" if line is not None else ""
+        raise URDFElementError(e.tag, e.element, f"{prefix}{e}{where}", e.occurrence) from None
     except URDFError as e:
         if not prefix:
             raise

@@ -4,16 +4,38 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
 from ..errors import SkeletonError, UnknownNameError, URDFError
 from ..model.skeleton import Effector, Joint, JointKind, Mimic, Skeleton
 
-SUPPORTED_JOINT_TYPES: tuple[str, ...] = ("revolute", "continuous", "prismatic", "fixed")
+MOVING_JOINT_TYPES: tuple[str, ...] = ("revolute", "continuous", "prismatic")
+# Joint types a skeleton represents as they are; floating and planar joints are read (urdfdom
+# loads them) but held at their origin, as a fixed joint: a rig has no 6- or 3-DoF joint.
+SUPPORTED_JOINT_TYPES: tuple[str, ...] = (*MOVING_JOINT_TYPES, "fixed")
+HELD_JOINT_TYPES: tuple[str, ...] = ("floating", "planar")
+URDF_JOINT_TYPES: tuple[str, ...] = (*SUPPORTED_JOINT_TYPES, *HELD_JOINT_TYPES)
 _KINDS = {t: JointKind(t) for t in SUPPORTED_JOINT_TYPES}
+
+
+class URDFElementError(URDFError):
+    """A URDF error about one named element, so a reader of the file can add its line.
+
+    Attributes:
+        tag: The element's tag (``"joint"`` or ``"link"``).
+        element: The element's name attribute.
+        occurrence: Which element of that tag and name is meant, from 0 (1: a repeated name's
+            second element).
+    """
+
+    def __init__(self, tag: str, element: str, message: str, occurrence: int = 0) -> None:
+        self.tag, self.element, self.occurrence = tag, element, occurrence
+        super().__init__(message)
 
 
 def _rpy_matrix(rpy: Sequence[float]) -> np.ndarray:
@@ -34,12 +56,14 @@ class UrdfJoint:
 
     Attributes:
         name: Joint name.
-        type: One of :data:`SUPPORTED_JOINT_TYPES`.
+        type: One of :data:`URDF_JOINT_TYPES`; floating and planar joints are held at their
+            origin in a skeleton (see :data:`HELD_JOINT_TYPES`).
         parent: Parent link name.
         child: Child link name (its frame is the joint frame).
         xyz: (3,) origin translation in the parent link frame [m].
         rpy: (3,) origin rotation, fixed-axis roll, pitch, yaw [rad].
-        axis: (3,) unit axis in the joint frame (ignored for fixed joints).
+        axis: (3,) unit axis in the joint frame (ignored for fixed and floating joints; a
+            planar joint's plane normal).
         lower: Lower position limit [rad or m]; ``-inf`` for continuous and fixed joints.
         upper: Upper position limit [rad or m]; ``inf`` for continuous and fixed joints.
         velocity: Velocity limit [rad/s or m/s]; ``inf`` when absent or written as 0.
@@ -61,6 +85,11 @@ class UrdfJoint:
     mimic: Mimic | None = None
 
     @property
+    def moves(self) -> bool:
+        """Whether a skeleton gives this joint a value (revolute, continuous, prismatic; mimics included)."""
+        return self.type in MOVING_JOINT_TYPES
+
+    @property
     def origin(self) -> np.ndarray:
         """(4, 4) transform from the parent link frame to this joint's (child link's) frame."""
         T = np.eye(4)
@@ -73,33 +102,57 @@ class UrdfJoint:
 class UrdfModel:
     """The kinematic tree of a URDF: link names and joints, validated to form one tree.
 
+    A robot of a single link (no joint) is a valid model; so is one whose joints are all fixed.
+
     Attributes:
         name: The robot's name.
         links: Link names in document order.
         joints: Joints in document order.
+        notes: What a lenient reader changed or ignored while reading the file (a mimic on a
+            fixed joint, a mimic of a missing joint, a floating joint held still), one
+            sentence each, for the import to report. Not compared and not stored.
 
     Raises:
         URDFError: Duplicate names, unknown links, a link with two parent joints, cycles,
-            several roots, or mimic joints following a missing, fixed or circular source.
+            several roots, or mimic joints following a missing, non-moving or circular source
+            (:func:`usable_mimics` drops such mimics, with notes, before a model is made).
+            Errors about one joint or link are :class:`URDFElementError`.
     """
 
     name: str
     links: tuple[str, ...]
     joints: tuple[UrdfJoint, ...]
+    notes: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         _check_tree(self)
 
-    @property
+    @cached_property
     def root_link(self) -> str:
         """The link that is no joint's child."""
-        children = {j.child for j in self.joints}
+        children = self._by_child
         return next(link for link in self.links if link not in children)
+
+    @cached_property
+    def _link_set(self) -> frozenset[str]:
+        return frozenset(self.links)
+
+    @cached_property
+    def _by_child(self) -> dict[str, UrdfJoint]:
+        return {j.child: j for j in self.joints}
+
+    @cached_property
+    def _by_name(self) -> dict[str, UrdfJoint]:
+        return {j.name: j for j in self.joints}
+
+    @cached_property
+    def _resolved_mimics(self) -> dict[str, Mimic]:
+        return resolve_mimics(self.joints)
 
     def leaf_links(self, base_link: str | None = None) -> list[str]:
         """Links without child joints below ``base_link`` (default: the root), depth first."""
-        base, children = self._check_link(base_link or self.root_link), self._children()
-        return [j.child for j in self._below(base) if not children.get(j.child)]
+        base, children = self._check_link(base_link or self.root_link), self._child_joints
+        return [j.child for j in self.joints_below(base) if not children.get(j.child)]
 
     def joint(self, name: str) -> UrdfJoint:
         """The joint with this name.
@@ -107,10 +160,10 @@ class UrdfModel:
         Raises:
             UnknownNameError: If there is none; the message lists the joint names.
         """
-        found = [j for j in self.joints if j.name == name]
-        if not found:
+        found = self._by_name.get(name)
+        if found is None:
             raise UnknownNameError("joint", name, [j.name for j in self.joints])
-        return found[0]
+        return found
 
     def to_skeleton(
         self, base_link: str | None = None, tip_links: str | Sequence[str] | None = None
@@ -120,8 +173,10 @@ class UrdfModel:
         The base link's frame is the skeleton's world frame. Every URDF joint on a kept path
         becomes one :class:`Joint` (fixed joints included, so link frames stay exact) whose
         origin is the URDF joint origin, and every tip link gets an :class:`Effector` of the
-        same name with an identity offset. When a kept mimic joint follows a joint off the
-        kept paths, that joint's path is kept too: the chain cannot move without it.
+        same name with an identity offset. Floating and planar joints become fixed joints at
+        their origin. When a kept mimic joint follows a joint off the kept paths, that joint's
+        path is kept too: the chain cannot move without it. Time and memory are linear in the
+        number of joints.
 
         Args:
             base_link: Link whose frame is the world; defaults to the root link.
@@ -133,7 +188,7 @@ class UrdfModel:
         Raises:
             UnknownNameError: For an unknown base or tip link; the message lists the links.
             SkeletonError: If a tip is the base or does not descend from it, or if there is
-                no joint below the base.
+                no joint below the base (a single-link robot, or a leaf link as the base).
         """
         base = self._check_link(base_link or self.root_link)
         if tip_links is None:
@@ -142,53 +197,61 @@ class UrdfModel:
             names = [tip_links] if isinstance(tip_links, str) else list(tip_links)
             tips = list(dict.fromkeys(self._check_link(t) for t in names))
         if not tips:
-            raise SkeletonError(f"no tip link: name at least one link below base link {base!r}")
-        by_child = {j.child: j for j in self.joints}
-        by_name = {j.name: j for j in self.joints}
-
-        def path_to(link: str, what: str) -> set[str]:
-            path = set()
-            while link != base:
-                if link not in by_child:
-                    raise SkeletonError(f"{what} does not descend from base link {base!r}")
-                path.add(by_child[link].name)
-                link = by_child[link].parent
-            return path
-
+            what = "the robot is a single link" if not self.joints else f"no link hangs below {base!r}"
+            raise SkeletonError(f"no tip link: {what}; name at least one link below base link {base!r}")
+        by_child, by_name = self._by_child, self._by_name
         keep: set[str] = set()
+
+        def keep_path(link: str, what: str) -> set[str]:
+            """Keep the joints from ``link`` up to the base; return those newly kept."""
+            path = []
+            while link != base:
+                joint = by_child.get(link)
+                if joint is None:
+                    raise SkeletonError(f"{what} does not descend from base link {base!r}")
+                if joint.name in keep:  # kept before: its path to the base is known
+                    break
+                path.append(joint.name)
+                link = joint.parent
+            keep.update(path)
+            return set(path)
+
         for tip in tips:
             if tip == base:
                 raise SkeletonError(f"tip link {tip!r} is the base link; a chain needs at least one joint")
-            keep |= path_to(tip, f"tip link {tip!r}")
+            keep_path(tip, f"tip link {tip!r}")
         mimics: dict[str, Mimic] = {}
+        resolved = self._resolved_mimics
         pending = list(keep)
         while pending:
             joint = by_name[pending.pop()]
             if joint.mimic is not None and joint.name not in mimics:
-                mimic = mimics[joint.name] = _resolve_mimic(by_name, joint)
+                mimic = mimics[joint.name] = resolved[joint.name]
                 what = f"joint {mimic.joint!r} (mimicked by {joint.name!r})"
-                added = path_to(by_name[mimic.joint].child, what)
-                if mimic.joint not in added:
-                    raise SkeletonError(f"{what} sits above base link {base!r}, outside the chain")
-                pending.extend(added - keep)
-                keep |= added
-        order = [j for j in self._below(base) if j.name in keep]
+                if mimic.joint not in keep:
+                    added = keep_path(by_name[mimic.joint].child, what)
+                    if mimic.joint not in added:
+                        raise SkeletonError(f"{what} sits above base link {base!r}, outside the chain")
+                    pending.extend(added)
+        order = [j for j in self.joints_below(base) if j.name in keep]
         index = {j.child: i for i, j in enumerate(order)}
         joints = [_to_joint(j, index.get(j.parent, -1), mimics.get(j.name)) for j in order]
         return Skeleton(joints, [Effector(tip, index[tip]) for tip in tips], name=self.name)
 
-    def _children(self) -> dict[str, list[UrdfJoint]]:
+    @cached_property
+    def _child_joints(self) -> dict[str, list[UrdfJoint]]:
         below: dict[str, list[UrdfJoint]] = {}
         for j in self.joints:
             below.setdefault(j.parent, []).append(j)
         return below
 
-    def _below(self, base: str) -> list[UrdfJoint]:
-        """Joints under ``base`` in depth-first pre-order, siblings in document order.
+    def joints_below(self, base: str) -> list[UrdfJoint]:
+        """Joints under link ``base`` in depth-first pre-order, siblings in document order.
 
-        Pre-order puts parents before children and keeps side branches next to their stem.
+        Pre-order puts parents before children and keeps side branches next to their stem,
+        so one pass over the list can carry a value down from each link to its children.
         """
-        children, order = self._children(), []
+        children, order = self._child_joints, []
         stack = list(reversed(children.get(base, [])))
         while stack:
             order.append(stack.pop())
@@ -196,22 +259,80 @@ class UrdfModel:
         return order
 
     def _check_link(self, name: str) -> str:
-        if name not in self.links:
+        if name not in self._link_set:
             raise UnknownNameError("link", name, self.links)
         return name
 
 
-def _resolve_mimic(by_name: dict[str, UrdfJoint], joint: UrdfJoint) -> Mimic:
-    """Compose mimic-of-mimic links into one mimic of a joint that owns its variable."""
-    multiplier, offset, source = 1.0, 0.0, joint
-    while source.mimic is not None:  # _check_tree has ruled out cycles
-        multiplier, offset = multiplier * source.mimic.multiplier, multiplier * source.mimic.offset + offset
-        source = by_name[source.mimic.joint]
-    return Mimic(source.name, multiplier, offset)
+def resolve_mimics(joints: Sequence[UrdfJoint]) -> dict[str, Mimic]:
+    """Every mimic joint's mimic composed down to a joint that owns its variable.
+
+    ``a = 2 b + 0.1`` and ``b = 3 c + 0.2`` give ``a = 6 c + 0.5``. Linear in the number of
+    joints, however long the mimic-of-mimic chains.
+
+    Args:
+        joints: The joints of a model whose mimics name existing, moving joints without cycles
+            (as :class:`UrdfModel` checks).
+
+    Returns:
+        Mimic joint name -> its composed :class:`Mimic` of a non-mimic joint.
+    """
+    by_name = {j.name: j for j in joints}
+    out: dict[str, Mimic] = {}
+    for joint in joints:
+        if joint.mimic is None or joint.name in out:
+            continue
+        chain, source = [], joint
+        while source.mimic is not None and source.name not in out:
+            chain.append(source)
+            source = by_name[source.mimic.joint]
+        below = out.get(source.name, Mimic(source.name, 1.0, 0.0))
+        for link in reversed(chain):  # link = m * source + o, source = below
+            m, o = link.mimic.multiplier, link.mimic.offset
+            below = out[link.name] = Mimic(below.joint, m * below.multiplier, m * below.offset + o)
+    return out
+
+
+def usable_mimics(joints: Sequence[UrdfJoint]) -> tuple[tuple[UrdfJoint, ...], tuple[str, ...]]:
+    """The joints with the mimics urdfdom would not apply dropped, and a note for each.
+
+    urdfdom reads a ``<mimic>`` on any joint and never checks what it names; consumers skip
+    the ones they cannot follow. Dropped here, each with a note: a mimic on a joint that does
+    not move (fixed, floating, planar), and a mimic naming a joint that does not exist or does
+    not move (the joint then moves on its own). Cycles of mimics are left for
+    :class:`UrdfModel` to refuse.
+
+    Args:
+        joints: Joints as written.
+
+    Returns:
+        The joints (the same objects where nothing changed) and the notes, in document order.
+    """
+    by_name = {j.name: j for j in joints}
+    out, notes = [], []
+    for j in joints:
+        mimic = j.mimic
+        if mimic is not None:
+            source = by_name.get(mimic.joint)
+            problem = ""
+            if not j.moves:
+                problem = f"a {j.type} joint does not move, so its <mimic joint='{mimic.joint}'> is ignored"
+            elif source is None:
+                problem = (f"<mimic joint='{mimic.joint}'> names no joint of the robot; the mimic is "
+                           "ignored and the joint moves on its own")
+            elif not source.moves:
+                problem = (f"<mimic joint='{mimic.joint}'> names a {source.type} joint; the mimic is "
+                           "ignored and the joint moves on its own")
+            if problem:
+                notes.append(f"joint {j.name!r}: {problem}")
+                j = UrdfJoint(j.name, j.type, j.parent, j.child, j.xyz, j.rpy, j.axis, j.lower, j.upper,
+                              j.velocity, j.effort, None)
+        out.append(j)
+    return tuple(out), tuple(notes)
 
 
 def _to_joint(j: UrdfJoint, parent: int, mimic: Mimic | None) -> Joint:
-    if j.type == "fixed":
+    if not j.moves:  # fixed, and floating or planar joints held at their origin
         return Joint(j.name, JointKind.FIXED, parent, j.origin)
     kind, axis = _KINDS[j.type], np.array(j.axis)
     return Joint(j.name, kind, parent, j.origin, axis, j.lower, j.upper, j.velocity, mimic)
@@ -222,56 +343,77 @@ def _names(items: Sequence[str]) -> str:
 
 
 def _check_tree(model: UrdfModel) -> None:
-    """Raise :class:`URDFError` unless the joints connect the links into exactly one tree."""
+    """Raise :class:`URDFError` unless the joints connect the links into exactly one tree.
+
+    Linear in the number of joints and links (sets and dicts, no list scans).
+    """
     if not model.links:
         raise URDFError(f"robot {model.name!r} has no <link> element")
     for kind, names in (("link", model.links), ("joint", [j.name for j in model.joints])):
-        repeated = sorted({n for n in names if names.count(n) > 1})
+        repeated = sorted(n for n, count in Counter(names).items() if count > 1)
         if repeated:
-            raise URDFError(f"{kind} names must be unique; repeated: {_names(repeated)}")
+            raise URDFElementError(
+                kind, repeated[0], f"{kind} names must be unique; repeated: {_names(repeated)}", occurrence=1)
+    links = model._link_set
     parent_joint: dict[str, UrdfJoint] = {}
     for j in model.joints:
-        if j.type not in SUPPORTED_JOINT_TYPES:
-            raise URDFError(unsupported_type_message(j.name, j.type))
+        if j.type not in URDF_JOINT_TYPES:
+            raise URDFElementError("joint", j.name, unsupported_type_message(j.name, j.type))
         for role, link in (("parent", j.parent), ("child", j.child)):
-            if link not in model.links:
-                raise URDFError(f"joint {j.name!r}: {role} link {link!r} is not a <link> of the robot")
+            if link not in links:
+                raise URDFElementError(
+                    "joint", j.name, f"joint {j.name!r}: {role} link {link!r} is not a <link> of the robot")
         if j.child in parent_joint:
-            raise URDFError(
+            raise URDFElementError(
+                "joint", j.name,
                 f"link {j.child!r} is the child of two joints, {parent_joint[j.child].name!r} and "
-                f"{j.name!r}; a URDF must form a tree"
+                f"{j.name!r}; a URDF must form a tree",
             )
         parent_joint[j.child] = j
     roots = [link for link in model.links if link not in parent_joint]
     if len(roots) > 1:
-        raise URDFError(
+        shown = _names(roots[:10]) + (f" and {len(roots) - 10} more" if len(roots) > 10 else "")
+        raise URDFElementError(
+            "link", roots[1],
             f"robot {model.name!r} has {len(roots)} root links (links that are no joint's child): "
-            f"{_names(roots)}; a URDF must form one connected tree"
+            f"{shown}; a URDF must form one connected tree: join them with a (fixed) joint",
         )
-    reached = {roots[0], *(j.child for j in model._below(roots[0]))} if roots else set()
+    reached = {roots[0], *(j.child for j in model.joints_below(roots[0]))} if roots else set()
     cyclic = [link for link in model.links if link not in reached]
     if cyclic:
-        raise URDFError(f"the joints form a cycle through links {_names(cyclic)}; a URDF must form a tree")
-    by_name = {j.name: j for j in model.joints}
-    for j in model.joints:
-        if j.mimic is not None and j.type == "fixed":
-            raise URDFError(f"joint {j.name!r}: a fixed joint cannot have a <mimic> element")
-        seen, source = [j.name], j
-        while source.mimic is not None:
-            target = source.mimic.joint
-            if target not in by_name or by_name[target].type == "fixed":
-                problem = "names no joint of the robot" if target not in by_name else "names a fixed joint"
-                raise URDFError(f"joint {source.name!r}: <mimic joint='{target}'> {problem}")
-            if target in seen:
-                raise URDFError(f"mimic joints form a cycle: {' -> '.join([*seen, target])}")
-            seen.append(target)
-            source = by_name[target]
+        raise URDFElementError(
+            "joint", parent_joint[cyclic[0]].name,
+            f"the joints form a cycle through links {_names(cyclic[:10])}; a URDF must form a tree")
+    _check_mimics(model._by_name)
+
+
+def _check_mimics(by_name: dict[str, UrdfJoint]) -> None:
+    """Raise unless every mimic is on a moving joint and leads, without cycles, to a moving joint."""
+    done: set[str] = set()
+    for j in by_name.values():
+        if j.mimic is None:
+            continue
+        if not j.moves:
+            raise URDFElementError("joint", j.name, f"joint {j.name!r}: a {j.type} joint cannot have a <mimic> element")
+        path: list[str] = []
+        source = j
+        while source.mimic is not None and source.name not in done:
+            if source.name in path:
+                cycle = [*path[path.index(source.name):], source.name]
+                raise URDFElementError("joint", j.name, f"mimic joints form a cycle: {' -> '.join(cycle)}")
+            path.append(source.name)
+            target = by_name.get(source.mimic.joint)
+            if target is None or not target.moves:
+                problem = "names no joint of the robot" if target is None else f"names a {target.type} joint"
+                raise URDFElementError(
+                    "joint", source.name, f"joint {source.name!r}: <mimic joint='{source.mimic.joint}'> {problem}")
+            source = target
+        done.update(path)
 
 
 def unsupported_type_message(name: str, jtype: str | None) -> str:
-    """Why joint ``name`` of URDF type ``jtype`` cannot be read, naming the supported types."""
-    supported = ", ".join(SUPPORTED_JOINT_TYPES)
+    """Why joint ``name`` of URDF type ``jtype`` cannot be read, naming the URDF joint types."""
+    known = ", ".join(URDF_JOINT_TYPES)
     if jtype is None:
-        return f"joint {name!r}: missing type attribute; supported types: {supported}"
-    known = "is not supported" if jtype in ("floating", "planar") else "is unknown"
-    return f"joint {name!r}: type {jtype!r} {known}; supported types: {supported}"
+        return f"joint {name!r}: missing type attribute; URDF joint types: {known}"
+    return f"joint {name!r}: type {jtype!r} is unknown; URDF joint types: {known}"

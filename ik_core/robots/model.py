@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -23,7 +24,7 @@ from ..errors import SkeletonError, URDFError
 from ..formats.urdf import parse_urdf
 from ..formats.urdf_model import UrdfJoint, UrdfModel
 from ..model.kinematics import effector_poses
-from ..model.skeleton import Mimic, Skeleton
+from ..model.skeleton import Effector, Joint, JointKind, Mimic, Skeleton
 from .presets import preset_info
 
 SCHEMA = "articulate-robot-model/1"
@@ -72,8 +73,9 @@ class RobotModel:
         """The model of a URDF file (or XML string), every link and joint of its tree.
 
         Raises:
-            URDFError: A malformed file; closed loops (a link with two parent joints) and
-                floating or planar joints are refused with a message naming the joint.
+            URDFError: A malformed file; closed loops (a link with two parent joints) are
+                refused with a message naming the joint. What was read leniently is in
+                :attr:`notes`.
         """
         urdf = parse_urdf(source)
         where = {} if isinstance(source, str) and source.lstrip().startswith("<") else {"urdf": os.fspath(source)}
@@ -125,22 +127,49 @@ class RobotModel:
         """The robot's name."""
         return self.urdf.name
 
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What the URDF reader changed or ignored (see :attr:`UrdfModel.notes`), for the import to report."""
+        return self.urdf.notes
+
     @cached_property
     def joint_order(self) -> tuple[str, ...]:
         """Moving, non-mimic joints in URDF document order: the order of exported trajectories."""
-        return tuple(j.name for j in self.urdf.joints if j.type != "fixed" and j.mimic is None)
+        return tuple(j.name for j in self.urdf.joints if j.moves and j.mimic is None)
 
     @cached_property
     def skeleton(self) -> Skeleton:
         """The whole tree from the root link: one joint per URDF joint, one effector per link.
 
         Effectors are named after their links (identity offsets), so any link can be a tool;
-        ``preferred_q`` is the home pose.
+        ``preferred_q`` is the home pose. A robot of a single link (no joint) gets one fixed
+        joint named after that link, at the identity, carrying an effector of the same name:
+        a skeleton needs a joint, and the link's frame is the world. Floating and planar joints
+        are fixed joints at their origin.
         """
+        if not self.urdf.joints:
+            root = self.urdf.root_link
+            return Skeleton([Joint(root, JointKind.FIXED, -1, np.eye(4))], [Effector(root, 0)], name=self.name)
         tips = [j.child for j in self.urdf.joints]
         whole = self.urdf.to_skeleton(None, tips)
         return Skeleton(whole.joints, whole.effectors, name=self.name,
                         preferred_q=self._home_for(whole.moving_joint_names, whole))
+
+    def no_tools_reason(self) -> str | None:
+        """Why the robot has no tool link a chain could drive, or None when it has one.
+
+        A robot of one link, or whose joints are all fixed (floating and planar joints are held
+        fixed), is one rigid body: it loads as a model and a rig, with no chain.
+        """
+        if self.joint_order:
+            return None
+        if not self.urdf.joints:
+            return (f"robot {self.name!r} is a single link ({self.urdf.root_link!r}): it has no joint, "
+                    "so there is no chain to make")
+        kinds = Counter(j.type for j in self.urdf.joints)
+        listed = ", ".join(f"{n} {t}" for t, n in kinds.items())
+        return (f"robot {self.name!r} has no moving joint ({listed} joint{'s' if len(self.urdf.joints) > 1 else ''}): "
+                "it is one rigid body, so there is no chain to make")
 
     def _home_for(self, names: Sequence[str], skeleton: Skeleton) -> np.ndarray:
         mid = skeleton.mid_q()
@@ -152,36 +181,35 @@ class RobotModel:
         """Link name -> the joint it hangs from (the root link has none)."""
         return {j.child: j for j in self.urdf.joints}
 
-    def _moving_above(self, link: str) -> list[str]:
-        """Moving joints from ``link`` up to the root, nearest first."""
-        by_child, out = self._joint_of_child, []
-        while link in by_child:
-            if by_child[link].type != "fixed":
-                out.append(by_child[link].name)
-            link = by_child[link].parent
-        return out
+    @cached_property
+    def _nearest_moving(self) -> dict[str, str | None]:
+        """Link name -> the nearest moving joint at or above it (the one it hangs from, if it moves), or None."""
+        root = self.urdf.root_link
+        nearest: dict[str, str | None] = {root: None}
+        for j in self.urdf.joints_below(root):
+            nearest[j.child] = j.name if j.moves else nearest[j.parent]
+        return nearest
 
     def links_below(self, base_link: str | None = None) -> list[str]:
         """Links that can be a tool of a chain from ``base_link``: those below it with a moving joint between.
+
+        Document order; linear in the number of joints.
 
         Raises:
             UnknownNameError: ``base_link`` is not a link of the robot (the message lists them).
         """
         base = base_link or self.urdf.root_link
         self.urdf.leaf_links(base)  # validates the name
-        by_child = self._joint_of_child
-        below = []
-        for link in self.urdf.links:
-            moving, at = False, link
-            while at != base and at in by_child:
-                moving |= by_child[at].type != "fixed"
-                at = by_child[at].parent
-            if at == base and link != base and moving:
-                below.append(link)
-        return below
+        moved = {base: False}
+        for j in self.urdf.joints_below(base):
+            moved[j.child] = moved[j.parent] or j.moves
+        return [link for link in self.urdf.links if moved.get(link)]
 
     def default_tools(self) -> list[str]:
-        """Tool links a new rig gets one chain each for: see :attr:`_default_tools`."""
+        """Tool links a new rig gets one chain each for: see :attr:`_default_tools`.
+
+        Empty for a robot without a moving joint; :meth:`no_tools_reason` says why.
+        """
         return list(self._default_tools)
 
     @cached_property
@@ -193,28 +221,25 @@ class RobotModel:
         last wrist joint, a leg's ankle) gets one too, unless a named tool already ends that
         branch or a branch above it (a gripper's fingers under a named tool frame). Of the leaf
         links rigidly attached below a branch end, the tool is the deepest, else the last written.
+        Linear in the number of joints.
         """
-        by_child = self._joint_of_child
         order = {link: k for k, link in enumerate(self.urdf.links)}
-        moving_above = self._moving_above
-
-        def fixed_depth(link: str) -> int:
-            depth = 0
-            while link in by_child and by_child[link].type == "fixed":
-                link, depth = by_child[link].parent, depth + 1
-            return depth
-
-        leaves = [link for link in self.urdf.leaf_links() if moving_above(link)]
+        nearest = self._nearest_moving
+        leaves = [link for link in self.urdf.leaf_links() if nearest[link] is not None]
         named = [link for link in leaves if any(key in link.lower() for key in _TOOL_NAMES)]
-        covered = {moving_above(link)[0] for link in named}
-        has_moving_child = {m for link in leaves for m in moving_above(link)[1:]}
+        covered = {nearest[link] for link in named}
+        has_moving_child = {nearest[j.parent] for j in self.urdf.joints if j.moves}
+        root = self.urdf.root_link
+        fixed_depth, under_covered = {root: 0}, {root: False}
+        for j in self.urdf.joints_below(root):
+            fixed_depth[j.child] = 0 if j.moves else fixed_depth[j.parent] + 1
+            under_covered[j.child] = under_covered[j.parent] or (j.moves and j.name in covered)
         best: dict[str, tuple[tuple[int, int], str]] = {}
         for leaf in leaves:
-            above = moving_above(leaf)
-            end = above[0]
-            if leaf in named or end in has_moving_child or covered & set(above):
+            end = nearest[leaf]
+            if leaf in named or end in has_moving_child or under_covered[leaf]:
                 continue
-            score = (fixed_depth(leaf), order[leaf])
+            score = (fixed_depth[leaf], order[leaf])
             if end not in best or score > best[end][0]:
                 best[end] = (score, leaf)
         tools = named + [leaf for _score, leaf in best.values()]
@@ -229,7 +254,8 @@ class RobotModel:
         is :meth:`default_tools`' single link (the deepest leaf rigidly attached below the
         last moving joint, or a tool-like name); two candidate ends give None.
         """
-        parents = [next(iter(self._moving_above(j.parent)), None) for j in self.urdf.joints if j.type != "fixed"]
+        nearest = self._nearest_moving
+        parents = [nearest[j.parent] for j in self.urdf.joints if j.moves]
         if len(parents) != len(set(parents)):
             return None
         tools = self._default_tools

@@ -170,14 +170,14 @@ def test_chain_to_a_link_not_below_its_base_lists_the_valid_tools(empty_scene, c
 
 
 @pytest.mark.parametrize("kind", ["floating", "planar"])
-def test_unsupported_joint_is_named(empty_scene, core, tmp_path, kind):
-    """A URDF with a floating or planar joint is refused with a message naming the joint."""
+def test_floating_or_planar_joint_is_held(empty_scene, core, tmp_path, kind):
+    """A URDF with a floating or planar joint imports (urdfdom reads it); the joint is held fixed: no bone (issue 26)."""
     text = rail_arm_urdf().replace('<joint name="turn" type="continuous"', f'<joint name="turn" type="{kind}"')
-    path = tmp_path / "bad.urdf"
+    path = tmp_path / "held.urdf"
     path.write_text(text)
-    with pytest.raises(RuntimeError, match=f"joint 'turn': type '{kind}' is not supported"):
-        bpy.ops.articulate.robot_import_urdf(filepath=str(path))
-    assert not [o for o in bpy.data.objects if o.type == "ARMATURE"]
+    assert bpy.ops.articulate.robot_import_urdf(filepath=str(path)) == {"FINISHED"}
+    (arm,) = [o for o in bpy.data.objects if o.type == "ARMATURE"]
+    assert "turn" not in arm.pose.bones and "elbow" in arm.pose.bones
 
 
 def test_closed_loop_is_named(empty_scene, core, tmp_path):

@@ -83,11 +83,17 @@ def test_tool_not_below_base_lists_valid_tools():
 
 
 @pytest.mark.parametrize("kind", ["floating", "planar"])
-def test_unsupported_joints_are_named(kind):
-    """Floating and planar joints are refused naming the joint and the supported types."""
+def test_floating_and_planar_joints_are_held_and_noted(kind):
+    """Floating and planar joints load (urdfdom reads them), held at their origin, with a note naming them."""
+    plain = RobotModel.from_urdf(rail_arm_urdf())
     text = rail_arm_urdf().replace('name="turn" type="continuous"', f'name="turn" type="{kind}"')
-    with pytest.raises(URDFError, match=f"joint 'turn': type '{kind}' is not supported; supported types"):
-        RobotModel.from_urdf(text)
+    model = RobotModel.from_urdf(text)
+    assert model.urdf.joint("turn").type == kind and "turn" not in model.joint_order
+    assert model.joint_order == tuple(n for n in plain.joint_order if n != "turn")
+    assert any("'turn'" in note and kind in note and "held" in note for note in model.notes)
+    held, rest = effector_poses(model.skeleton, np.zeros(model.skeleton.dof)), effector_poses(
+        plain.skeleton, np.zeros(plain.skeleton.dof))
+    np.testing.assert_allclose(held, rest, atol=1e-12)  # held where the joint's zero puts it
 
 
 def test_stored_model_of_another_schema_is_refused():
