@@ -306,6 +306,10 @@ _LEAD = 200
 _NEAR_MISS = 10.0
 # Retries in a row that may leave their missed frames missed before a run keeps its batch answers.
 _RUN_RETRIES = 4
+# On a redundant chain a reached frame whose joints turn more than this [rad or m] from the frame
+# before is retried from it even below max_jump: the self-motion whipped where carrying the frame
+# before on reaches the target too (a pop the take never asked for).
+_POP_STEP = 0.2
 
 
 def _retry_frames(
@@ -314,7 +318,9 @@ def _retry_frames(
 ) -> None:
     """Re-solve, in order, the frames that missed or jumped, warm-started from the frame before; keep the better.
 
-    A frame that jumped is solved again by ``solver``. A missed frame already had the batch
+    A frame that jumped (by more than max_jump, or on a redundant chain by more than
+    ``_POP_STEP``: its self-motion whipped) is solved again by ``solver``, and the retry kept
+    if it reaches the target with a smaller jump. A missed frame already had the batch
     pass's restarts: it is solved again without restarts (bounded work), first from where it
     is when ``finish_first`` (a look-ahead answer is smooth and next to its target: a
     near-singular frame the polish left short), then from the frame before. In a run of
@@ -329,6 +335,8 @@ def _retry_frames(
     n = len(q)
     skeleton = solver.skeleton
     calm = _without_restarts(solver)
+    redundant = skeleton.dof > _MODE_ROWS.get(solver.mode, 6) * len(solver.effector_ids)
+    pop_step = min(_POP_STEP, max_jump) if redundant else max_jump
     near = ok | (
         (fields["position_error"] <= _NEAR_MISS * solver.tolerance)
         & (fields["rotation_error"] <= _NEAR_MISS * solver.rotation_tolerance)
@@ -345,7 +353,7 @@ def _retry_frames(
         missed = not ok[i]
         if not missed:
             failed = 0
-            if jump <= allowed:
+            if jump <= pop_step * int(gaps[i]):
                 continue
         elif not near[i - 1] or failed >= _RUN_RETRIES:
             continue  # an unreachable stretch: the batch answer is the best effort
@@ -357,6 +365,15 @@ def _retry_frames(
         frame_options = _frame_options(options, i)
         if not missed:
             retry = solver.solve(targets[i], guess, **frame_options, **extra)
+            if jump <= allowed and i > 1:
+                # A whip of the self-motion: the prediction may carry it on; the frame before
+                # itself is the start that continues the pose.
+                again = solver.solve(targets[i], q[i - 1], **frame_options, **extra)
+                if again.converged and (
+                    not retry.converged
+                    or joint_steps(skeleton, q[i - 1], again.q) < joint_steps(skeleton, q[i - 1], retry.q)
+                ):
+                    retry = again
         else:
             retry = calm.solve(targets[i], q[i], radius=max_jump, **frame_options) if finish_first else None
             if retry is None or not retry.converged:
