@@ -225,10 +225,22 @@ def _read_document(source: str | os.PathLike) -> _Document:
         line, column = e.position[0] + skipped, e.position[1]
         reason = str(e).rsplit(": line", 1)[0]
         raise URDFError(f"{prefix}XML parse error at line {line}, column {column}: {reason}") from None
+    if isinstance(root.tag, str) and root.tag.startswith("{") and root.tag.endswith("}robot"):
+        _drop_namespace(root, root.tag[: root.tag.index("}") + 1])
     # Only a document that mentions xacro can hold its elements: one text search spares the walk.
     if ("xacro" if isinstance(data, str) else b"xacro") in data and is_xacro(root):
         raise URDFError(f"{prefix}this document holds xacro macros (ROS), it is not a URDF yet; {XACRO_HINT}")
     return _Document(prefix, data, skipped, root)
+
+
+def _drop_namespace(root: ET.Element, namespace: str) -> None:
+    """Tags of a document whose ``<robot xmlns="...">`` puts every element in a default namespace, without it.
+
+    urdfdom's XML reader does not resolve namespaces: ``<robot xmlns="...">`` is ``<robot>`` to it.
+    """
+    for elem in root.iter():
+        if isinstance(elem.tag, str) and elem.tag.startswith(namespace):
+            elem.tag = elem.tag[len(namespace):]
 
 
 def parse_urdf(source: str | os.PathLike) -> UrdfModel:

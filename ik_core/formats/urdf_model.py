@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -21,6 +21,7 @@ SUPPORTED_JOINT_TYPES: tuple[str, ...] = (*MOVING_JOINT_TYPES, "fixed")
 HELD_JOINT_TYPES: tuple[str, ...] = ("floating", "planar")
 URDF_JOINT_TYPES: tuple[str, ...] = (*SUPPORTED_JOINT_TYPES, *HELD_JOINT_TYPES)
 _KINDS = {t: JointKind(t) for t in SUPPORTED_JOINT_TYPES}
+_URDF_TYPE_SET = frozenset(URDF_JOINT_TYPES)
 
 
 class URDFElementError(URDFError):
@@ -316,7 +317,8 @@ def usable_mimics(joints: Sequence[UrdfJoint]) -> tuple[tuple[UrdfJoint, ...], t
             source = by_name.get(mimic.joint)
             problem = ""
             if not j.moves:
-                problem = f"a {j.type} joint does not move, so its <mimic joint='{mimic.joint}'> is ignored"
+                still = "does not move" if j.type == "fixed" else "is held at its origin"
+                problem = f"a {j.type} joint {still}, so its <mimic joint='{mimic.joint}'> is ignored"
             elif source is None:
                 problem = (f"<mimic joint='{mimic.joint}'> names no joint of the robot; the mimic is "
                            "ignored and the joint moves on its own")
@@ -325,8 +327,7 @@ def usable_mimics(joints: Sequence[UrdfJoint]) -> tuple[tuple[UrdfJoint, ...], t
                            "ignored and the joint moves on its own")
             if problem:
                 notes.append(f"joint {j.name!r}: {problem}")
-                j = UrdfJoint(j.name, j.type, j.parent, j.child, j.xyz, j.rpy, j.axis, j.lower, j.upper,
-                              j.velocity, j.effort, None)
+                j = replace(j, mimic=None)
         out.append(j)
     return tuple(out), tuple(notes)
 
@@ -349,20 +350,22 @@ def _check_tree(model: UrdfModel) -> None:
     """
     if not model.links:
         raise URDFError(f"robot {model.name!r} has no <link> element")
-    for kind, names in (("link", model.links), ("joint", [j.name for j in model.joints])):
-        repeated = sorted(n for n, count in Counter(names).items() if count > 1)
-        if repeated:
+    links = model._link_set
+    for kind, every, unique in (("link", model.links, links), ("joint", model.joints, model._by_name)):
+        if len(unique) != len(every):  # some name is repeated: which ones
+            names = every if kind == "link" else [j.name for j in every]
+            repeated = sorted(n for n, count in Counter(names).items() if count > 1)
             raise URDFElementError(
                 kind, repeated[0], f"{kind} names must be unique; repeated: {_names(repeated)}", occurrence=1)
-    links = model._link_set
+    types = _URDF_TYPE_SET
     parent_joint: dict[str, UrdfJoint] = {}
     for j in model.joints:
-        if j.type not in URDF_JOINT_TYPES:
+        if j.type not in types:
             raise URDFElementError("joint", j.name, unsupported_type_message(j.name, j.type))
-        for role, link in (("parent", j.parent), ("child", j.child)):
-            if link not in links:
-                raise URDFElementError(
-                    "joint", j.name, f"joint {j.name!r}: {role} link {link!r} is not a <link> of the robot")
+        if j.parent not in links or j.child not in links:
+            role, link = ("parent", j.parent) if j.parent not in links else ("child", j.child)
+            raise URDFElementError(
+                "joint", j.name, f"joint {j.name!r}: {role} link {link!r} is not a <link> of the robot")
         if j.child in parent_joint:
             raise URDFElementError(
                 "joint", j.name,

@@ -171,7 +171,7 @@ def test_chain_to_a_link_not_below_its_base_lists_the_valid_tools(empty_scene, c
 
 @pytest.mark.parametrize("kind", ["floating", "planar"])
 def test_floating_or_planar_joint_is_held(empty_scene, core, tmp_path, kind):
-    """A URDF with a floating or planar joint imports (urdfdom reads it); the joint is held fixed: no bone (issue 26)."""
+    """A URDF with a floating or planar joint imports (urdfdom reads it), the joint held fixed: no bone (issue 26)."""
     text = rail_arm_urdf().replace('<joint name="turn" type="continuous"', f'<joint name="turn" type="{kind}"')
     path = tmp_path / "held.urdf"
     path.write_text(text)

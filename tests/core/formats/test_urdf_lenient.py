@@ -279,3 +279,22 @@ def test_100k_joints_parse_in_linear_time(tree: bool) -> None:
     assert len(rm.links_below()) == 100_000 and len(rm.joint_order) == 100_000
     assert rm.serial_tool() == (None if tree else "l100000")
     assert time.process_time() - start < 10.0
+
+
+def test_a_default_namespace_on_robot_is_read_as_urdfdom_reads_it() -> None:
+    """``<robot xmlns="...">`` puts every element in a namespace for ElementTree, not for urdfdom: it loads the same."""
+    plain = robot(joint("j", "revolute", "a", "b"), "a b")
+    spaced = plain.replace("<robot ", "<robot xmlns='http://www.ros.org' ", 1)
+    assert parse_urdf(spaced) == parse_urdf(plain)
+
+
+def test_mimic_on_a_held_joint_is_ignored_and_a_mimic_of_a_skipped_mimic_still_follows() -> None:
+    """A floating joint's mimic is dropped (it is held); b's mimic of a fixed joint is dropped, so a follows b alone."""
+    xml = robot(joint("f", "fixed", "w", "x") + joint("free", "floating", "x", "y", "<mimic joint='b'/>")
+                + joint("b", "revolute", "y", "z", "<mimic joint='f'/>")
+                + joint("a", "revolute", "z", "t", "<mimic joint='b' multiplier='-1'/>"), "w x y z t")
+    model = parse_urdf(xml)
+    assert model.joint("free").mimic is None and model.joint("b").mimic is None
+    assert model.joint("a").mimic == Mimic("b", -1.0, 0.0)
+    assert any("'free'" in n and "held at its origin" in n for n in model.notes)
+    assert load_urdf(xml).moving_joint_names == ("b",)
