@@ -298,3 +298,14 @@ def test_mimic_on_a_held_joint_is_ignored_and_a_mimic_of_a_skipped_mimic_still_f
     assert model.joint("a").mimic == Mimic("b", -1.0, 0.0)
     assert any("'free'" in n and "held at its origin" in n for n in model.notes)
     assert load_urdf(xml).moving_joint_names == ("b",)
+
+
+def test_a_held_joint_survives_the_stored_model_round_trip() -> None:
+    """A rig stores its model as JSON: a floating joint comes back floating, held, out of the joint order."""
+    xml = robot(joint("float", "floating", "world", "base", xyz="0 0 1") + joint("j", "revolute", "base", "tip"),
+                "world base tip")
+    model = RobotModel.from_urdf(xml)
+    back = RobotModel.from_json(model.to_json())
+    assert back.urdf == model.urdf and back.urdf.joint("float").type == "floating"
+    assert back.joint_order == ("j",) and back.notes == ()  # notes belong to the import, not the stored model
+    np.testing.assert_array_equal(back.link_rest_frame("tip"), model.link_rest_frame("tip"))
