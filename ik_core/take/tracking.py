@@ -310,6 +310,8 @@ _RUN_RETRIES = 4
 # before is retried from it even below max_jump: the self-motion whipped where carrying the frame
 # before on reaches the target too (a pop the take never asked for).
 _POP_STEP = 0.2
+# ... and only where that step is more than this many times the step before it.
+_WHIP_RATIO = 2.0
 
 
 def _retry_frames(
@@ -319,11 +321,12 @@ def _retry_frames(
     """Re-solve, in order, the frames that missed or jumped, warm-started from the frame before; keep the better.
 
     A frame that jumped (by more than max_jump, or on a redundant chain by more than
-    ``_POP_STEP``: its self-motion whipped) is solved again by ``solver``, and the retry kept
-    if it reaches the target with a smaller jump. A missed frame already had the batch
-    pass's restarts: it is solved again without restarts (bounded work), first from where it
-    is when ``finish_first`` (a look-ahead answer is smooth and next to its target: a
-    near-singular frame the polish left short), then from the frame before. In a run of
+    ``_POP_STEP`` and ``_WHIP_RATIO`` times the step before it: its self-motion whipped) is
+    solved again by ``solver``, and the retry kept if it reaches the target with a smaller jump.
+    A missed frame already had the batch pass's restarts: it is solved again without restarts
+    (bounded work), first from where it is when ``finish_first`` (a look-ahead answer is smooth
+    and next to its target: a near-singular frame the polish left short), then from the frame
+    before. In a run of
     misses a frame is retried only while the frame before it is converged or a near miss
     (errors within ``_NEAR_MISS`` tolerances: a slow solver's budget, not a limit, held it),
     and after ``_RUN_RETRIES`` retries in a row that leave their frames missed the rest of the
@@ -353,7 +356,10 @@ def _retry_frames(
         missed = not ok[i]
         if not missed:
             failed = 0
-            if jump <= pop_step * int(gaps[i]):
+            # A whip is sudden: a step that much larger than the one before (steady fast
+            # motion of a tail or a spine steps as far every frame and is left alone).
+            whip = jump > pop_step * int(gaps[i]) and jump > _WHIP_RATIO * float(steps[i - 1])
+            if jump <= allowed and not whip:
                 continue
         elif not near[i - 1] or failed >= _RUN_RETRIES:
             continue  # an unreachable stretch: the batch answer is the best effort
@@ -365,7 +371,7 @@ def _retry_frames(
         frame_options = _frame_options(options, i)
         if not missed:
             retry = solver.solve(targets[i], guess, **frame_options, **extra)
-            if jump <= allowed and i > 1:
+            if whip and jump <= allowed and i > 1:
                 # A whip of the self-motion: the prediction may carry it on; the frame before
                 # itself is the start that continues the pose.
                 again = solver.solve(targets[i], q[i - 1], **frame_options, **extra)
