@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InvalidInputError
 from ..model.skeleton import JointKind, Skeleton
 from .ball import FEASIBLE_TOL, TWO_PI, circular_clamp, ellipse_project
 from .cone_twist import ConeTwistLimit
 from .euler import EulerLimit
+from .swing_twist import SwingTwistLimit, project_swing_twist_joints
 
 __all__ = [
     "FEASIBLE_TOL",
@@ -34,10 +36,25 @@ def project_configuration(skeleton: Skeleton, q: np.ndarray) -> np.ndarray:
         (..., dof) configurations inside every limit.
     """
     q = np.clip(np.asarray(q, dtype=float), skeleton.lower, skeleton.upper)
+    # Swing-twist limits (Blender's IK limits) are projected together, one pass for all the
+    # bones of a spine or a tail; other ball limits one joint at a time.
+    swing_twist, columns = [], []
     for i, joint in enumerate(skeleton.joints):
         if joint.kind is JointKind.BALL and joint.limit is not None and joint.dof:
             s = skeleton.q_index[i]
-            q[..., s : s + 3] = joint.limit.project(q[..., s : s + 3])
+            if type(joint.limit) is SwingTwistLimit:
+                swing_twist.append(joint.limit)
+                columns.append(range(s, s + 3))
+            else:
+                q[..., s : s + 3] = joint.limit.project(q[..., s : s + 3])
+    if len(swing_twist) == 1:
+        s = columns[0].start
+        q[..., s : s + 3] = swing_twist[0].project(q[..., s : s + 3])
+    elif swing_twist:
+        cols = np.array(columns)
+        if not np.isfinite(q[..., cols]).all():
+            raise InvalidInputError("rotvec contains NaN or infinite values")
+        q[..., cols] = project_swing_twist_joints(swing_twist, q[..., cols])
     return q
 
 

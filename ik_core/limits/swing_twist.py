@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import LimitError
+from ..model.rotation_kernels import matrix_to_rotvec_unchecked, rotvec_to_matrix_unchecked
 from .ball import FEASIBLE_TOL, BallLimit, BoxCoordinates, circular_clamp, quadrant_ellipse_project
 from .cone_twist import ConeTwistLimit
 
@@ -104,4 +105,44 @@ class SwingTwistLimit(BallLimit):
         return out, ok
 
 
-__all__ = ["FEASIBLE_TOL", "SwingTwistLimit"]
+def project_swing_twist_joints(limits: Sequence[SwingTwistLimit], rotvec: np.ndarray) -> np.ndarray:
+    """Several ball joints' rotation vectors projected onto their swing-twist limits in one pass.
+
+    The same answers as each limit's :meth:`~.ball.BallLimit.project` (feasible values come back
+    bit for bit), computed for all the joints together: a spine or a tail of many limited bones
+    costs one set of array operations per projection instead of one per bone.
+
+    Args:
+        limits: J swing-twist limits.
+        rotvec: (..., J, 3) finite rotation vectors [rad], joint j's in column j.
+
+    Returns:
+        (..., J, 3) rotation vectors inside their limits.
+    """
+    v = np.asarray(rotvec, dtype=float)
+    lo = np.array([limit._lo for limit in limits])
+    hi = np.array([limit._hi for limit in limits])
+    split = limits[0]._split  # the same parameter-free swing-twist split for every limit
+    R = rotvec_to_matrix_unchecked(v)
+    su, sw, tw = split.swing_twist_angles(R)
+    tw_c, tw_d = circular_clamp(tw, lo[:, 1], hi[:, 1])
+    a = np.where(su >= 0, hi[:, 0], -lo[:, 0])
+    b = np.where(sw >= 0, hi[:, 2], -lo[:, 2])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inside = np.where(a > 0, (su / np.where(a > 0, a, 1.0)) ** 2, np.where(su == 0, 0.0, np.inf)) + np.where(
+            b > 0, (sw / np.where(b > 0, b, 1.0)) ** 2, np.where(sw == 0, 0.0, np.inf)
+        ) <= 1.0
+    if np.all(inside & (tw_d <= FEASIBLE_TOL)):
+        return v.copy()
+    axes = np.broadcast_to(np.stack([hi[:, 0], -lo[:, 0], hi[:, 2], -lo[:, 2]], axis=1), su.shape + (4,))
+    pu, pw = quadrant_ellipse_project(np.reshape(su, -1), np.reshape(sw, -1), axes.reshape(-1, 4))
+    pu, pw = pu.reshape(su.shape), pw.reshape(sw.shape)
+    ok = (tw_d <= FEASIBLE_TOL) & (np.hypot(su - pu, sw - pw) <= FEASIBLE_TOL)
+    out = v.copy()
+    bad = ~ok
+    if bad.any():
+        out[bad] = matrix_to_rotvec_unchecked(split.compose(pu[bad], pw[bad], tw_c[bad]))
+    return out
+
+
+__all__ = ["FEASIBLE_TOL", "SwingTwistLimit", "project_swing_twist_joints"]
