@@ -462,12 +462,15 @@ class BestEffort:
         """
         q = project_configuration(self.skeleton, np.array(q, dtype=float))
         x = self.chart.to_chart(q)
-        e = self.residual(x, tp, tr, jacobian=False)[0]
-        d = np.sqrt(np.add.reduce(e * e, -1))
-        # What carrying each followed frame's predecessor on costs, from its latest follow.
-        loss = np.zeros(len(q))
         rows = np.flatnonzero(missed)
         rows = rows[rows > 0]
+        # Distances only for the frames that may be followed (the others are never changed).
+        d = np.zeros(len(q))
+        if len(rows):
+            e = self.residual(x[rows], tp[rows], None if tr is None else tr[rows], jacobian=False)[0]
+            d[rows] = np.sqrt(np.add.reduce(e * e, -1))
+        # What carrying each followed frame's predecessor on costs, from its latest follow.
+        loss = np.zeros(len(q))
         follows = np.zeros(len(q) + 1, dtype=bool)
         follows[rows] = True
         # Batched sweeps first (each frame from its predecessor as the sweep found it), then one
@@ -484,7 +487,11 @@ class BestEffort:
             i = work.pop(0)
             if len(self._follow_rows(np.array([i]), x, d, tp, tr, tolerance, loss)) and follows[i + 1]:
                 work.extend(int(j) for j in self._gapped(np.array([i + 1]), x))
-        out = self._to_source(q, x, d, tp, tr, slack=SWITCH_MARGIN)[0]
+        out = q.copy()
+        if len(rows):
+            out[rows] = self._to_source(
+                q[rows], x[rows], d[rows], tp[rows], None if tr is None else tr[rows], slack=SWITCH_MARGIN
+            )[0]
         jumps = np.zeros(len(q))
         jumped = self._gapped(rows[loss[rows] > SWITCH_MARGIN], x)
         jumps[jumped] = loss[jumped]
