@@ -77,8 +77,16 @@ def preset_items(_self, _context) -> list:
 
 
 def _robot(context: bpy.types.Context) -> bpy.types.Object:
+    """The active robot rig, checked, with a joint to pose, key, check or export.
+
+    Raises:
+        BridgeError: Not a robot rig, damaged stored data, or a rigid robot (the message says why).
+    """
     obj = context.object
-    robot_info(obj)  # raises BridgeError naming the problem
+    if not robot_info(obj)["joints"]:  # robot_info raises BridgeError naming any damage
+        model = robot_model(obj)
+        raise bridge.BridgeError(f"{model.no_tools_reason() if model else repr(obj.name) + ' has no joint'}; "
+                                 "it has no joint to pose, key, check or export")
     return obj
 
 
@@ -126,6 +134,7 @@ class ARTICULATE_OT_robot_add(bpy.types.Operator):
 
 
 AUTO_TOOL = "AUTO"
+NOTES_SHOWN = 5  # URDF reader notes reported one by one; the rest counted
 _IMPORT_TOOL_ITEMS: list = []  # Blender reads dynamic enum strings after the callback returns: keep them alive
 _IMPORT_MODELS: dict = {}  # (path, mtime) -> RobotModel or None: the dialog redraws often
 
@@ -154,7 +163,7 @@ def _import_tool_items(op, _context) -> list:
         links = []
     else:
         tip = model.serial_tool()
-        auto = (f"{tip}, the end of the single chain" if tip else
+        auto = (f"{tip}, the end of the single chain" if tip else model.no_tools_reason() or
                 "One chain per branch end: " + ", ".join(model.default_tools()))
         links = model.tool_candidates()
     _IMPORT_TOOL_ITEMS[:] = [(AUTO_TOOL, "Automatic", auto)] + [
@@ -205,9 +214,15 @@ class ARTICULATE_OT_robot_import_urdf(ImportFile, bpy.types.Operator):
             return _fail(self, err)
         for w in warnings:
             self.report({"WARNING"}, w)
+        for note in model.notes[:NOTES_SHOWN]:  # what the lenient reader ignored or changed
+            self.report({"WARNING"}, note)
+        if len(model.notes) > NOTES_SHOWN:
+            self.report({"WARNING"}, f"... and {len(model.notes) - NOTES_SHOWN} more such notes")
         chains = ", ".join(c.tool_link for c in arm.articulate.chains) or "none"
-        how = ""
-        if not tools:
+        how, rigid = "", model.no_tools_reason()
+        if rigid:
+            how = f" ({rigid})"
+        elif not tools:
             how = (" (the end of its single chain)" if model.serial_tool() else
                    "; one per branch end: pick a Tool Link for a single chain")
         self.report({"INFO"}, f"Imported {model.name!r}: {len(model.joint_order)} joints, chains to {chains}{how}")

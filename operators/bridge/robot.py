@@ -86,20 +86,24 @@ def build_robot_rig(
     armature, its targets and its link geometry go into a new collection named after the
     robot, linked to the scene.
 
+    A mimic joint gets a bone too, driven from its source bone (``multiplier * source +
+    offset``); a robot without a moving joint (one link, or fixed joints only) gets an
+    armature without bones, its geometry parented to the armature, and no chain.
+
     Raises:
-        BridgeError: No moving joint, or an unknown tool link (the message lists the valid ones).
+        BridgeError: An unknown tool link (the message lists the valid ones).
     """
     skeleton = model.skeleton
     moving = [i for i, j in enumerate(skeleton.joints) if j.kind in MOVING and j.mimic is None]
-    if not moving:
-        raise BridgeError(f"robot {name!r} has no moving joint to make bones for")
+    bones = [i for i, j in enumerate(skeleton.joints) if j.kind in MOVING]  # mimic joints too
     tool_links = list(tools) if tools is not None else model.default_tools()
     valid = model.links_below()
     for link in tool_links:
         if link not in valid:
             raise BridgeError(f"tool link {link!r} is not below the robot's root through a moving joint; "
-                              f"valid tool links: {', '.join(valid)}")
+                              f"valid tool links: {', '.join(valid) or 'none, ' + str(model.no_tools_reason())}")
     W = forward_kinematics(skeleton, np.zeros(skeleton.dof))
+    rest = rest_frames(skeleton)
     bone_length = _bone_length(W)
     data = bpy.data.armatures.new(name)
     arm = bpy.data.objects.new(name, data)
@@ -109,10 +113,11 @@ def build_robot_rig(
     previous = bpy.context.view_layer.objects.active
     with _edit_mode(arm):
         edit = {}
-        for i in moving:
-            eb = data.edit_bones.new(skeleton.joints[i].name)
-            M = W[i].copy()
-            M[:3, :3] = W[i, :3, :3] @ _align_y(skeleton.joints[i].axis)
+        for i in bones:
+            joint = skeleton.joints[i]
+            eb = data.edit_bones.new(joint.name)
+            M = rest[i].copy()
+            M[:3, :3] = M[:3, :3] @ _align_y(joint.axis)
             _place_bone(eb, M, bone_length)
             parent = _moving_ancestor(skeleton, skeleton.joints[i].parent)
             if parent >= 0:
@@ -131,7 +136,11 @@ def build_robot_rig(
     # parented while the rig is still at rest, before the limit constraints: a joint whose range
     # leaves out 0 (the Panda's fourth) would otherwise be held off its rest as the parenting is
     # taken, and every link below it drawn turned by that much. The home pose then moves it.
-    warnings = _add_geometry(arm, skeleton, W, moving, _joint_of_link(model), visuals, urdf_dir, package_dirs)
+    # Mimic bones are driven first: at q = 0 they stand at their offset, as W has them.
+    for i in bones:
+        if skeleton.joints[i].mimic is not None:
+            _drive_mimic(arm, skeleton.joints[i], skeleton.joints[skeleton.mimic_source[i]])
+    warnings = _add_geometry(arm, skeleton, W, bones, _joint_of_link(model), visuals, urdf_dir, package_dirs)
     for i in moving:
         _set_joint_limits(arm.pose.bones[skeleton.joints[i].name], skeleton.joints[i])
     set_joint_values(arm, skeleton, q_home)
@@ -139,6 +148,65 @@ def build_robot_rig(
     bpy.context.view_layer.objects.active = previous or arm
     return arm, targets, warnings
 
+
+
+def rest_frames(skeleton: Skeleton) -> np.ndarray:
+    """(J, 4, 4) every joint's frame with every joint value 0, mimic joints included: where bones rest.
+
+    Equal to the forward kinematics at q = 0 but below a mimic joint with an offset, which
+    q = 0 turns by that offset (its bone's driver does that on top of the rest).
+    """
+    rest = np.empty((len(skeleton.joints), 4, 4))
+    for i, joint in enumerate(skeleton.joints):
+        rest[i] = (rest[joint.parent] if joint.parent >= 0 else np.eye(4)) @ joint.origin
+    return rest
+
+
+def _joint_channel(joint) -> tuple[str, int]:
+    """The pose-bone channel holding a joint's value: location or rotation about local Y."""
+    return ("location", 1) if joint.kind is JointKind.PRISMATIC else ("rotation_euler", 1)
+
+
+def mimic_expression(multiplier: float, offset: float) -> str:
+    """The driver expression ``multiplier * source + offset`` that Blender's simple-expression evaluator runs.
+
+    Plain arithmetic on numbers and one variable evaluates without Python (so in files opened
+    with scripts disallowed too). Numbers are written by ``repr`` of a Python float, which that
+    evaluator reads back exactly: ``-2.0``, ``1e-05``, ``1e+16`` (a numpy scalar's repr under
+    numpy 2, ``np.float64(...)``, would be a Python expression).
+
+    Raises:
+        BridgeError: A multiplier or offset that is not a finite number.
+    """
+    multiplier, offset = float(multiplier), float(offset)
+    if not (math.isfinite(multiplier) and math.isfinite(offset)):
+        raise BridgeError(f"mimic multiplier {multiplier!r} and offset {offset!r} must be finite numbers")
+    return f"{multiplier!r} * source + {offset!r}"
+
+
+def _drive_mimic(arm: bpy.types.Object, joint, source) -> None:
+    """Lock a mimic joint's bone but for its Y channel, driven as ``multiplier * source + offset``."""
+    from ..compat import bone_data_path
+
+    pb = arm.pose.bones[joint.name]
+    pb.rotation_mode = HINGE_ORDER
+    pb.lock_scale = pb.lock_rotation = pb.lock_location = (True, True, True)
+    pb.lock_ik_x = pb.lock_ik_y = pb.lock_ik_z = True
+    fcurve = pb.driver_add(*_joint_channel(joint))
+    # The driver's value is the joint value itself: Blender 5.0 gives a new driver curve two
+    # Bezier keys (0, 0) and (1, 1) that map values below about 1e-3 to 0 (a finger's first
+    # millimetre), 4.x an identity Generator modifier. Without keys or modifiers the value passes as is.
+    fcurve.keyframe_points.clear()
+    for modifier in list(fcurve.modifiers):
+        fcurve.modifiers.remove(modifier)
+    driver = fcurve.driver
+    driver.type = "SCRIPTED"
+    var = driver.variables.new()
+    var.name, var.type = "source", "SINGLE_PROP"
+    var.targets[0].id = arm
+    src_channel, src_index = _joint_channel(source)
+    var.targets[0].data_path = f"{bone_data_path(source.name, src_channel)}[{src_index}]"
+    driver.expression = mimic_expression(joint.mimic.multiplier, joint.mimic.offset)
 
 
 def _joint_info(model: RobotModel, name: str) -> dict:
@@ -196,7 +264,7 @@ def add_robot_chain(arm: bpy.types.Object, model: RobotModel, tool_link: str, ba
     bone_name = tool_bone_name(arm, tool_link)
     with _edit_mode(arm):
         tb = arm.data.edit_bones.new(bone_name)
-        _place_bone(tb, W[tool_joint] @ skeleton.effector(tool_link).offset, _bone_length(W) * 0.6)
+        _place_bone(tb, rest_frames(skeleton)[tool_joint] @ skeleton.effector(tool_link).offset, _bone_length(W) * 0.6)
         tb.parent = arm.data.edit_bones[skeleton.joints[owner].name]
     tool_pb = arm.pose.bones[bone_name]
     tool_pb.lock_ik_x = tool_pb.lock_ik_y = tool_pb.lock_ik_z = True

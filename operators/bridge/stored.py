@@ -92,13 +92,22 @@ def robot_info(arm: bpy.types.Object | None) -> dict:
     if not isinstance(info, dict):
         raise damaged(arm, what, "not a JSON object", _info_repair(arm))
     joints = info.get("joints")
-    if not isinstance(joints, list) or not joints:
+    if not isinstance(joints, list) or not (joints or _rigid(arm)):
         raise damaged(arm, what, "it lists no joints", _info_repair(arm))
     for k, joint in enumerate(joints):
         if problem := _joint_problem(k, joint):
             raise damaged(arm, what, problem, _info_repair(arm))
     check_bones(arm, [j["name"] for j in joints], what)
     return info
+
+
+def _rigid(arm: bpy.types.Object) -> bool:
+    """Whether the rig's stored model is one rigid body (no moving joint): its description rightly lists no joints."""
+    try:
+        model = read_model(arm)
+    except BridgeError:
+        return False
+    return model is not None and model.no_tools_reason() is not None
 
 
 def read_model(arm: bpy.types.Object | None) -> RobotModel | None:
