@@ -84,12 +84,7 @@ class SwingTwistLimit(BallLimit):
         tw_c, tw_d = circular_clamp(tw, lo[1], hi[1])
         # Early out: a rotation inside its quadrant's ellipse and twist range is returned as is
         # (the common case of a feasible warm start), without the per-quadrant projections.
-        a = np.where(su >= 0, hi[0], -lo[0])
-        b = np.where(sw >= 0, hi[2], -lo[2])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            inside = np.where(a > 0, (su / np.where(a > 0, a, 1.0)) ** 2, np.where(su == 0, 0.0, np.inf)) + np.where(
-                b > 0, (sw / np.where(b > 0, b, 1.0)) ** 2, np.where(sw == 0, 0.0, np.inf)
-            ) <= 1.0
+        inside = _inside_quadrant_ellipses(su, sw, lo, hi)
         if np.all(inside & (tw_d <= tol)):
             return R, np.ones(np.shape(tw), dtype=bool)
         # One ellipse per quadrant of (s_x, s_z): each side of each axis has its own bound.
@@ -103,6 +98,19 @@ class SwingTwistLimit(BallLimit):
         out = np.array(np.broadcast_to(R, ok.shape + (3, 3)))
         out[bad] = self._split.compose(pu[bad], pw[bad], tw_c[bad])
         return out, ok
+
+
+def _inside_quadrant_ellipses(su: np.ndarray, sw: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """(...,) True where swings (s_x, s_z) lie inside their quadrant's ellipse (lo, hi: (3,) or (J, 3) [rad]).
+
+    A zero semi-axis admits only a zero swing component.
+    """
+    a = np.where(su >= 0, hi[..., 0], -lo[..., 0])
+    b = np.where(sw >= 0, hi[..., 2], -lo[..., 2])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(a > 0, (su / np.where(a > 0, a, 1.0)) ** 2, np.where(su == 0, 0.0, np.inf)) + np.where(
+            b > 0, (sw / np.where(b > 0, b, 1.0)) ** 2, np.where(sw == 0, 0.0, np.inf)
+        ) <= 1.0
 
 
 def project_swing_twist_joints(limits: Sequence[SwingTwistLimit], rotvec: np.ndarray) -> np.ndarray:
@@ -126,12 +134,7 @@ def project_swing_twist_joints(limits: Sequence[SwingTwistLimit], rotvec: np.nda
     R = rotvec_to_matrix_unchecked(v)
     su, sw, tw = split.swing_twist_angles(R)
     tw_c, tw_d = circular_clamp(tw, lo[:, 1], hi[:, 1])
-    a = np.where(su >= 0, hi[:, 0], -lo[:, 0])
-    b = np.where(sw >= 0, hi[:, 2], -lo[:, 2])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        inside = np.where(a > 0, (su / np.where(a > 0, a, 1.0)) ** 2, np.where(su == 0, 0.0, np.inf)) + np.where(
-            b > 0, (sw / np.where(b > 0, b, 1.0)) ** 2, np.where(sw == 0, 0.0, np.inf)
-        ) <= 1.0
+    inside = _inside_quadrant_ellipses(su, sw, lo, hi)
     if np.all(inside & (tw_d <= FEASIBLE_TOL)):
         return v.copy()
     axes = np.broadcast_to(np.stack([hi[:, 0], -lo[:, 0], hi[:, 2], -lo[:, 2]], axis=1), su.shape + (4,))
