@@ -307,7 +307,12 @@ def test_bad_options_raise() -> None:
 @SETTINGS
 @given(seed=st.integers(0, 2**32 - 1), general=st.booleans())
 def test_single_target_lean_path_matches_the_general_solve(seed: int, general: bool) -> None:
-    """One target in position mode (the lean path) returns exactly what the base template returns, types included."""
+    """One target in position mode (the lean path) returns what the base template returns, types included.
+
+    Values to 1e-8 (numpy's vector loops round differently with the arrays' alignment in memory, and
+    the best-effort descent carries a last-bit difference to about 1e-10: seen once under bpy 5.0.1's
+    numpy, not reproducible); convergence, iterations, reasons and limit hits exactly.
+    """
     rng = np.random.default_rng(seed)
     skel = random_limb(rng, general)
     limit = SwingTwistLimit((-0.7, -0.5, -1.0), (0.9, 0.5, 0.3))
@@ -323,7 +328,10 @@ def test_single_target_lean_path_matches_the_general_solve(seed: int, general: b
         for field in ("q", "converged", "position_error", "rotation_error", "iterations", "reason", "limit_hits"):
             a, b = getattr(lean, field), getattr(general_, field)
             assert type(a) is type(b) and np.shape(a) == np.shape(b), field
-            np.testing.assert_array_equal(a, b)
+            if field in ("q", "position_error", "rotation_error"):
+                np.testing.assert_allclose(a, b, rtol=0.0, atol=1e-8, err_msg=field)
+            else:
+                np.testing.assert_array_equal(a, b, err_msg=field)
 
 
 @SETTINGS
