@@ -14,3 +14,27 @@ try:  # the same examples on every run and machine: a red CI must be reproducibl
     settings.load_profile("articulate")
 except ImportError:  # hypothesis is in every dev environment; tolerate its absence elsewhere
     pass
+
+
+_exit_status = 0
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    """Keep the session's exit status for :func:`pytest_unconfigure`."""
+    global _exit_status
+    _exit_status = int(exitstatus)
+
+
+def pytest_unconfigure(config) -> None:
+    """With the bpy module loaded, end the process once pytest has reported, with its exit status.
+
+    The bpy module's own teardown at interpreter exit can deadlock (seen once on 4.5.15: four
+    threads waiting on futexes after the summary was printed, the run never ending); nothing
+    after the summary is the tests' business.
+    """
+    import sys
+
+    if "bpy" in sys.modules:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(_exit_status)
