@@ -35,6 +35,11 @@ _ACCELERATION = 0.25
 _MODE_ROWS = {"position": 3, "aim": 5, "full": 6}
 
 
+def _task_rows(solver: Solver) -> int:
+    """Task rows of a solver's effectors: a skeleton with more variables is redundant."""
+    return _MODE_ROWS.get(solver.mode, 6) * len(solver.effector_ids)
+
+
 def _frame_options(options: dict, index: int | slice | np.ndarray) -> dict:
     return {k: v[index] for k, v in options.items()}
 
@@ -186,7 +191,7 @@ def _track(
     # segment may move k times max_jump, so no frame drifts far onto another IK branch.
     local = "radius" in solver.call_options and "radius" not in options
     # On redundant chains the self-motion changes speed on its own: only cut the others.
-    rows = _MODE_ROWS.get(solver.mode, 6) * len(solver.effector_ids)
+    rows = _task_rows(solver)
     cut_at = _ACCELERATION * max_jump if solver.skeleton.dof <= rows else np.inf
     parts: list[IKResult] = []
     velocity = np.zeros_like(start)
@@ -247,7 +252,7 @@ def _repair_jumps(
 
     ``fields`` (IKResult fields over the take) may be updated in place or replaced.
     """
-    rows = _MODE_ROWS.get(solver.mode, 6) * len(solver.effector_ids)
+    rows = _task_rows(solver)
     skeleton = solver.skeleton
 
     def steps_of(qs: np.ndarray) -> np.ndarray:
@@ -338,7 +343,7 @@ def _retry_frames(
     n = len(q)
     skeleton = solver.skeleton
     calm = _without_restarts(solver)
-    redundant = skeleton.dof > _MODE_ROWS.get(solver.mode, 6) * len(solver.effector_ids)
+    redundant = skeleton.dof > _task_rows(solver)
     pop_step = min(_POP_STEP, max_jump) if redundant else max_jump
     near = ok | (
         (fields["position_error"] <= _NEAR_MISS * solver.tolerance)
