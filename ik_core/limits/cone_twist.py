@@ -9,8 +9,17 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import LimitError
+from ..model.rotation_kernels import matrix_to_rotvec_unchecked, rotvec_to_matrix_unchecked
 from ..model.rotations import rotvec_to_matrix
-from .ball import TWO_PI, BallLimit, BoxCoordinates, circular_clamp, ellipse_project
+from .ball import (
+    FEASIBLE_TOL,
+    TWO_PI,
+    BallLimit,
+    BoxCoordinates,
+    circular_clamp,
+    ellipse_project,
+    quadrant_ellipse_project,
+)
 
 
 def _perpendicular_basis(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -46,6 +55,30 @@ def swing_twist_in_basis(Rb: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
     # 2 cos^2(swing/2) >= 0, (R10 - R01, R00 + R11) = (sin phi, cos phi).
     twist = np.arctan2(Rb[..., 1, 0] - Rb[..., 0, 1], Rb[..., 0, 0] + Rb[..., 1, 1])
     return su, sw, twist
+
+
+def _compose(B: np.ndarray, su: np.ndarray, sw: np.ndarray, twist: np.ndarray) -> np.ndarray:
+    """Rotations ``swing @ twist`` in bases B ((3, 3), or (..., 3, 3) each); see :meth:`ConeTwistLimit.compose`."""
+    su, sw, twist = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (su, sw, twist)))
+    # Closed forms (Rodrigues about a horizontal axis, then Rz): this runs in FABRIK's inner loop.
+    angle = np.hypot(sw, su)
+    safe = np.where(angle > 0.0, angle, 1.0)
+    kx, ky = sw / safe, su / safe
+    s, c = np.sin(angle), np.cos(angle)
+    S = np.empty(angle.shape + (3, 3))
+    S[..., 0, 0] = c + kx * kx * (1.0 - c)
+    S[..., 0, 1] = kx * ky * (1.0 - c)
+    S[..., 0, 2] = ky * s
+    S[..., 1, 0] = S[..., 0, 1]
+    S[..., 1, 1] = c + ky * ky * (1.0 - c)
+    S[..., 1, 2] = -kx * s
+    S[..., 2, 0] = -ky * s
+    S[..., 2, 1] = kx * s
+    S[..., 2, 2] = c
+    ct, st = np.cos(twist), np.sin(twist)
+    T = np.zeros(angle.shape + (3, 3))
+    T[..., 0, 0], T[..., 0, 1], T[..., 1, 0], T[..., 1, 1], T[..., 2, 2] = ct, -st, st, ct, 1.0
+    return B.swapaxes(-1, -2) @ S @ T @ B
 
 
 @dataclass(frozen=True)
@@ -135,27 +168,7 @@ class ConeTwistLimit(BallLimit):
         Returns:
             (..., 3, 3) rotations ``swing @ twist``.
         """
-        su, sw, twist = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (su, sw, twist)))
-        B = self._basis
-        # Closed forms (Rodrigues about a horizontal axis, then Rz): this runs in FABRIK's inner loop.
-        angle = np.hypot(sw, su)
-        safe = np.where(angle > 0.0, angle, 1.0)
-        kx, ky = sw / safe, su / safe
-        s, c = np.sin(angle), np.cos(angle)
-        S = np.empty(angle.shape + (3, 3))
-        S[..., 0, 0] = c + kx * kx * (1.0 - c)
-        S[..., 0, 1] = kx * ky * (1.0 - c)
-        S[..., 0, 2] = ky * s
-        S[..., 1, 0] = S[..., 0, 1]
-        S[..., 1, 1] = c + ky * ky * (1.0 - c)
-        S[..., 1, 2] = -kx * s
-        S[..., 2, 0] = -ky * s
-        S[..., 2, 1] = kx * s
-        S[..., 2, 2] = c
-        ct, st = np.cos(twist), np.sin(twist)
-        T = np.zeros(angle.shape + (3, 3))
-        T[..., 0, 0], T[..., 0, 1], T[..., 1, 0], T[..., 1, 1], T[..., 2, 2] = ct, -st, st, ct, 1.0
-        return B.T @ S @ T @ B
+        return _compose(self._basis, su, sw, twist)
 
     def box_coordinates(self) -> BoxCoordinates:
         """Swing (s_w, s_u) in the ellipse, twist in its range (see :meth:`compose`)."""
@@ -203,3 +216,37 @@ class ConeTwistLimit(BallLimit):
         s = unit * angle
         pu, pw = ellipse_project(s @ u, s @ w, self.swing_x, self.swing_z)
         return rotvec_to_matrix(pu[..., None] * u + pw[..., None] * w) @ t
+
+
+def project_cone_twist_joints(limits: Sequence[ConeTwistLimit], rotvec: np.ndarray) -> np.ndarray:
+    """Several ball joints' rotation vectors projected onto their cone-twist limits in one pass.
+
+    Each limit's :meth:`~.ball.BallLimit.project` computed for all the joints together (feasible
+    values come back bit for bit; projected ones agree to rounding: a circular cone's closest
+    point comes from the ellipse iteration here, from radial scaling there).
+
+    Args:
+        limits: J cone-twist limits.
+        rotvec: (..., J, 3) finite rotation vectors [rad], joint j's in column j.
+
+    Returns:
+        (..., J, 3) rotation vectors inside their limits.
+    """
+    v = np.asarray(rotvec, dtype=float)
+    B = np.array([limit._basis for limit in limits])
+    R = rotvec_to_matrix_unchecked(v)
+    su, sw, tw = swing_twist_in_basis(B @ R @ B.swapaxes(-1, -2))
+    tw_c, tw_d = circular_clamp(
+        tw, np.array([limit.twist_min for limit in limits]), np.array([limit.twist_max for limit in limits])
+    )
+    axes = np.array([(limit.swing_x, limit.swing_x, limit.swing_z, limit.swing_z) for limit in limits])
+    axes = np.broadcast_to(axes, su.shape + (4,)).reshape(-1, 4)
+    pu, pw = quadrant_ellipse_project(su.reshape(-1), sw.reshape(-1), axes)
+    pu, pw = pu.reshape(su.shape), pw.reshape(sw.shape)
+    ok = (tw_d <= FEASIBLE_TOL) & (np.hypot(su - pu, sw - pw) <= FEASIBLE_TOL)
+    out = v.copy()
+    if not ok.all():
+        bad = ~ok
+        Bb = np.broadcast_to(B, su.shape + (3, 3))[bad]
+        out[bad] = matrix_to_rotvec_unchecked(_compose(Bb, pu[bad], pw[bad], tw_c[bad]))
+    return out

@@ -10,8 +10,18 @@ import numpy as np
 
 from ..errors import LimitError
 from ..model.euler import AXIS_INDICES, euler_to_matrix_unchecked, matrix_to_euler_unchecked
+from ..model.rotation_kernels import matrix_to_rotvec_unchecked, rotvec_to_matrix_unchecked
 from ..model.rotations import EULER_ORDERS
-from .ball import EULER_AXES, GIMBAL_COS, TWO_PI, BallLimit, BoxCoordinates, circular_clamp, clamp_ranges
+from .ball import (
+    EULER_AXES,
+    FEASIBLE_TOL,
+    GIMBAL_COS,
+    TWO_PI,
+    BallLimit,
+    BoxCoordinates,
+    circular_clamp,
+    clamp_ranges,
+)
 
 
 @dataclass(frozen=True)
@@ -104,46 +114,97 @@ class EulerLimit(BallLimit):
         return BoxCoordinates("euler", self._lo[list(chain)], self._hi[list(chain)], axes=chain)
 
     def _project(self, R: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
-        i, j, k = AXIS_INDICES[self.order]
-        parity = 1.0 if (j - i) % 3 == 1 else -1.0
-        lo, hi = self._lo, self._hi
-        e0 = matrix_to_euler_unchecked(R, self.order)
-        c0, d0 = clamp_ranges(e0, *self._clamp)
-        ok = d0.max(axis=-1) <= tol
-        # Inside by the first decomposition: the checks below could only add to ``ok``.
-        if ok.all():
-            return R, ok
-        # The other Tait-Bryan decomposition of the same rotation.
-        e1 = e0.copy()
-        e1[..., i] += np.pi
-        e1[..., j] = np.pi - e0[..., j]
-        e1[..., k] += np.pi
-        c1, d1 = clamp_ranges(e1, *self._clamp)
-        ok |= d1.max(axis=-1) <= tol
-        gimbal = np.abs(np.cos(e0[..., j])) < GIMBAL_COS
-        if gimbal.any():  # the coupled check below can only change rows at gimbal lock
-            # Gimbal lock: R = Rk(a_k - p s a_i) Rj(a_j), so only that combination must fit.
-            s = np.where(np.sin(e0[..., j]) < 0.0, -1.0, 1.0)
-            m = -parity * s
-            combo = e0[..., k] + m * e0[..., i]
-            free_i, free_k = np.isinf(lo[i]), np.isinf(lo[k])
-            if free_i or free_k:
-                combo_ok = np.ones(combo.shape, dtype=bool)
-            else:
-                c_lo = lo[k] + np.minimum(m * lo[i], m * hi[i])
-                c_hi = hi[k] + np.maximum(m * lo[i], m * hi[i])
-                combo_ok = circular_clamp(combo, c_lo, c_hi)[1] <= tol
-            ok |= gimbal & (d0[..., j] <= tol) & combo_ok
-        if ok.all():
-            return R, ok
+        return _project_euler(R, self.order, self._lo, self._hi, self._clamp, tol)
+
+
+def _project_euler(
+    R: np.ndarray, order: str, lo: np.ndarray, hi: np.ndarray, clamp: tuple[np.ndarray, np.ndarray, np.ndarray],
+    tol: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rotations projected onto Euler ranges of one order; ranges (3,) for one joint or (J, 3) for J joints.
+
+    Args:
+        R: (..., 3, 3) rotations, or (..., J, 3, 3) with per-joint ranges.
+        order: The Euler order of every range.
+        lo: (3,) or (J, 3) effective lower ends [rad] (-inf on free axes).
+        hi: (3,) or (J, 3) effective upper ends [rad] (inf on free axes).
+        clamp: Finite stand-ins of the ranges and the free mask, as :func:`clamp_ranges` takes them.
+        tol: Feasibility tolerance [rad].
+
+    Returns:
+        (..., 3, 3) rotations inside the ranges and (...,) True where R was inside already.
+    """
+    i, j, k = AXIS_INDICES[order]
+    parity = 1.0 if (j - i) % 3 == 1 else -1.0
+    e0 = matrix_to_euler_unchecked(R, order)
+    c0, d0 = clamp_ranges(e0, *clamp)
+    ok = d0.max(axis=-1) <= tol
+    # Inside by the first decomposition: the checks below could only add to ``ok``.
+    if ok.all():
+        return R, ok
+    # The other Tait-Bryan decomposition of the same rotation.
+    e1 = e0.copy()
+    e1[..., i] += np.pi
+    e1[..., j] = np.pi - e0[..., j]
+    e1[..., k] += np.pi
+    c1, d1 = clamp_ranges(e1, *clamp)
+    ok |= d1.max(axis=-1) <= tol
+    gimbal = np.abs(np.cos(e0[..., j])) < GIMBAL_COS
+    if gimbal.any():  # the coupled check below can only change rows at gimbal lock
+        # Gimbal lock: R = Rk(a_k - p s a_i) Rj(a_j), so only that combination must fit.
+        s = np.where(np.sin(e0[..., j]) < 0.0, -1.0, 1.0)
+        m = -parity * s
+        combo = e0[..., k] + m * e0[..., i]
+        free = np.isinf(lo[..., i]) | np.isinf(lo[..., k])
+        # Finite stand-ins where an axis is free (no constraint on the combination there).
+        lo_f, hi_f = clamp[0], clamp[1]
+        c_lo = lo_f[..., k] + np.minimum(m * lo_f[..., i], m * hi_f[..., i])
+        c_hi = hi_f[..., k] + np.maximum(m * lo_f[..., i], m * hi_f[..., i])
+        combo_ok = free | (circular_clamp(combo, c_lo, c_hi)[1] <= tol)
+        ok |= gimbal & (d0[..., j] <= tol) & combo_ok
+    if ok.all():
+        return R, ok
+    bad = ~ok
+    full = R if R.shape == ok.shape + (3, 3) else np.broadcast_to(R, ok.shape + (3, 3))
+    Rb = full[bad]
+    # Both clamped decompositions in one conversion.
+    R01 = euler_to_matrix_unchecked(np.concatenate([c0[bad], c1[bad]]), order)
+    R0, R1 = R01[: len(Rb)], R01[len(Rb) :]
+    # The larger trace of R^T R_i is the smaller rotation angle between them.
+    closer1 = np.einsum("nij,nij->n", Rb, R1) > np.einsum("nij,nij->n", Rb, R0)
+    out = np.array(full)
+    out[bad] = np.where(closer1[:, None, None], R1, R0)
+    return out, ok
+
+
+def project_euler_joints(limits: Sequence[EulerLimit], rotvec: np.ndarray) -> np.ndarray:
+    """Several ball joints' rotation vectors projected onto their Euler limits (one order) in one pass.
+
+    The same answers as each limit's :meth:`~.ball.BallLimit.project` (feasible values come back
+    bit for bit), computed for all the joints together: one set of array operations per
+    projection instead of one per joint.
+
+    Args:
+        limits: J Euler limits, all of the same order.
+        rotvec: (..., J, 3) finite rotation vectors [rad], joint j's in column j.
+
+    Returns:
+        (..., J, 3) rotation vectors inside their limits.
+
+    Raises:
+        LimitError: The limits' orders differ.
+    """
+    order = limits[0].order
+    if any(limit.order != order for limit in limits):
+        orders = sorted({limit.order for limit in limits})
+        raise LimitError(f"project_euler_joints needs limits of one Euler order, got {orders}")
+    v = np.asarray(rotvec, dtype=float)
+    lo = np.array([limit._lo for limit in limits])
+    hi = np.array([limit._hi for limit in limits])
+    clamp = tuple(np.array([limit._clamp[n] for limit in limits]) for n in range(3))
+    R, ok = _project_euler(rotvec_to_matrix_unchecked(v), order, lo, hi, clamp, FEASIBLE_TOL)
+    out = v.copy()
+    if not ok.all():
         bad = ~ok
-        full = R if R.shape == ok.shape + (3, 3) else np.broadcast_to(R, ok.shape + (3, 3))
-        Rb = full[bad]
-        # Both clamped decompositions in one conversion.
-        R01 = euler_to_matrix_unchecked(np.concatenate([c0[bad], c1[bad]]), self.order)
-        R0, R1 = R01[: len(Rb)], R01[len(Rb) :]
-        # The larger trace of R^T R_i is the smaller rotation angle between them.
-        closer1 = np.einsum("nij,nij->n", Rb, R1) > np.einsum("nij,nij->n", Rb, R0)
-        out = np.array(full)
-        out[bad] = np.where(closer1[:, None, None], R1, R0)
-        return out, ok
+        out[bad] = matrix_to_rotvec_unchecked(R[bad])
+    return out

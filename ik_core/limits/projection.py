@@ -8,8 +8,8 @@ import numpy as np
 from ..errors import InvalidInputError
 from ..model.skeleton import JointKind, Skeleton
 from .ball import FEASIBLE_TOL, TWO_PI, circular_clamp, ellipse_project
-from .cone_twist import ConeTwistLimit
-from .euler import EulerLimit
+from .cone_twist import ConeTwistLimit, project_cone_twist_joints
+from .euler import EulerLimit, project_euler_joints
 from .swing_twist import SwingTwistLimit, project_swing_twist_joints
 
 __all__ = [
@@ -25,6 +25,14 @@ __all__ = [
 ]
 
 
+# Each limit kind's projection of several joints in one pass.
+_TOGETHER = {
+    SwingTwistLimit: project_swing_twist_joints,
+    EulerLimit: project_euler_joints,
+    ConeTwistLimit: project_cone_twist_joints,
+}
+
+
 def project_configuration(skeleton: Skeleton, q: np.ndarray) -> np.ndarray:
     """Nearest feasible configuration: box ranges clamped, ball-joint limits projected.
 
@@ -36,25 +44,29 @@ def project_configuration(skeleton: Skeleton, q: np.ndarray) -> np.ndarray:
         (..., dof) configurations inside every limit.
     """
     q = np.clip(np.asarray(q, dtype=float), skeleton.lower, skeleton.upper)
-    # Swing-twist limits (Blender's IK limits) are projected together, one pass for all the
-    # bones of a spine or a tail; other ball limits one joint at a time.
-    swing_twist, columns = [], []
+    # Limits of one kind are projected together, one pass for all the bones of a spine or a
+    # tail (Euler limits per order); other limits one joint at a time.
+    groups: dict[object, tuple[list, list]] = {}
     for i, joint in enumerate(skeleton.joints):
         if joint.kind is JointKind.BALL and joint.limit is not None and joint.dof:
             s = skeleton.q_index[i]
-            if type(joint.limit) is SwingTwistLimit:
-                swing_twist.append(joint.limit)
-                columns.append(range(s, s + 3))
-            else:
+            kind = type(joint.limit)
+            key = (kind, joint.limit.order) if kind is EulerLimit else kind if kind in _TOGETHER else None
+            if key is None:
                 q[..., s : s + 3] = joint.limit.project(q[..., s : s + 3])
-    if len(swing_twist) == 1:
-        s = columns[0].start
-        q[..., s : s + 3] = swing_twist[0].project(q[..., s : s + 3])
-    elif swing_twist:
+                continue
+            limits, columns = groups.setdefault(key, ([], []))
+            limits.append(joint.limit)
+            columns.append(range(s, s + 3))
+    for limits, columns in groups.values():
+        if len(limits) == 1:
+            s = columns[0].start
+            q[..., s : s + 3] = limits[0].project(q[..., s : s + 3])
+            continue
         cols = np.array(columns)
         if not np.isfinite(q[..., cols]).all():
             raise InvalidInputError("rotvec contains NaN or infinite values")
-        q[..., cols] = project_swing_twist_joints(swing_twist, q[..., cols])
+        q[..., cols] = _TOGETHER[type(limits[0])](limits, q[..., cols])
     return q
 
 

@@ -143,12 +143,18 @@ class BestEffort:
             e (P, m) errors (target minus effector) [m, rad] and de/dq's negative (P, m, dof)
             (the effector's Jacobian), or None.
         """
-        P = len(q)
         model = self.model if model is None else model
         if jacobian:
             poses, J = model.poses_and_jacobians(q)
         else:
             poses, J = model.poses(q), None
+        return self._errors(poses, tp, tr, J)
+
+    def _errors(
+        self, poses: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, J: np.ndarray | None,
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Weighted error rows (P, m) and Jacobian (P, m, dof) or None of poses (P, E, 3, 4) and Jacobians (or None)."""
+        P = len(poses)
         dp = tp - poses[..., 3]
         if self.mode == "position" or tr is None:
             e, Jr = dp.reshape(P, -1), None if J is None else J[:, :, :3].reshape(P, -1, J.shape[-1])
@@ -275,7 +281,9 @@ class BestEffort:
             reps = 1 + 2 * len(_GRADIENT_STEPS)
             tpr = np.tile(tp[rows], (reps, 1, 1))
             trr = None if tr is None else np.tile(tr[rows], (reps, 1, 1, 1))
-            e_try, J_try = self.residual(trial, tpr, trr)
+            # Poses of every trial, Jacobians only of the trials kept (one row in reps).
+            poses_try, frames_try = self.model.poses_and_frames(trial)
+            e_try = self._errors(poses_try, tpr, trr, None)[0]
             d_try = np.sqrt(np.add.reduce(e_try * e_try, -1)).reshape(reps, R)
             pick = np.argmin(d_try, axis=0)
             flat = pick * R + np.arange(R)
@@ -283,10 +291,16 @@ class BestEffort:
                 push[rows] = (stepped - trial)[flat]
             best = d_try[pick, np.arange(R)]
             # A step must gain beyond rounding: an optimum stays bit for bit what it was.
-            ok = best < d[rows] - 1e-12 * (1.0 + d[rows])
-            acc = rows[ok]
-            q[acc], e[acc], J[acc], d[acc] = trial[flat[ok]], e_try[flat[ok]], J_try[flat[ok]], best[ok]
-            newton = ok & (pick == 0)
+            gains = d_try < d[rows] - 1e-12 * (1.0 + d[rows])
+            ok = gains[pick, np.arange(R)]
+            # The damping follows the Gauss-Newton trial itself: where it gained, its model held,
+            # even if a gradient trial gained more.
+            newton = gains[0]
+            acc, kept = rows[ok], flat[ok]
+            if len(kept):
+                J_kept = self.model.jacobians_at(frames_try, kept)
+                J[acc] = self._errors(poses_try[kept], tpr[kept], None if trr is None else trr[kept], J_kept)[1]
+            q[acc], e[acc], d[acc] = trial[kept], e_try[kept], best[ok]
             lam[rows] = np.where(
                 newton, np.maximum(lam[rows] / _DAMP_DOWN, 1e-12), np.minimum(lam[rows] * _DAMP_UP, 1e12)
             )

@@ -334,6 +334,31 @@ class EffectorModel:
             return self.chains[0].frames(q)[1][:, None]
         return np.stack([ch.frames(q)[1] for ch in self.chains], axis=1)
 
+    def poses_and_frames(self, q: np.ndarray) -> tuple[np.ndarray, tuple]:
+        """(P, E, 3, 4) effector poses for q (P, dof), and the joint frames they came from.
+
+        The frames let :meth:`jacobians_at` give the Jacobians of a few of the configurations
+        later without computing their frames again: a search that tries many steps and keeps
+        few needs the Jacobians of the kept ones only.
+        """
+        if self.chains is None:
+            F = self._tree.frames(q)
+            poses = np.stack([F[:, joint] @ offset for joint, offset, _, _ in self._tree.effectors], axis=1)
+            return poses[..., :3, :], (F, q)
+        out = [ch.frames(q) for ch in self.chains]
+        poses = out[0][1][:, None] if len(out) == 1 else np.stack([p for _, p in out], axis=1)
+        return poses, tuple(out)
+
+    def jacobians_at(self, frames: tuple, rows: np.ndarray) -> np.ndarray:
+        """(R, E, 6, dof) Jacobians of the configurations ``rows`` (R,) of a :meth:`poses_and_frames` call."""
+        if self.chains is None:
+            F, q = frames
+            Fr, qr = F[rows], q[rows]
+            return np.stack(
+                [self._tree.pose_and_jacobian(Fr, qr, k)[1] for k in range(len(self.effector_ids))], axis=1
+            )
+        return np.stack([ch.jacobian(T[:, rows], p[rows]) for ch, (T, p) in zip(self.chains, frames)], axis=1)
+
     def poses_and_jacobians(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(P, E, 3, 4) effector poses and (P, E, 6, dof) Jacobians for q (P, dof)."""
         if self.chains is None:
