@@ -4,10 +4,10 @@
 Run from the repo root: ``.venvs/bench/bin/python bench/bench_fullbody.py [--json] [--plot PATH]``
 (any venv with numpy works; with matplotlib the plot is a line chart, without it a heat map).
 
-For each take the ground-truth skeleton and motion come from ``ik_core.formats.bvh`` (y-up BVH converted
-to z-up, metres). Three trackers are made from it: a headset 10 cm in front of and 8 cm above
-the head joint, and a controller in each palm, each with a fixed rotation away from the bone
-frame. The body is calibrated on frame 0 (the subject stands) and the whole take is solved.
+For each take the ground-truth skeleton and motion, and the three trackers made from them (a
+headset 10 cm in front of and 8 cm above the head joint, a controller in each palm), come from
+``mocap_takes.py`` beside this script. The body is calibrated on frame 0 (the subject stands)
+and the whole take is solved.
 
 Metrics, over the 20 role joints (bone heads) the mapping finds:
   MPJPE     mean joint position error [cm], all / upper (spine, neck, head, arms) / lower
@@ -38,44 +38,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ik_core.formats.bvh import read_bvh  # noqa: E402
-from ik_core.humanoid import calibrate, detect_roles, solve_body  # noqa: E402
+from mocap_takes import TAKES, load  # noqa: E402
+
+from ik_core.humanoid import calibrate, solve_body  # noqa: E402
 from ik_core.humanoid.geometry import exp_so3, mv, normalize, rot_z  # noqa: E402
 from ik_core.humanoid.trunk import head_heading, heading_of  # noqa: E402
-
-MOCAP = ROOT / "data" / "mocap"
-TAKES = ("cmu_131_01", "cmu_131_02", "cmu_131_03")
-
-
-def offset(rotvec: tuple[float, float, float], shift: tuple[float, float, float]) -> np.ndarray:
-    T = np.eye(4)
-    T[:3, :3] = exp_so3(np.radians(np.array(rotvec, dtype=float)))
-    T[:3, 3] = shift
-    return T
-
-
-# bone -> tracker transforms in the BVH bone frames (y along the bone, z forward for the head).
-HEADSET = offset((-90.0, 0.0, 0.0), (0.0, 0.08, 0.10))
-CONTROLLER_L = offset((20.0, 0.0, 70.0), (0.0, -0.07, 0.03))
-CONTROLLER_R = offset((20.0, 0.0, -70.0), (0.0, -0.07, 0.03))
-
-
-def load(take: str):
-    bvh = read_bvh(MOCAP / f"{take}.bvh")
-    roles = detect_roles(bvh.bones())
-    world = bvh.world_transforms(z_up=True)
-    cols = [bvh.index(roles[r]) for r in roles.roles]
-    gt = world[:, cols]
-    names = roles.roles
-    trackers = np.stack(
-        [
-            gt[:, names.index("head")] @ HEADSET,
-            gt[:, names.index("hand_l")] @ CONTROLLER_L,
-            gt[:, names.index("hand_r")] @ CONTROLLER_R,
-        ],
-        axis=1,
-    )
-    return bvh, roles, gt, trackers
 
 
 def naive(body, trackers: np.ndarray, frame_time: float) -> np.ndarray:

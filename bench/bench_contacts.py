@@ -1,0 +1,248 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Feet that stay planted (issue 27): foot skate, ground penetration, pops and MPJPE on CMU motion capture.
+
+Run from the repo root: ``.venvs/core/bin/python bench/bench_contacts.py [--json] [--quick]
+[--takes cmu_131_01,...] [--variants base,mirrored,...]`` (numpy only).
+
+Inputs: the CMU takes of data/mocap and their variants (mirrored, re-proportioned, turned, 30 fps,
+tracker noise, a hand dropout), built by ``mocap_takes.py`` exactly as ``bench_fullbody.py`` reads
+them. Each is calibrated on frame 0 (the performer stands, floor at z = 0) and solved by
+``solve_body`` from the head and hand trackers. Rows per take and variant:
+
+- ``capture``: the motion capture itself, the reference (its own skate and dips).
+- ``before``: the three-tracker body with its feet as planned, no contact planting.
+- ``after``: the same with contacts detected on the feet and planted (``SolveOptions.plant``).
+
+Foot joints: the ankle (``foot_*`` role) and the ball of the foot (``toe_*``) of each leg, four
+joints; each joint's ground level ``g`` is the 5th percentile of its captured height over the
+take (where it rests when planted), and ``h`` its height above that level.
+
+- ``skate``: the common foot-skate measure, mean over the frames where ``h < H`` (H = 3.3 cm)
+  of the joint's horizontal displacement since the frame before weighted by
+  ``clip(2 - 2^(h/H), 0, 1)`` [mm/frame].
+- ``skate%``: the skate ratio of the goal, the share of *contact frames* on which the joint
+  *slides*. Contact frames are the frames where the capture says the joint is planted (its
+  captured ``h < H`` and its captured horizontal speed under 20 cm/s: the measurement the issue
+  started from); the joint slides on a frame when its horizontal speed over that frame (its
+  displacement since the frame before over the frame time) exceeds 20 cm/s. Only a motion that
+  steps when the performer steps can meet it; the capture is 0 by definition.
+- ``near%``: the same sliding share over the motion's own near-ground frames (``h < H``, what the
+  common measure calls contact on generated motion); the capture row shows what real feet do
+  there (heel strikes and toe-offs pass through the band at speed), so it is a diagnostic, not a goal.
+- ``pen``: ground penetration, the largest depth of a foot joint below its ground level [mm].
+- ``pops``: frames on which a foot joint's velocity changes by more than 1.5 times the
+  largest change of that joint in the capture (at the same frame rate).
+- ``MPJPE`` / ``lower``: mean joint position error against the capture over the role joints /
+  the pelvis and legs [cm].
+- ``trk``: the largest head or hand distance to its calibrated tracker target over the frames
+  where it is reachable [mm]; ``<=1mm``: share of those tracker-frames within 1 mm.
+- ``fps``: frames solved per second (best of three runs of the whole take).
+
+The goals of issue 27 (item 4) are checked on the ``after`` rows and printed ok/MISS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from mocap_takes import TAKES, VARIANTS, Take, make_take  # noqa: E402
+
+from ik_core.humanoid import SolveOptions, calibrate, solve_body  # noqa: E402
+
+H = 0.033  # near-ground band of the skate measure [m]
+SLIDE_SPEED = 0.2  # horizontal speed above which a near-ground foot slides [m/s]
+POP_FACTOR = 1.5  # a pop: a velocity change beyond this many times the capture's largest
+FOOT_ROLES = ("foot_l", "toe_l", "foot_r", "toe_r")
+GOALS = {
+    "mpjpe_cm": ("MPJPE <= 6 cm", lambda r: r["mpjpe_cm"] <= 6.0),
+    "skate_ratio_pct": ("skate ratio <= 2 % of contact frames", lambda r: r["skate_ratio_pct"] <= 2.0),
+    "penetration_mm": ("penetration <= 1 mm", lambda r: r["penetration_mm"] <= 1.0),
+    "track_max_mm": ("head and hands within 1 mm where reachable", lambda r: r["track_max_mm"] <= 1.0),
+    "fps": (">= 1,000 frames/s", lambda r: r["fps"] >= 1000.0),
+}
+
+
+def solve_options(planted: bool) -> SolveOptions | None:
+    """The body solve's options for the ``before`` and ``after`` rows (None: the row is skipped)."""
+    if "plant" not in SolveOptions.__dataclass_fields__:
+        return SolveOptions() if not planted else None
+    return SolveOptions(plant=planted)
+
+
+def foot_metrics(take: Take, positions: np.ndarray) -> dict[str, float]:
+    """Skate, skate ratios, penetration and pops of the foot joints of ``positions`` (N, J, 3) [m]."""
+    names = take.roles.roles
+    ft = take.frame_time
+    cols = [names.index(r) for r in FOOT_ROLES if r in names]
+    cap = take.gt[:, cols][..., :3, 3]  # (N, F, 3)
+    own = positions[:, cols]
+    ground = np.percentile(cap[..., 2], 5, axis=0)  # (F,)
+
+    def horizontal_steps(p: np.ndarray) -> np.ndarray:
+        return np.linalg.norm(np.diff(p[..., :2], axis=0), axis=-1)  # (N-1, F), frame t-1 -> t
+
+    h = own[1:, :, 2] - ground
+    step = horizontal_steps(own)
+    near = h < H
+    weight = np.clip(2.0 - 2.0 ** (h / H), 0.0, 1.0)
+    slides = step / ft > SLIDE_SPEED
+    cap_h = cap[1:, :, 2] - ground
+    planted = (cap_h < H) & (horizontal_steps(cap) / ft < SLIDE_SPEED)
+    dv_cap = np.linalg.norm(np.diff(cap, n=2, axis=0), axis=-1) / ft
+    dv_own = np.linalg.norm(np.diff(own, n=2, axis=0), axis=-1) / ft
+    pops = np.any(dv_own > POP_FACTOR * dv_cap.max(axis=0), axis=1)
+    return {
+        "skate_mm": 1000.0 * float((step * weight)[near].mean()) if near.any() else 0.0,
+        "skate_ratio_pct": 100.0 * float(slides[planted].mean()) if planted.any() else 0.0,
+        "near_ratio_pct": 100.0 * float(slides[near].mean()) if near.any() else 0.0,
+        "contact_frames": int(planted.sum()),
+        "penetration_mm": 1000.0 * float(max(0.0, np.max(ground - own[..., 2]))),
+        "pops": int(pops.sum()),
+    }
+
+
+def joint_errors(take: Take, positions: np.ndarray) -> dict[str, float]:
+    """MPJPE over all role joints and over the pelvis and legs [cm]."""
+    names = take.roles.roles
+    lower = np.array([r == "pelvis" or r.startswith(("thigh", "shin", "foot", "toe")) for r in names])
+    err = np.linalg.norm(positions - take.gt[..., :3, 3], axis=-1)
+    return {"mpjpe_cm": 100.0 * float(err.mean()), "lower_cm": 100.0 * float(err[:, lower].mean())}
+
+
+def run_variant(take: Take) -> list[dict]:
+    """The capture, before and after rows of one take variant."""
+    body = calibrate(take.roles, take.gt[0], take.trackers[0], floor=0.0)
+    head = {"take": take.name, "variant": take.variant, "frames": take.frames}
+    rows = [
+        {
+            **head,
+            "method": "capture",
+            **joint_errors(take, take.gt[..., :3, 3]),
+            **foot_metrics(take, take.gt[..., :3, 3]),
+            "track_max_mm": float("nan"),
+            "within_1mm_pct": float("nan"),
+            "fps": float("nan"),
+        }
+    ]
+    for method, planted in (("before", False), ("after", True)):
+        options = solve_options(planted)
+        if options is None:
+            continue
+        best, pose = np.inf, None
+        for _ in range(3):
+            t0 = time.perf_counter()
+            pose = solve_body(body, take.trackers, take.frame_time, options)
+            best = min(best, time.perf_counter() - t0)
+        reach = pose.reachable[:, :3]
+        err = pose.tracker_error[:, :3][reach]
+        rows.append(
+            {
+                **head,
+                "method": method,
+                **joint_errors(take, pose.positions),
+                **foot_metrics(take, pose.positions),
+                "track_max_mm": 1000.0 * float(err.max()) if err.size else 0.0,
+                "within_1mm_pct": 100.0 * float(np.mean(err <= 1e-3)) if err.size else 100.0,
+                "fps": take.frames / best,
+            }
+        )
+    return rows
+
+
+COLUMNS = (
+    ("take", "take", "{:<10}"),
+    ("variant", "variant", "{:<11}"),
+    ("method", "method", "{:<7}"),
+    ("frames", "frames", "{:>6}"),
+    ("MPJPE", "mpjpe_cm", "{:>6.2f}"),
+    ("lower", "lower_cm", "{:>6.2f}"),
+    ("skate", "skate_mm", "{:>6.2f}"),
+    ("skate%", "skate_ratio_pct", "{:>6.2f}"),
+    ("near%", "near_ratio_pct", "{:>6.2f}"),
+    ("pen", "penetration_mm", "{:>6.2f}"),
+    ("pops", "pops", "{:>5}"),
+    ("trk", "track_max_mm", "{:>8.4f}"),
+    ("<=1mm", "within_1mm_pct", "{:>6.1f}"),
+    ("fps", "fps", "{:>7.0f}"),
+)
+
+
+def print_table(rows: list[dict]) -> None:
+    """The rows as a fixed-width table, with the units below."""
+    widths = [max(len(title), len(fmt.format(rows[0][key]))) for title, key, fmt in COLUMNS]
+    print(" ".join(f"{t:<{w}}" if i < 3 else f"{t:>{w}}" for i, ((t, _, _), w) in enumerate(zip(COLUMNS, widths))))
+    for r in rows:
+        cells = []
+        for i, ((_, key, fmt), w) in enumerate(zip(COLUMNS, widths)):
+            value = r[key]
+            text = "-" if isinstance(value, float) and np.isnan(value) else fmt.format(value)
+            cells.append(f"{text:<{w}}" if i < 3 else f"{text:>{w}}")
+        print(" ".join(cells))
+    print(
+        "units: MPJPE/lower cm; skate mm/frame (weighted, near-ground frames); skate%: capture-planted frames "
+        "sliding > 20 cm/s; near%: own near-ground frames sliding > 20 cm/s; pen mm; trk mm (reachable)"
+    )
+
+
+def goal_lines(rows: list[dict]) -> list[dict]:
+    """Each goal of issue 27 item 4 over the ``after`` rows (the ``before`` ones when there are none)."""
+    judged = [r for r in rows if r["method"] == "after"] or [r for r in rows if r["method"] == "before"]
+    out = []
+    for key, (text, test) in GOALS.items():
+        misses = [r for r in judged if not test(r)]
+        worst = max(r[key] for r in judged) if key != "fps" else min(r[key] for r in judged)
+        out.append(
+            {
+                "goal": text,
+                "method": judged[0]["method"] if judged else "-",
+                "met": len(judged) - len(misses),
+                "rows": len(judged),
+                "worst": worst,
+                "ok": not misses,
+                "misses": [f"{r['take']}/{r['variant']}" for r in misses],
+            }
+        )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print one JSON object per row")
+    parser.add_argument("--quick", action="store_true", help="one take, base and 30fps variants")
+    parser.add_argument("--takes", default=",".join(TAKES), help="comma-separated take names")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated variants")
+    args = parser.parse_args()
+    takes = args.takes.split(",")
+    variants = args.variants.split(",")
+    if args.quick:
+        takes, variants = takes[:1], ["base", "30fps"]
+    rows = []
+    for name in takes:
+        for variant in variants:
+            rows += run_variant(make_take(name, variant))
+    goals = goal_lines(rows)
+    if args.json:
+        for table, items in (("rows", rows), ("goals", goals)):
+            for r in items:
+                rounded = {k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()}
+                print(json.dumps({"table": table, **rounded}))
+        return
+    print_table(rows)
+    print()
+    for g in goals:
+        state = "ok  " if g["ok"] else "MISS"
+        missed = f"; missed: {', '.join(g['misses'])}" if g["misses"] else ""
+        print(f"{state} {g['goal']} ({g['method']}): {g['met']}/{g['rows']} rows, worst {g['worst']:.4g}{missed}")
+
+
+if __name__ == "__main__":
+    main()
