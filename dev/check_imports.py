@@ -13,8 +13,8 @@ so it needs neither Blender nor numpy.
   module that imports from its own package's ``__init__`` closes a circle; and importing a
   module runs the ``__init__`` of each package above it (other than the importer's own).
 - An upward import goes from one of ``ik_core``'s folders to a folder of the same or a higher
-  layer (:data:`LAYERS`: model below limits below solvers below take; formats, humanoid and
-  trajectory on the model; robots on top).
+  layer (:data:`LAYERS`: model below limits below solvers below take; formats, contacts and
+  trajectory on the model; humanoid on contacts; robots on top).
 - A private import takes a ``_name`` from another module: ``from .x import _name``, or
   ``x._name`` on a module ``x`` the importer imported. Dunder names (``__version__``) are not
   private.
@@ -37,7 +37,8 @@ LAYERS = {
     "model": 1,
     "limits": 2,
     "formats": 2,
-    "humanoid": 2,
+    "contacts": 2,
+    "humanoid": 3,
     "trajectory": 2,
     "solvers": 3,
     "take": 4,

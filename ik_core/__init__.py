@@ -10,6 +10,8 @@ One concept per folder, each importing only the folders below it:
 - :mod:`.take`: whole takes, frame by frame, with repairs and global searches.
 - :mod:`.formats`: URDF and BVH files read into the model.
 - :mod:`.robots`: robot presets, the stored robot model, closed-form UR IK.
+- :mod:`.contacts`: contacts of an effector with the ground: detection, planting, the ground
+  plane, the hips lowered for reach.
 - :mod:`.humanoid`: full-body solving from three trackers, humanoid role maps.
 - :mod:`.trajectory`: joint trajectories: files, checks, resampling.
 - :mod:`.errors`, :mod:`.blas_threads`: the error types; numpy's BLAS kept on one thread.

@@ -1,0 +1,154 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Planting: during each contact an effector's target is held where it landed, blended in and out."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from ..model.rotations import matrix_to_rotvec, rotvec_to_matrix
+from .detection import contact_intervals
+from .inputs import as_mask, as_trajectory, check_non_negative, check_positive
+
+__all__ = ["PlantedTargets", "plant_targets", "plant_weights"]
+
+
+class PlantedTargets(NamedTuple):
+    """Targets of one effector with its contacts planted.
+
+    Attributes:
+        positions: (N, 3) planted world positions [m].
+        rotations: (N, 3, 3) planted world rotations, or None when none were given.
+        weight: (N,) share of the held pose in each frame's target, in [0, 1]; 0 outside contacts.
+        anchor: (N, 3) held position of each frame's contact (the landing position), NaN
+            outside contacts.
+    """
+
+    positions: np.ndarray
+    rotations: np.ndarray | None
+    weight: np.ndarray
+    anchor: np.ndarray
+
+
+def _smoothstep(s: np.ndarray) -> np.ndarray:
+    s = np.clip(s, 0.0, 1.0)
+    return s * s * (3.0 - 2.0 * s)
+
+
+def plant_weights(contact: np.ndarray, frame_time: float, blend_time: float = 0.1) -> np.ndarray:
+    """(N,) weights of the held pose: 0 outside contacts, easing to 1 inside each one.
+
+    Each contact eases in over its first ``blend_time`` and out over its last (a smoothstep, so
+    the target's velocity changes gradually), and both ramps lie inside the contact: frames
+    outside contacts keep weight 0 exactly. A contact shorter than two ramps peaks below 1.
+
+    Args:
+        contact: (N,) booleans, True on contact frames.
+        frame_time: Seconds per frame (> 0).
+        blend_time: Duration of each ramp [s] (0: the held pose takes over at once).
+
+    Returns:
+        (N,) weights in [0, 1].
+
+    Raises:
+        InvalidInputError: On a wrong shape or a negative or non-finite time.
+    """
+    check_positive("frame_time", frame_time)
+    check_non_negative("blend_time", blend_time)
+    c = np.asarray(contact)
+    if c.ndim != 1:
+        raise InvalidInputError(f"contact must have shape (N,), one flag per frame, got {c.shape}")
+    c = as_mask("contact", c, c.shape[0])
+    ramp = int(round(blend_time / frame_time))
+    w = np.zeros(c.shape[0])
+    for start, stop in contact_intervals(c):
+        t = np.arange(start, stop)
+        # +1 so the first and last contact frames already hold a little: weight 0 is reached
+        # only outside the contact, where the target is the original one anyway.
+        ease_in = _smoothstep((t - start + 1) / (ramp + 1))
+        ease_out = _smoothstep((stop - t) / (ramp + 1))
+        w[start:stop] = np.minimum(ease_in, ease_out)
+    return w
+
+
+def _flat(R: np.ndarray, up_axis: np.ndarray) -> np.ndarray:
+    """``R`` (3, 3) turned by the shortest rotation that takes its ``up_axis`` to world +z."""
+    a = R @ up_axis
+    a = a / np.linalg.norm(a)
+    z = np.array([0.0, 0.0, 1.0])
+    axis = np.cross(a, z)
+    angle = np.arctan2(np.linalg.norm(axis), float(np.dot(a, z)))
+    if np.linalg.norm(axis) < 1e-12:
+        # Already up, or upside down: any horizontal axis turns it over.
+        return R if angle < 1.0 else rotvec_to_matrix(np.array([np.pi, 0.0, 0.0])) @ R
+    return rotvec_to_matrix(axis / np.linalg.norm(axis) * angle) @ R
+
+
+def plant_targets(
+    positions: np.ndarray,
+    contact: np.ndarray,
+    frame_time: float,
+    rotations: np.ndarray | None = None,
+    blend_time: float = 0.1,
+    flat_up: np.ndarray | None = None,
+) -> PlantedTargets:
+    """Hold an effector's target where it landed during each contact.
+
+    Inside a contact interval the target moves from the original toward the landing pose
+    (position, and rotation when given) by :func:`plant_weights`; frames outside contacts are
+    returned bit for bit. Positions blend linearly, rotations along the shortest arc.
+
+    Args:
+        positions: (N, 3) original world target positions of the effector [m].
+        contact: (N,) booleans, True on contact frames (e.g. from
+            :func:`ik_core.contacts.detect_contacts`).
+        frame_time: Seconds per frame (> 0).
+        rotations: (N, 3, 3) original world target rotations, or None to plant positions only.
+        blend_time: Duration of the ease in and out inside each contact [s].
+        flat_up: (3,) axis of the effector's own frame that points up when it stands flat; when
+            given (with ``rotations``), the held rotation is the landing one tilted flat (its
+            heading kept). None holds the landing rotation as it is.
+
+    Returns:
+        The planted targets.
+
+    Raises:
+        InvalidInputError: On wrong shapes, NaN or infinite values, mismatched frame counts,
+            ``flat_up`` without ``rotations`` or of zero length, or a negative time.
+    """
+    p = as_trajectory("positions", positions, single=True)
+    n = p.shape[0]
+    c = np.asarray(contact)
+    if c.shape != (n,):
+        raise InvalidInputError(f"contact must have shape ({n},), one flag per frame of positions, got {c.shape}")
+    w = plant_weights(c, frame_time, blend_time)
+    c = w > 0.0
+    R = None
+    if rotations is not None:
+        R = np.asarray(rotations, dtype=float)
+        if R.shape != (n, 3, 3):
+            raise InvalidInputError(f"rotations must have shape ({n}, 3, 3), one per frame, got {R.shape}")
+        if not np.all(np.isfinite(R)):
+            raise InvalidInputError("rotations contain NaN or infinite values; every entry must be finite")
+    up = None
+    if flat_up is not None:
+        if R is None:
+            raise InvalidInputError("flat_up needs rotations: pass the effector's (N, 3, 3) world rotations")
+        up = np.asarray(flat_up, dtype=float)
+        if up.shape != (3,) or not np.all(np.isfinite(up)) or np.linalg.norm(up) < 1e-9:
+            raise InvalidInputError(f"flat_up must be a finite non-zero 3-vector, got {flat_up!r}")
+    out_p = p.copy()
+    out_R = None if R is None else R.copy()
+    anchor = np.full((n, 3), np.nan)
+    for start, stop in contact_intervals(c):
+        seg = slice(start, stop)
+        anchor[seg] = p[start]
+        ws = w[seg, None]
+        out_p[seg] = p[seg] + ws * (p[start] - p[seg])
+        if R is not None:
+            held = R[start] if up is None else _flat(R[start], up)
+            rel = matrix_to_rotvec(np.swapaxes(R[seg], -1, -2) @ held)
+            out_R[seg] = R[seg] @ rotvec_to_matrix(ws * rel)
+    return PlantedTargets(out_p, out_R, w, anchor)

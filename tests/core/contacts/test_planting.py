@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Planting: held position and rotation, smooth blends, untouched frames outside contacts, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from contact_walks import FT, REST, walk
+
+from ik_core.contacts import contact_intervals, detect_contacts, plant_targets, plant_weights
+from ik_core.errors import InvalidInputError
+from ik_core.model.rotations import matrix_to_rotvec, rotvec_to_matrix
+
+
+def sliding_walk(noise: float = 0.002):
+    """A walk whose stance foot slides 6 cm/s forward (a retarget's skate), its contacts detected."""
+    positions, stance = walk(noise=noise, seed=7)
+    positions[stance, 0] += 0.06 * FT * np.cumsum(stance)[stance]
+    contact = detect_contacts(positions, FT, rest_height=REST)
+    return positions, contact
+
+
+def test_frames_outside_contacts_are_bit_identical() -> None:
+    positions, contact = sliding_walk()
+    R = rotvec_to_matrix(np.random.default_rng(0).normal(0, 0.3, (len(positions), 3)))
+    out = plant_targets(positions, contact, FT, rotations=R, flat_up=np.array([0.0, 0.0, 1.0]))
+    assert np.array_equal(out.positions[~contact], positions[~contact])
+    assert np.array_equal(out.rotations[~contact], R[~contact])
+    assert np.all(out.weight[~contact] == 0.0) and np.all(np.isnan(out.anchor[~contact]))
+
+
+def test_held_position_within_tolerance() -> None:
+    """Where the weight is 1 the target is exactly the landing position; elsewhere in the contact it lies between."""
+    positions, contact = sliding_walk()
+    out = plant_targets(positions, contact, FT)
+    full = out.weight == 1.0
+    assert full.sum() > 0.5 * contact.sum()
+    assert np.max(np.linalg.norm(out.positions[full] - out.anchor[full], axis=-1)) < 1e-12
+    for start, stop in contact_intervals(contact):
+        assert np.allclose(out.anchor[start:stop], positions[start])
+        gap = np.linalg.norm(out.positions[start:stop] - positions[start], axis=-1)
+        assert np.all(gap <= np.linalg.norm(positions[start:stop] - positions[start], axis=-1) + 1e-12)
+
+
+@pytest.mark.parametrize("blend_time", [0.05, 0.1, 0.2])
+def test_blends_have_no_steps(blend_time: float) -> None:
+    """The planted target's step per frame never exceeds the original's largest step plus the blend's share.
+
+    Planting a foot that slid d metres releases d over the blend-out ramp: a smoothstep moves at
+    most 1.5 d / ramp frames per frame.
+    """
+    positions, contact = walk(noise=0.0)
+    positions[contact, 0] += 0.06 * FT * np.cumsum(contact)[contact]  # slides 6 cm/s in every stance
+    out = plant_targets(positions, contact, FT, blend_time=blend_time)
+    ramp = int(round(blend_time / FT))
+    slid = max(np.ptp(positions[a:b, 0]) for a, b in contact_intervals(contact))
+    original = np.linalg.norm(np.diff(positions, axis=0), axis=-1).max()
+    planted = np.linalg.norm(np.diff(out.positions, axis=0), axis=-1).max()
+    assert planted <= original + 1.5 * slid / (ramp + 1) + 1e-9
+    # and the weight itself changes by at most 1.5 / (ramp + 1) per frame
+    assert np.abs(np.diff(out.weight)).max() <= 1.5 / (ramp + 1) + 1e-12
+
+
+def test_weights_stay_inside_contacts() -> None:
+    contact = np.zeros(40, dtype=bool)
+    contact[10:30] = True
+    w = plant_weights(contact, FT, blend_time=5 * FT)
+    assert np.all(w[~contact] == 0) and np.all(w[contact] > 0)
+    assert np.all(w[15:25] == 1.0)
+    assert np.all(np.diff(w[10:16]) > 0) and np.all(np.diff(w[24:30]) < 0)
+    short = np.zeros(40, dtype=bool)
+    short[10:14] = True
+    assert plant_weights(short, FT, blend_time=5 * FT).max() < 1.0
+    assert np.array_equal(plant_weights(contact, FT, blend_time=0.0), contact.astype(float))
+
+
+def test_rotation_is_held_flat_with_its_heading() -> None:
+    """With flat_up the held rotation stands the effector's up axis on world +z and keeps its heading."""
+    n = 60
+    tilt = rotvec_to_matrix(np.array([0.3, 0.0, 0.0]))
+    yaw = rotvec_to_matrix(np.array([0.0, 0.0, 0.7]))
+    R = np.repeat((yaw @ tilt)[None], n, axis=0)
+    R[30:] = rotvec_to_matrix(np.array([0.0, 0.0, 1.2]))  # turns after the contact starts
+    contact = np.zeros(n, dtype=bool)
+    contact[10:50] = True
+    out = plant_targets(np.zeros((n, 3)), contact, FT, rotations=R, blend_time=2 * FT, flat_up=np.array([0, 0, 1.0]))
+    held = out.rotations[out.weight == 1.0]
+    assert np.allclose(held @ np.array([0, 0, 1.0]), [0, 0, 1.0], atol=1e-12)
+    assert np.allclose(held, yaw, atol=1e-12)  # tilt removed about the horizontal axis, heading kept
+    kept = plant_targets(np.zeros((n, 3)), contact, FT, rotations=R, blend_time=2 * FT)
+    assert np.allclose(kept.rotations[kept.weight == 1.0], yaw @ tilt, atol=1e-12)
+    steps = np.linalg.norm(matrix_to_rotvec(np.swapaxes(out.rotations[:-1], -1, -2) @ out.rotations[1:]), axis=-1)
+    assert steps.max() < 0.5 + 1e-9  # the original's turn at frame 30 is 0.5 rad; planting adds no larger step
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"positions": np.zeros((10, 2))}, r"positions must have shape \(N, 3\)"),
+        ({"contact": np.zeros(9, dtype=bool)}, r"contact must have shape \(10,\)"),
+        ({"contact": np.full(10, 2)}, "contact must hold booleans"),
+        ({"frame_time": -1.0}, "frame_time must be a finite number > 0"),
+        ({"blend_time": -0.1}, "blend_time must be a finite number >= 0"),
+        ({"rotations": np.zeros((9, 3, 3))}, r"rotations must have shape \(10, 3, 3\)"),
+        ({"flat_up": np.array([0, 0, 1.0])}, "flat_up needs rotations"),
+        ({"rotations": np.full((10, 3, 3), np.nan)}, "rotations contain NaN"),
+        ({"rotations": np.tile(np.eye(3), (10, 1, 1)), "flat_up": np.zeros(3)}, "flat_up must be a finite non-zero"),
+    ],
+)
+def test_bad_input_is_named(kwargs, message) -> None:
+    args = {"positions": np.zeros((10, 3)), "contact": np.ones(10, dtype=bool), "frame_time": FT, **kwargs}
+    with pytest.raises(InvalidInputError, match=message):
+        plant_targets(**args)
