@@ -56,7 +56,7 @@ sys.path.insert(0, str(ROOT))
 
 from mocap_takes import TAKES, VARIANTS, Take, make_take  # noqa: E402
 
-from ik_core.humanoid import SolveOptions, calibrate, solve_body  # noqa: E402
+from ik_core.humanoid import TRACKERS, SolveOptions, calibrate, solve_body  # noqa: E402
 
 H = 0.033  # near-ground band of the skate measure [m]
 SLIDE_SPEED = 0.2  # horizontal speed above which a near-ground foot slides [m/s]
@@ -85,7 +85,9 @@ def foot_metrics(take: Take, positions: np.ndarray) -> dict[str, float]:
     cols = [names.index(r) for r in FOOT_ROLES if r in names]
     cap = take.gt[:, cols][..., :3, 3]  # (N, F, 3)
     own = positions[:, cols]
-    ground = np.percentile(cap[..., 2], 5, axis=0)  # (F,)
+    # Where each joint rests: its 5th percentile height, or lower where the performer stood
+    # lower at the calibration frame (the solve's floor is where the feet stood then).
+    ground = np.minimum(np.percentile(cap[..., 2], 5, axis=0), cap[0, :, 2])  # (F,)
 
     def horizontal_steps(p: np.ndarray) -> np.ndarray:
         return np.linalg.norm(np.diff(p[..., :2], axis=0), axis=-1)  # (N-1, F), frame t-1 -> t
@@ -120,7 +122,8 @@ def joint_errors(take: Take, positions: np.ndarray) -> dict[str, float]:
 
 def run_variant(take: Take) -> list[dict]:
     """The capture, before and after rows of one take variant."""
-    body = calibrate(take.roles, take.gt[0], take.trackers[0], floor=0.0)
+    worn = {n: T for n, T in zip(TRACKERS, take.trackers[0]) if np.all(np.isfinite(T))}
+    body = calibrate(take.roles, take.gt[0], worn, floor=0.0)
     head = {"take": take.name, "variant": take.variant, "frames": take.frames}
     rows = [
         {

@@ -18,6 +18,9 @@ Variants (:data:`VARIANTS`), each a new ground truth with its own trackers:
 - ``noise``: tracker positions with white noise of 2 mm and rotations of 0.5 degree (standard
   deviation per axis, seeded per take); the ground truth is the clean capture.
 - ``dropout``: the left hand tracker lost (NaN) for 0.5 s from 40 % of the take.
+- ``feet``: five trackers, a tracker strapped on each ankle besides the three (pelvis absent,
+  its column NaN), all with the noise of ``noise``: the case where the feet follow trackers
+  and planting must hold them still.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from ik_core.humanoid.geometry import exp_so3, rot_z  # noqa: E402
 
 MOCAP = ROOT / "data" / "mocap"
 TAKES = ("cmu_131_01", "cmu_131_02", "cmu_131_03")
-VARIANTS = ("base", "mirrored", "proportions", "turned", "30fps", "noise", "dropout")
+VARIANTS = ("base", "mirrored", "proportions", "turned", "30fps", "noise", "dropout", "feet")
 
 
 def offset(rotvec: tuple[float, float, float], shift: tuple[float, float, float]) -> np.ndarray:
@@ -53,6 +56,7 @@ def offset(rotvec: tuple[float, float, float], shift: tuple[float, float, float]
 HEADSET = offset((-90.0, 0.0, 0.0), (0.0, 0.08, 0.10))
 CONTROLLER_L = offset((20.0, 0.0, 70.0), (0.0, -0.07, 0.03))
 CONTROLLER_R = offset((20.0, 0.0, -70.0), (0.0, -0.07, 0.03))
+ANKLE_STRAP = offset((0.0, 15.0, 0.0), (0.0, 0.03, 0.05))
 
 # BVH joint name parts of each re-proportioned group, and the scale of its bone offsets.
 PROPORTIONS = (
@@ -71,7 +75,9 @@ class Take:
         variant: One of :data:`VARIANTS`.
         roles: Role map of the CMU skeleton.
         gt: (N, J, 4, 4) ground-truth world transforms of the role bones, ``roles.roles`` order [m].
-        trackers: (N, 3, 4, 4) head, left hand and right hand tracker poses [m] (NaN where lost).
+        trackers: (N, T, 4, 4) tracker poses [m] in ``ik_core.humanoid.TRACKERS`` order (NaN where
+            lost): head, left hand and right hand (T = 3), and for ``feet`` an absent pelvis and
+            both feet (T = 6).
         frame_time: Seconds per frame.
     """
 
@@ -163,11 +169,14 @@ def make_take(name: str, variant: str = "base") -> Take:
     if variant in ("mirrored", "proportions", "turned", "30fps"):
         trackers = trackers_from(gt, names)
     trackers = trackers.copy()
-    if variant == "noise":
+    if variant == "feet":
+        feet = np.stack([gt[:, names.index(f"foot_{s}")] @ ANKLE_STRAP for s in "lr"], axis=1)
+        trackers = np.concatenate([trackers, np.full_like(trackers[:, :1], np.nan), feet], axis=1)
+    if variant in ("noise", "feet"):
         rng = np.random.default_rng(int(name[-2:]))
-        n = trackers.shape[0]
-        trackers[..., :3, 3] += rng.normal(0.0, 0.002, (n, 3, 3))
-        trackers[..., :3, :3] = exp_so3(rng.normal(0.0, np.radians(0.5), (n, 3, 3))) @ trackers[..., :3, :3]
+        n, T = trackers.shape[:2]
+        trackers[..., :3, 3] += rng.normal(0.0, 0.002, (n, T, 3))
+        trackers[..., :3, :3] = exp_so3(rng.normal(0.0, np.radians(0.5), (n, T, 3))) @ trackers[..., :3, :3]
     elif variant == "dropout":
         n = trackers.shape[0]
         start = int(0.4 * n)

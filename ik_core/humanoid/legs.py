@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Legs of the body solve: planned or tracked feet, heel raise near full reach, knee direction."""
+"""Legs of the body solve: planned or tracked feet planted over their contacts, heel raise, knee direction."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..contacts import detect_contacts, keep_above_ground, plant_targets
 from .calibration import Body, Limb
 from .gait import plan_steps
 from .geometry import gaussian_smooth, mv, normalize, rot_z
@@ -13,6 +14,8 @@ from .options import SolveOptions
 from .trunk import heading_of
 
 __all__ = ["solve_legs"]
+
+_UP = np.array([0.0, 0.0, 1.0])
 
 
 def _heel_raise(leg: Limb, hip: np.ndarray, ankle: np.ndarray, soft: float) -> np.ndarray:
@@ -91,6 +94,14 @@ def solve_legs(
             )
             D_foot = rot_z(plan.yaw[:, k] - ref_yaw)
         P[:, leg.root] = P[:, 0] + mv(D[:, 0], body.offsets[leg.root])
+        if o.plant:
+            # The same contact machinery as chain bakes: contacts found on the foot's own target,
+            # the foot held flat where it landed, never below the floor.
+            contact = detect_contacts(ankle, frame_time, body.floor, float(body.ankle_height[k]), o.contacts)
+            planted = plant_targets(ankle, contact, frame_time, D_foot, o.plant_blend, flat_up=_UP)
+            ankle = keep_above_ground(planted.positions, body.floor, float(body.ankle_height[k]))
+            D_foot = planted.rotations
+            contacts[:, k] = contact
         if tracker is None:
             ankle = _heel_raise(leg, P[:, leg.root], ankle, o.leg_soft)
         foot_fwd = mv(D_foot, body.forward)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..contacts import ContactOptions
 from ..errors import InvalidInputError
 from .gait import GaitOptions
 
@@ -37,6 +38,10 @@ class SolveOptions:
         clavicle_reach: Largest extra clavicle swing used to bring an out-of-reach hand target
             within reach [rad].
         gait: Footstep planning parameters.
+        plant: Detect the feet's contacts on their targets (planned steps or foot trackers) and
+            plant them: held where they landed, flat, blended in and out, never below the floor.
+        contacts: Contact detection thresholds used when ``plant`` is on.
+        plant_blend: Duration of the ease in and out of each plant [s].
         jump_speed: Tracker speed reported as a jump [m/s].
         jump_turn: Tracker angular speed reported as a jump [rad/s].
     """
@@ -57,6 +62,9 @@ class SolveOptions:
     clavicle_max: float = np.radians(25.0)
     clavicle_reach: float = np.radians(20.0)
     gait: GaitOptions = field(default_factory=GaitOptions)
+    plant: bool = True
+    contacts: ContactOptions = field(default_factory=ContactOptions)
+    plant_blend: float = 0.1
     jump_speed: float = 8.0
     jump_turn: float = 40.0
 
@@ -81,6 +89,7 @@ class SolveOptions:
             "leg_soft",
             "clavicle_max",
             "clavicle_reach",
+            "plant_blend",
         ):
             value = getattr(self, name)
             if not value >= 0.0:

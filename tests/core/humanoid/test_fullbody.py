@@ -9,6 +9,7 @@ from data_files import data_file
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ik_core.contacts import plant_weights
 from ik_core.errors import InvalidInputError
 from ik_core.formats.bvh import read_bvh
 from ik_core.humanoid import (
@@ -246,13 +247,13 @@ def test_crouch_lowers_pelvis_and_bends_knees(body) -> None:
 
 
 def test_optional_trackers_pelvis_and_feet(cmu) -> None:
-    """With pelvis and feet trackers the pelvis is exact and the feet follow them (1 mm)."""
+    """With pelvis and feet trackers the pelvis is exact and the feet follow them (1 mm) when not planted."""
     b, gt, trk = cmu
     names = b.names
     extra = np.stack([gt[:, names.index(r)] for r in ("pelvis", "foot_l", "foot_r")], 1)
     six = np.concatenate([trk, extra], axis=1)
     b6 = calibrate(b.roles, gt[0], six[0])
-    res = solve_body(b6, six, 2 / 120)
+    res = solve_body(b6, six, 2 / 120, SolveOptions(plant=False))
     assert res.trackers[3:] == ("pelvis", "foot_l", "foot_r")
     assert np.max(res.tracker_error[:, 3]) < 1e-9
     assert np.max(res.tracker_error[:, 4:][res.reachable[:, 4:]]) < 1e-3
@@ -267,6 +268,40 @@ def test_optional_trackers_pelvis_and_feet(cmu) -> None:
     res = solve_body(b5, feet_only, 2 / 120)
     assert res.trackers == ("head", "hand_l", "hand_r", "foot_l", "foot_r")
     assert np.all(np.isfinite(res.world)) and np.max(res.tracker_error[:, 0]) < 1e-9
+
+
+def test_tracked_feet_are_planted_over_their_contacts(cmu) -> None:
+    """Tracked feet are held still on detected contacts (flat, above the floor) and follow the trackers elsewhere."""
+    b, gt, trk = cmu
+    names = b.names
+    feet = np.stack([gt[:, names.index(r)] for r in ("foot_l", "foot_r")], 1)
+    noise = np.random.default_rng(4).normal(0.0, 0.002, feet[..., :3, 3].shape)
+    feet[..., :3, 3] += noise  # tracker jitter: what planting must hold still
+    five = np.concatenate([trk, np.full_like(trk[:, :1], np.nan), feet], axis=1)
+    worn = dict(zip(("head", "hand_l", "hand_r", "foot_l", "foot_r"), five[0, [0, 1, 2, 4, 5]]))
+    b5 = calibrate(b.roles, gt[0], worn)
+    ft = 2 / 120
+    loose = solve_body(b5, five, ft, SolveOptions(plant=False))
+    res = solve_body(b5, five, ft)
+    assert res.contacts.any(axis=0).all() and not res.contacts.all()
+    for k, side in enumerate("lr"):
+        j = names.index(f"foot_{side}")
+        w = plant_weights(res.contacts[:, k], ft, SolveOptions().plant_blend)
+        held = (w[1:] == 1.0) & (w[:-1] == 1.0) & res.reachable[1:, 3 + k]
+        moved = np.linalg.norm(np.diff(res.positions[:, j], axis=0), axis=-1)
+        assert held.sum() > 20 and moved[held].max() < 1e-9
+        # Off contacts the foot is where it was unplanted, where the leg reaches (a stretched leg's
+        # end depends on the knee's direction, smoothed over time across the contacts) and the
+        # tracker is above the floor (below it, the foot is raised onto the floor).
+        floor = b5.floor + b5.ankle_height[k]
+        free = ~res.contacts[:, k] & res.reachable[:, 3 + k] & loose.reachable[:, 3 + k]
+        free &= loose.positions[:, j, 2] >= floor
+        assert free.sum() > 20
+        assert np.allclose(res.world[free, j], loose.world[free, j], rtol=0.0, atol=1e-9)
+        assert res.positions[:, j, 2].min() >= floor - 1e-12 > loose.positions[:, j, 2].min()
+        flat = res.world[w == 1.0, j, :3, :3] @ b5.ref[j, :3, :3].T @ np.array([0, 0, 1.0])
+        assert np.allclose(flat, [0, 0, 1.0], atol=1e-9)
+    assert np.max(res.tracker_error[:, :3][res.reachable[:, :3]]) < 1e-9
 
 
 def test_rigs_without_optional_roles(body) -> None:
