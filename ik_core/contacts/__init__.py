@@ -7,13 +7,13 @@ frame) and for the full body (both feet of the three-tracker solve):
 - :mod:`.detection`: contact intervals from an effector's world trajectory (height above the
   ground and speed, with hysteresis and a minimum duration).
 - :mod:`.planting`: during a contact the target is held where it landed, blended in and out.
-- :mod:`.ground`: no target below the ground plane.
+- :mod:`.ground`: no target below the ground plane, no foot segment through it.
 - :mod:`.reach`: how far the hips (root) must lower so planted feet stay within reach.
 - :mod:`.inputs`: the checks of the arrays and numbers these take.
 """
 
 from .detection import ContactOptions, contact_intervals, detect_contacts
-from .ground import keep_above_ground
+from .ground import keep_above_ground, pitch_above_ground
 from .planting import PlantedTargets, plant_targets, plant_weights
 from .reach import root_drop_for_reach
 
@@ -23,6 +23,7 @@ __all__ = [
     "contact_intervals",
     "detect_contacts",
     "keep_above_ground",
+    "pitch_above_ground",
     "plant_targets",
     "plant_weights",
     "root_drop_for_reach",

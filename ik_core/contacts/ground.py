@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The ground plane: no effector target below it."""
+"""The ground plane: no effector target below it, and no foot segment through it."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InvalidInputError
+from ..model.rotations import rotvec_to_matrix
 from .inputs import as_trajectory, check_finite, check_non_negative
 
-__all__ = ["keep_above_ground"]
+__all__ = ["keep_above_ground", "pitch_above_ground"]
 
 
 def keep_above_ground(positions: np.ndarray, ground: float = 0.0, clearance: float = 0.0) -> np.ndarray:
@@ -34,3 +36,60 @@ def keep_above_ground(positions: np.ndarray, ground: float = 0.0, clearance: flo
     floor = ground + clearance
     p[..., 2] = np.where(p[..., 2] < floor, floor, p[..., 2])
     return p
+
+
+def pitch_above_ground(
+    base: np.ndarray,
+    rotations: np.ndarray,
+    tip: np.ndarray,
+    ground: float = 0.0,
+    clearance: float = 0.0,
+) -> np.ndarray:
+    """Rotations pitched up, where needed, so a segment's tip stays ``clearance`` above the ground.
+
+    A foot turned by its animation (or a tracker) can push its toe through the floor while the
+    ankle stays above it. On such frames the rotation is turned about the horizontal axis
+    through ``base`` across the segment, by the smallest angle that lifts the tip to
+    ``ground + clearance`` (the heading is kept; a tip that cannot get that high, the base
+    being too low, is raised as far as it goes: level with the base's height plus the segment
+    length). Frames whose tip is above are returned bit for bit.
+
+    Args:
+        base: (N, 3) world positions of the segment's base joint (the ankle) [m].
+        rotations: (N, 3, 3) world rotations of the segment (or deltas from its reference pose).
+        tip: (3,) tip offset from the base in the frame ``rotations`` act on [m]: the world tip is
+            ``base + rotations @ tip``.
+        ground: Height of the ground plane [m].
+        clearance: Height of the tip above the ground when it rests on it [m].
+
+    Returns:
+        (N, 3, 3) rotations, a new array.
+
+    Raises:
+        InvalidInputError: On wrong shapes, NaN or infinite values, or a negative clearance.
+    """
+    B = as_trajectory("base", base, single=True)
+    n = B.shape[0]
+    R = np.asarray(rotations, dtype=float)
+    if R.shape != (n, 3, 3) or not np.all(np.isfinite(R)):
+        raise InvalidInputError(f"rotations must be finite with shape ({n}, 3, 3), one per frame, got {R.shape}")
+    t = np.asarray(tip, dtype=float)
+    if t.shape != (3,) or not np.all(np.isfinite(t)):
+        raise InvalidInputError(f"tip must be a finite 3-vector, got {tip!r}")
+    check_finite("ground", ground)
+    check_non_negative("clearance", clearance)
+    out = R.copy()
+    v = np.einsum("nij,j->ni", R, t)
+    low = B[:, 2] + v[:, 2] < ground + clearance
+    length = float(np.linalg.norm(t))
+    if not low.any() or length < 1e-12:
+        return out
+    v_low = v[low]
+    flat = np.linalg.norm(v_low[:, :2], axis=-1)
+    # Pitch about the horizontal axis across the segment: its elevation grows, its heading stays.
+    axis = np.stack([-v_low[:, 1], v_low[:, 0], np.zeros(len(v_low))], axis=1) / np.maximum(flat, 1e-12)[:, None]
+    now = np.arctan2(v_low[:, 2], flat)
+    want = np.arcsin(np.clip((ground + clearance - B[low, 2]) / length, -1.0, 1.0))
+    lift = rotvec_to_matrix(-axis * (want - now)[:, None])
+    out[low] = lift @ R[low]
+    return out

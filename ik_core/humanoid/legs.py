@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..contacts import detect_contacts, keep_above_ground, plant_targets
+from ..contacts import detect_contacts, keep_above_ground, pitch_above_ground, plant_targets
 from .calibration import Body, Limb
 from .gait import plan_steps
 from .geometry import gaussian_smooth, mv, normalize, rot_z
@@ -110,11 +110,17 @@ def solve_legs(
         if o.pole_smoothing > 0:
             pole = gaussian_smooth(pole, o.pole_smoothing / frame_time)
         sol = solve_limb(leg, P[:, leg.root], ankle, pole, mv(D[:, 0], leg.hinge))
+        toe = f"toe_{side}"
+        if toe in body.names and o.plant:
+            # A tracked foot tipped toe-down (or a tracker's jitter) must not push the toe
+            # through the floor: the foot pitches up about the ankle instead.
+            j = body.index(toe)
+            clearance = max(float(body.positions[j, 2]) - body.floor, 0.0)
+            D_foot = pitch_above_ground(sol.end, D_foot, body.offsets[j], body.floor, clearance)
         D[:, leg.root], D[:, leg.mid], D[:, leg.end] = sol.upper, sol.lower, D_foot
         P[:, leg.mid], P[:, leg.end] = sol.mid, sol.end
         flex[:, 2 + k] = sol.flex
         reach[f"foot_{side}"] = sol.reachable
-        toe = f"toe_{side}"
         if toe in body.names:
             j = body.index(toe)
             D[:, j] = D_foot

@@ -284,6 +284,7 @@ def test_tracked_feet_are_planted_over_their_contacts(cmu) -> None:
     loose = solve_body(b5, five, ft, SolveOptions(plant=False))
     res = solve_body(b5, five, ft)
     assert res.contacts.any(axis=0).all() and not res.contacts.all()
+    turned_as_tracked = 0
     for k, side in enumerate("lr"):
         j = names.index(f"foot_{side}")
         w = plant_weights(res.contacts[:, k], ft, SolveOptions().plant_blend)
@@ -292,15 +293,22 @@ def test_tracked_feet_are_planted_over_their_contacts(cmu) -> None:
         assert held.sum() > 20 and moved[held].max() < 1e-9
         # Off contacts the foot is where it was unplanted, where the leg reaches (a stretched leg's
         # end depends on the knee's direction, smoothed over time across the contacts) and the
-        # tracker is above the floor (below it, the foot is raised onto the floor).
+        # tracker is above the floor (below it, the foot is raised onto the floor), and turned
+        # as unplanted where its toe stays above the floor (elsewhere it pitches up).
         floor = b5.floor + b5.ankle_height[k]
         free = ~res.contacts[:, k] & res.reachable[:, 3 + k] & loose.reachable[:, 3 + k]
         free &= loose.positions[:, j, 2] >= floor
         assert free.sum() > 20
-        assert np.allclose(res.world[free, j], loose.world[free, j], rtol=0.0, atol=1e-9)
+        assert np.allclose(res.positions[free, j], loose.positions[free, j], rtol=0.0, atol=1e-9)
+        toe = names.index(f"toe_{side}")
+        up = free & (loose.positions[:, toe, 2] >= b5.positions[toe, 2])
+        assert np.allclose(res.world[up, j], loose.world[up, j], rtol=0.0, atol=1e-9)
+        assert res.positions[:, toe, 2].min() >= b5.positions[toe, 2] - 1e-9 > loose.positions[:, toe, 2].min()
+        turned_as_tracked += int(up.sum())
         assert res.positions[:, j, 2].min() >= floor - 1e-12 > loose.positions[:, j, 2].min()
         flat = res.world[w == 1.0, j, :3, :3] @ b5.ref[j, :3, :3].T @ np.array([0, 0, 1.0])
         assert np.allclose(flat, [0, 0, 1.0], atol=1e-9)
+    assert turned_as_tracked > 20
     assert np.max(res.tracker_error[:, :3][res.reachable[:, :3]]) < 1e-9
 
 
