@@ -37,12 +37,17 @@ def _smoothstep(s: np.ndarray) -> np.ndarray:
     return s * s * (3.0 - 2.0 * s)
 
 
+def _ramp_frames(length: int, ramp: int) -> int:
+    """Frames of each ease of a contact of ``length`` frames: ``ramp``, or less so both fit."""
+    return min(ramp, length // 2)
+
+
 def plant_weights(contact: np.ndarray, frame_time: float, blend_time: float = 0.1) -> np.ndarray:
     """(N,) weights of the held pose: 0 outside contacts, easing to 1 inside each one.
 
     Each contact eases in over its first ``blend_time`` and out over its last (a smoothstep, so
     the target's velocity changes gradually), and both ramps lie inside the contact: frames
-    outside contacts keep weight 0 exactly. A contact shorter than two ramps peaks below 1.
+    outside contacts keep weight 0 exactly. A contact shorter than two ramps gets shorter ones.
 
     Args:
         contact: (N,) booleans, True on contact frames.
@@ -64,13 +69,21 @@ def plant_weights(contact: np.ndarray, frame_time: float, blend_time: float = 0.
     ramp = int(round(blend_time / frame_time))
     w = np.zeros(c.shape[0])
     for start, stop in contact_intervals(c):
+        m = _ramp_frames(stop - start, ramp)
         t = np.arange(start, stop)
         # +1 so the first and last contact frames already hold a little: weight 0 is reached
         # only outside the contact, where the target is the original one anyway.
-        ease_in = _smoothstep((t - start + 1) / (ramp + 1))
-        ease_out = _smoothstep((stop - t) / (ramp + 1))
+        ease_in = _smoothstep((t - start + 1) / (m + 1))
+        ease_out = _smoothstep((stop - t) / (m + 1))
         w[start:stop] = np.minimum(ease_in, ease_out)
     return w
+
+
+def _hermite(a: np.ndarray, b: np.ndarray, va: np.ndarray, vb: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Cubic Hermite curve from ``a`` to ``b`` (3,) with tangents ``va``, ``vb`` (per unit u) at (K,) ``u``."""
+    u = u[:, None]
+    u2, u3 = u * u, u * u * u
+    return a + (b - a) * (3.0 * u2 - 2.0 * u3) + va * (u3 - 2.0 * u2 + u) + vb * (u3 - u2)
 
 
 def _flat(R: np.ndarray, up_axis: np.ndarray) -> np.ndarray:
@@ -96,9 +109,15 @@ def plant_targets(
 ) -> PlantedTargets:
     """Hold an effector's target where it landed during each contact.
 
-    Inside a contact interval the target moves from the original toward the landing pose
-    (position, and rotation when given) by :func:`plant_weights`; frames outside contacts are
-    returned bit for bit. Positions blend linearly, rotations along the shortest arc.
+    Inside a contact interval the target is the landing pose (position, and rotation when
+    given); frames outside contacts are returned bit for bit. The position is held from the
+    landing frame itself (no step) and released over the last ``blend_time`` of the contact
+    along a cubic curve that leaves the held point at rest and ends on the original's last
+    contact frame with the original's velocity (no step, no jump in speed, and no jitter of
+    the original's ramp frames leaking in; the velocity is matched as far as the curve does not
+    double back, so a foot that did not drift stays still; a contact that lasts to the end of
+    the take is held to the end). Rotations turn toward the held one by :func:`plant_weights` along the
+    shortest arc.
 
     Args:
         positions: (N, 3) original world target positions of the effector [m].
@@ -106,7 +125,8 @@ def plant_targets(
             :func:`ik_core.contacts.detect_contacts`).
         frame_time: Seconds per frame (> 0).
         rotations: (N, 3, 3) original world target rotations, or None to plant positions only.
-        blend_time: Duration of the ease in and out inside each contact [s].
+        blend_time: Duration of the release (and of the rotation's ease in) inside each
+            contact [s].
         flat_up: (3,) axis of the effector's own frame that points up when it stands flat; when
             given (with ``rotations``), the held rotation is the landing one tilted flat (its
             heading kept). None holds the landing rotation as it is.
@@ -142,13 +162,32 @@ def plant_targets(
     out_p = p.copy()
     out_R = None if R is None else R.copy()
     anchor = np.full((n, 3), np.nan)
+    ramp = int(round(blend_time / frame_time))
+    zero = np.zeros(3)
     for start, stop in contact_intervals(c):
         seg = slice(start, stop)
-        anchor[seg] = p[start]
-        ws = w[seg, None]
-        out_p[seg] = p[seg] + ws * (p[start] - p[seg])
+        held = p[start]
+        anchor[seg] = held
+        out_p[seg] = held
+        # The hold starts at the landing frame's own position, so it starts without a step; it
+        # is released along a cubic curve from rest at the held point to the original's last
+        # contact frame, there joining the original's velocity. Only two original frames enter
+        # the curve: a tracker's frame-to-frame jitter on the ramp does not leak into the foot.
+        m = _ramp_frames(stop - start, ramp)
+        if m and stop < n:
+            last = p[stop - 1]
+            tangent = (p[stop] - last) * m
+            # A tangent longer than three times the chord makes the curve double back (a foot
+            # that did not drift would rock): shorten it, trading a little of the speed match.
+            room = 3.0 * float(np.linalg.norm(last - held))
+            length = float(np.linalg.norm(tangent))
+            if length > room:
+                tangent = tangent * (room / length)
+            u = (np.arange(stop - m, stop) - (stop - 1 - m)) / m
+            out_p[stop - m : stop] = _hermite(held, last, zero, tangent, u)
+            out_p[stop - 1] = last  # the curve's end, without its rounding
         if R is not None:
-            held = R[start] if up is None else _flat(R[start], up)
-            rel = matrix_to_rotvec(np.swapaxes(R[seg], -1, -2) @ held)
-            out_R[seg] = R[seg] @ rotvec_to_matrix(ws * rel)
+            held_R = R[start] if up is None else _flat(R[start], up)
+            rel = matrix_to_rotvec(np.swapaxes(R[seg], -1, -2) @ held_R)
+            out_R[seg] = R[seg] @ rotvec_to_matrix(w[seg, None] * rel)
     return PlantedTargets(out_p, out_R, w, anchor)

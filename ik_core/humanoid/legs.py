@@ -95,9 +95,13 @@ def solve_legs(
             D_foot = rot_z(plan.yaw[:, k] - ref_yaw)
         P[:, leg.root] = P[:, 0] + mv(D[:, 0], body.offsets[leg.root])
         if o.plant:
-            # The same contact machinery as chain bakes: contacts found on the foot's own target,
-            # the foot held flat where it landed, never below the floor.
-            contact = detect_contacts(ankle, frame_time, body.floor, float(body.ankle_height[k]), o.contacts)
+            # The same contact machinery as chain bakes: the foot held flat where it landed over
+            # its contacts, never below the floor. A planned foot's contacts are the plan's own
+            # (exact); a tracked foot's are found on its trajectory.
+            if tracker is None:
+                contact = plan.planted[:, k]
+            else:
+                contact = detect_contacts(ankle, frame_time, body.floor, float(body.ankle_height[k]), o.contacts)
             planted = plant_targets(ankle, contact, frame_time, D_foot, o.plant_blend, flat_up=_UP)
             ankle = keep_above_ground(planted.positions, body.floor, float(body.ankle_height[k]))
             D_foot = planted.rotations
