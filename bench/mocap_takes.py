@@ -116,8 +116,13 @@ def load(take: str):
     return bvh, roles, gt, trackers_from(gt, roles.roles)
 
 
-def _reproportioned(bvh) -> np.ndarray:
-    """(N, J_bvh, 4, 4) z-up world transforms of the BVH with :data:`PROPORTIONS` applied."""
+def reproportioned(bvh, stride_scaled: bool = True) -> np.ndarray:
+    """(N, J_bvh, 4, 4) z-up world transforms of the BVH with :data:`PROPORTIONS` applied.
+
+    With ``stride_scaled`` the root's whole translation grows with the legs (the motion a
+    longer-legged performer makes); without it only its height does, as a retarget that copies
+    joint rotations and the root's ground path onto longer legs does: its feet slide.
+    """
     local = bvh.local_transforms()
     for parts, scale in PROPORTIONS:
         for i, name in enumerate(bvh.names):
@@ -125,7 +130,10 @@ def _reproportioned(bvh) -> np.ndarray:
                 local[:, i, :3, 3] *= scale
     legs = PROPORTIONS[0][1]
     root = [i for i, j in enumerate(bvh.joints) if j.parent < 0]
-    local[:, root, :3, 3] *= legs  # the hips ride higher on longer legs
+    if stride_scaled:
+        local[:, root, :3, 3] *= legs  # the hips ride higher on longer legs
+    else:
+        local[:, root, 1, 3] *= legs  # BVH y is up: the height only
     world = np.empty_like(local)
     for i, joint in enumerate(bvh.joints):
         world[:, i] = local[:, i] if joint.parent < 0 else world[:, joint.parent] @ local[:, i]
@@ -157,7 +165,7 @@ def make_take(name: str, variant: str = "base") -> Take:
         M = np.diag([-1.0, 1.0, 1.0, 1.0])
         gt = (M @ gt @ M)[:, _mirror_columns(names)]
     elif variant == "proportions":
-        world = _reproportioned(bvh)
+        world = reproportioned(bvh)
         gt = world[:, [bvh.index(roles[r]) for r in names]]
     elif variant == "turned":
         T = np.eye(4)

@@ -106,6 +106,7 @@ def plant_targets(
     rotations: np.ndarray | None = None,
     blend_time: float = 0.1,
     flat_up: np.ndarray | None = None,
+    release_speed: float = 0.1,
 ) -> PlantedTargets:
     """Hold an effector's target where it landed during each contact.
 
@@ -116,8 +117,8 @@ def plant_targets(
     contact frame with the original's velocity (no step, no jump in speed, and no jitter of
     the original's ramp frames leaking in; the velocity is matched as far as the curve does not
     double back, so a foot that did not drift stays still; a contact that lasts to the end of
-    the take is held to the end). Rotations turn toward the held one by :func:`plant_weights` along the
-    shortest arc.
+    the take is held to the end; see ``release_speed`` for long drifts). Rotations turn toward
+    the held one by :func:`plant_weights` along the shortest arc.
 
     Args:
         positions: (N, 3) original world target positions of the effector [m].
@@ -130,6 +131,10 @@ def plant_targets(
         flat_up: (3,) axis of the effector's own frame that points up when it stands flat; when
             given (with ``rotations``), the held rotation is the landing one tilted flat (its
             heading kept). None holds the landing rotation as it is.
+        release_speed: Fastest average speed of the release [m/s]: an original that drifted far
+            during the contact (a retarget's stride mismatch) is released over more frames than
+            ``blend_time``, up to the whole contact but its landing frame, so the catch-up does
+            not become a fast slide.
 
     Returns:
         The planted targets.
@@ -143,6 +148,7 @@ def plant_targets(
     c = np.asarray(contact)
     if c.shape != (n,):
         raise InvalidInputError(f"contact must have shape ({n},), one flag per frame of positions, got {c.shape}")
+    check_positive("release_speed", release_speed)
     w = plant_weights(c, frame_time, blend_time)
     c = w > 0.0
     R = None
@@ -176,6 +182,10 @@ def plant_targets(
         m = _ramp_frames(stop - start, ramp)
         if m and stop < n:
             last = p[stop - 1]
+            drift = float(np.linalg.norm(last - held))
+            # a smoothstep-like curve peaks at 1.5 times its average speed
+            slow = int(np.ceil(1.5 * drift / (release_speed * frame_time)))
+            m = max(m, min(slow, stop - start - 1))
             tangent = (p[stop] - last) * m
             # A tangent longer than three times the chord makes the curve double back (a foot
             # that did not drift would rock): shorten it, trading a little of the speed match.
