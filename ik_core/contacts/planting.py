@@ -21,7 +21,8 @@ class PlantedTargets(NamedTuple):
     Attributes:
         positions: (N, 3) planted world positions [m].
         rotations: (N, 3, 3) planted world rotations, or None when none were given.
-        weight: (N,) share of the held pose in each frame's target, in [0, 1]; 0 outside contacts.
+        weight: (N,) share of the held rotation in each frame's target, in [0, 1]; 0 outside
+            contacts (:func:`plant_weights`, its release slowed with the position's).
         anchor: (N, 3) held position of each frame's contact (the landing position), NaN
             outside contacts.
     """
@@ -196,6 +197,10 @@ def plant_targets(
             u = (np.arange(stop - m, stop) - (stop - 1 - m)) / m
             out_p[stop - m : stop] = _hermite(held, last, zero, tangent, u)
             out_p[stop - 1] = last  # the curve's end, without its rounding
+            if m > _ramp_frames(stop - start, ramp):
+                # the rotation is released over the same slower frames as the position
+                t = np.arange(start, stop)
+                w[seg] = np.minimum(w[seg], _smoothstep((stop - t) / (m + 1)))
         if R is not None:
             held_R = R[start] if up is None else _flat(R[start], up)
             rel = matrix_to_rotvec(np.swapaxes(R[seg], -1, -2) @ held_R)
