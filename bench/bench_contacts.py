@@ -317,7 +317,10 @@ def main() -> None:
     if args.json:
         for table, items in (("rows", rows), ("goals", goals)):
             for r in items:
-                rounded = {k: round(v, 4) if isinstance(v, float) else v for k, v in r.items()}
+                # NaN (not measured: the capture's own tracker error, say) is null in JSON
+                rounded = {
+                    k: (None if np.isnan(v) else round(v, 4)) if isinstance(v, float) else v for k, v in r.items()
+                }
                 print(json.dumps({"table": table, **rounded}))
         return
     print_table(rows)
