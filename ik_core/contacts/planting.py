@@ -181,9 +181,9 @@ def plant_targets(
         # contact frame, there joining the original's velocity. Only two original frames enter
         # the curve: a tracker's frame-to-frame jitter on the ramp does not leak into the foot.
         m = _ramp_frames(stop - start, ramp)
-        if m and stop < n:
-            last = p[stop - 1]
-            drift = float(np.linalg.norm(last - held))
+        last = p[stop - 1]
+        drift = float(np.linalg.norm(last - held))
+        if drift > 0.0 and stop < n:
             # a smoothstep-like curve peaks at 1.5 times its average speed
             slow = int(np.ceil(1.5 * drift / (release_speed * frame_time)))
             m = max(m, min(slow, stop - start - 1))

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from contact_walks import FT, REST, walk
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ik_core.contacts import ContactOptions, contact_intervals, detect_contacts
 from ik_core.errors import InvalidInputError
@@ -133,3 +135,36 @@ def test_bad_options_are_named(field: str, value: float, message: str) -> None:
 def test_bad_ground_is_named() -> None:
     with pytest.raises(InvalidInputError, match="rest_height must be a finite number"):
         detect_contacts(np.zeros((5, 3)), FT, rest_height=float("inf"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    noise=st.floats(0.0, 0.01),
+    height=st.floats(0.01, 0.08),
+    speed=st.floats(0.05, 0.6),
+    release=st.floats(1.0, 2.0),
+)
+def test_contacts_respect_their_thresholds(
+    seed: int, noise: float, height: float, speed: float, release: float
+) -> None:
+    """On any walk and thresholds: contact frames lie within the release band, no contact shorter than allowed.
+
+    Closing a gap keeps frames beyond the band (fewer than ``min_gap`` in a row, never at a
+    contact's ends); every other contact frame is within ``release`` times both thresholds.
+    """
+    positions, _ = walk(noise=noise, seed=seed, stance=0.3 + (seed % 5) * 0.1)
+    o = ContactOptions(height=height, speed=speed, release=release)
+    found = detect_contacts(positions, FT, rest_height=REST, options=o)
+    runs = contact_intervals(found)
+    assert np.all(runs[:, 1] - runs[:, 0] >= round(o.min_duration / FT))
+    lift = positions[:, 2] - REST
+    k = max(int(round(o.speed_window / (2 * FT))), 1)
+    idx = np.arange(len(positions))
+    after, before = np.minimum(idx + k, len(idx) - 1), np.maximum(idx - k, 0)
+    v = np.linalg.norm(positions[after] - positions[before], axis=-1) / ((after - before) * FT)
+    outside_band = found & ((lift >= release * height) | (v >= release * speed))
+    gap = int(round(o.min_gap / FT))
+    stretches = contact_intervals(outside_band)
+    assert np.all(stretches[:, 1] - stretches[:, 0] < gap)  # only closed gaps lie outside the band
+    assert not np.any(outside_band[runs[:, 0]]) and not np.any(outside_band[runs[:, 1] - 1])

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from contact_walks import FT, REST, walk
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ik_core.contacts import contact_intervals, detect_contacts, plant_targets, plant_weights
 from ik_core.errors import InvalidInputError
@@ -131,3 +133,24 @@ def test_bad_input_is_named(kwargs, message) -> None:
     args = {"positions": np.zeros((10, 3)), "contact": np.ones(10, dtype=bool), "frame_time": FT, **kwargs}
     with pytest.raises(InvalidInputError, match=message):
         plant_targets(**args)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), blend=st.floats(0.0, 0.3), release=st.floats(0.02, 1.0))
+def test_planting_any_mask_keeps_outside_frames_and_holds_landings(seed: int, blend: float, release: float) -> None:
+    """Any trajectory and contact mask: frames outside contacts bit for bit, each contact starts at its landing
+    position exactly, ends on the original's last contact frame, and nothing is NaN."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 200))
+    positions = np.cumsum(rng.normal(0.0, 0.01, (n, 3)), axis=0)
+    contact = rng.random(n) < rng.uniform(0.2, 0.9)
+    R = rotvec_to_matrix(rng.normal(0.0, 0.5, (n, 3)))
+    out = plant_targets(positions, contact, FT, rotations=R, blend_time=blend, release_speed=release)
+    assert np.all(np.isfinite(out.positions)) and np.all(np.isfinite(out.rotations))
+    assert np.array_equal(out.positions[~contact], positions[~contact])
+    assert np.array_equal(out.rotations[~contact], R[~contact])
+    for start, stop in contact_intervals(contact):
+        assert np.array_equal(out.positions[start], positions[start])
+        if stop < n:
+            assert np.array_equal(out.positions[stop - 1], positions[stop - 1])
+    assert np.all((out.weight >= 0) & (out.weight <= 1)) and np.all(out.weight[~contact] == 0)
