@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InvalidInputError
 from .inputs import as_trajectory, check_finite, check_non_negative, check_positive
 
 __all__ = ["ContactOptions", "contact_intervals", "detect_contacts"]
@@ -49,7 +50,10 @@ class ContactOptions:
         for name in ("speed_window", "min_duration", "min_gap"):
             check_non_negative(f"ContactOptions.{name}", getattr(self, name))
         if self.release < 1.0:
-            check_positive("ContactOptions.release - 1 (release must be >= 1)", self.release - 1.0)
+            raise InvalidInputError(
+                f"ContactOptions.release must be >= 1 (a contact ends beyond release times the thresholds "
+                f"that start it), got {self.release!r}"
+            )
 
 
 def _speeds(positions: np.ndarray, frame_time: float, window: float) -> np.ndarray:
