@@ -14,12 +14,13 @@ frame) and for the full body (both feet of the three-tracker solve):
 
 from .detection import ContactOptions, contact_intervals, detect_contacts
 from .ground import keep_above_ground, pitch_above_ground
-from .planting import PlantedTargets, plant_targets, plant_weights
+from .planting import PlantedTargets, aim_tip, plant_targets, plant_weights
 from .reach import root_drop_for_reach
 
 __all__ = [
     "ContactOptions",
     "PlantedTargets",
+    "aim_tip",
     "contact_intervals",
     "detect_contacts",
     "keep_above_ground",

@@ -12,7 +12,7 @@ from ..model.rotations import matrix_to_rotvec, rotvec_to_matrix
 from .detection import contact_intervals
 from .inputs import as_mask, as_trajectory, check_non_negative, check_positive
 
-__all__ = ["PlantedTargets", "plant_targets", "plant_weights"]
+__all__ = ["PlantedTargets", "aim_tip", "plant_targets", "plant_weights"]
 
 
 class PlantedTargets(NamedTuple):
@@ -206,3 +206,46 @@ def plant_targets(
             rel = matrix_to_rotvec(np.swapaxes(R[seg], -1, -2) @ held_R)
             out_R[seg] = R[seg] @ rotvec_to_matrix(w[seg, None] * rel)
     return PlantedTargets(out_p, out_R, w, anchor)
+
+
+def aim_tip(base: np.ndarray, rotations: np.ndarray, tip: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Rotations turned about their base, by the shortest arc, so a segment's tip points at its targets.
+
+    The pivot of a foot whose ball is planted while its heel rises: the ankle (``base``) follows
+    its own target and the foot turns about it so the toe stays on the toe's planted target
+    (exactly where the target is one segment length from the base; on the line toward it
+    otherwise). Frames whose tip already points at its target are returned bit for bit.
+
+    Args:
+        base: (N, 3) world positions of the segment's base joint [m].
+        rotations: (N, 3, 3) world rotations of the segment (or deltas from its reference pose).
+        tip: (3,) tip offset from the base in the frame ``rotations`` act on [m].
+        targets: (N, 3) world targets of the tip [m].
+
+    Returns:
+        (N, 3, 3) rotations, a new array.
+
+    Raises:
+        InvalidInputError: On wrong shapes or NaN or infinite values.
+    """
+    B = as_trajectory("base", base, single=True)
+    n = B.shape[0]
+    T = as_trajectory("targets", targets, single=True, frames=n)
+    R = np.asarray(rotations, dtype=float)
+    if R.shape != (n, 3, 3) or not np.all(np.isfinite(R)):
+        raise InvalidInputError(f"rotations must be finite with shape ({n}, 3, 3), one per frame, got {R.shape}")
+    t = np.asarray(tip, dtype=float)
+    if t.shape != (3,) or not np.all(np.isfinite(t)) or np.linalg.norm(t) < 1e-12:
+        raise InvalidInputError(f"tip must be a finite non-zero 3-vector, got {tip!r}")
+    now = np.einsum("nij,j->ni", R, t)
+    want = T - B
+    now_u = now / np.linalg.norm(now, axis=-1, keepdims=True)
+    want_u = want / np.maximum(np.linalg.norm(want, axis=-1, keepdims=True), 1e-12)
+    axis = np.cross(now_u, want_u)
+    sin = np.linalg.norm(axis, axis=-1)
+    angle = np.arctan2(sin, np.sum(now_u * want_u, axis=-1))
+    turn = (sin > 1e-12) & (np.linalg.norm(want, axis=-1) > 1e-12)
+    out = R.copy()
+    if turn.any():
+        out[turn] = rotvec_to_matrix(axis[turn] / sin[turn, None] * angle[turn, None]) @ R[turn]
+    return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..contacts import detect_contacts, keep_above_ground, pitch_above_ground, plant_targets
+from ..contacts import aim_tip, detect_contacts, keep_above_ground, pitch_above_ground, plant_targets
 from .calibration import Body, Limb
 from .gait import plan_steps
 from .geometry import gaussian_smooth, mv, normalize, rot_z
@@ -116,10 +116,19 @@ def solve_legs(
         sol = solve_limb(leg, P[:, leg.root], ankle, pole, mv(D[:, 0], leg.hinge))
         toe = f"toe_{side}"
         if toe in body.names and o.plant:
-            # A tracked foot tipped toe-down (or a tracker's jitter) must not push the toe
-            # through the floor: the foot pitches up about the ankle instead.
             j = body.index(toe)
             clearance = max(float(body.positions[j, 2]) - body.floor, 0.0)
+            if tracker is not None:
+                # The ball of a tracked foot stays planted while its heel rises: its own
+                # contacts outside the ankle's (while the ankle is held the foot is flat) are
+                # found and held, and the foot pivots about the ankle to keep it.
+                ball = sol.end + mv(D_foot, body.offsets[j])
+                ball_contact = detect_contacts(ball, frame_time, body.floor, clearance, o.contacts)
+                ball_contact &= ~contacts[:, k]
+                held = plant_targets(ball, ball_contact, frame_time, blend_time=o.plant_blend)
+                D_foot = aim_tip(sol.end, D_foot, body.offsets[j], held.positions)
+            # A tracked foot tipped toe-down (or a tracker's jitter) must not push the toe
+            # through the floor: the foot pitches up about the ankle instead.
             D_foot = pitch_above_ground(sol.end, D_foot, body.offsets[j], body.floor, clearance)
         D[:, leg.root], D[:, leg.mid], D[:, leg.end] = sol.upper, sol.lower, D_foot
         P[:, leg.mid], P[:, leg.end] = sol.mid, sol.end

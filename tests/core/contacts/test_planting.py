@@ -9,7 +9,7 @@ from contact_walks import FT, REST, walk
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ik_core.contacts import contact_intervals, detect_contacts, plant_targets, plant_weights
+from ik_core.contacts import aim_tip, contact_intervals, detect_contacts, plant_targets, plant_weights
 from ik_core.errors import InvalidInputError
 from ik_core.model.rotations import matrix_to_rotvec, rotvec_to_matrix
 
@@ -154,3 +154,38 @@ def test_planting_any_mask_keeps_outside_frames_and_holds_landings(seed: int, bl
         if stop < n:
             assert np.array_equal(out.positions[stop - 1], positions[stop - 1])
     assert np.all((out.weight >= 0) & (out.weight <= 1)) and np.all(out.weight[~contact] == 0)
+
+
+def test_aim_tip_pivots_a_foot_about_its_ankle() -> None:
+    """A heel rising about a planted ball: the toe lands on its target when one foot length away, the rest untouched."""
+    rng = np.random.default_rng(11)
+    n = 200
+    tip = np.array([0.0, -0.15, -0.05])
+    R = rotvec_to_matrix(rng.normal(0.0, 0.4, (n, 3)))
+    base = rng.normal(0.0, 0.3, (n, 3))
+    direction = rng.normal(size=(n, 3))
+    targets = base + direction / np.linalg.norm(direction, axis=1, keepdims=True) * np.linalg.norm(tip)
+    keep = rng.random(n) < 0.3
+    targets[keep] = base[keep] + np.einsum("nij,j->ni", R[keep], tip)  # already on target
+    out = aim_tip(base, R, tip, targets)
+    assert np.allclose(base + np.einsum("nij,j->ni", out, tip), targets, atol=1e-12)
+    assert np.allclose(np.linalg.det(out), 1.0) and np.allclose(out @ np.swapaxes(out, -1, -2), np.eye(3))
+    assert np.allclose(out[keep], R[keep], atol=1e-12)
+    far = aim_tip(base[:1], R[:1], tip, base[:1] + [[0.0, 0.0, -1.0]])  # out of reach: on the line toward it
+    assert np.allclose(far[0] @ tip / np.linalg.norm(tip), [0.0, 0.0, -1.0])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"tip": np.zeros(3)}, "tip must be a finite non-zero 3-vector"),
+        ({"targets": np.zeros((3, 3))}, "targets must have 2 frames"),
+        ({"rotations": np.zeros((2, 3))}, r"rotations must be finite with shape \(2, 3, 3\)"),
+        ({"base": np.full((2, 3), np.nan)}, "base has NaN"),
+    ],
+)
+def test_bad_aim_input_is_named(kwargs, message) -> None:
+    args = {"base": np.zeros((2, 3)), "rotations": np.tile(np.eye(3), (2, 1, 1)), "tip": np.ones(3),
+            "targets": np.ones((2, 3)), **kwargs}
+    with pytest.raises(InvalidInputError, match=message):
+        aim_tip(**args)
