@@ -58,6 +58,9 @@ _GRADIENT_STEPS = np.array([30.0, 3.0, 0.3, 0.03])
 # A row whose trials all failed with gradient steps below this fraction of the line minimum (and
 # heavy damping) is stationary: no feasible descent is left.
 _REACH_MIN = 1e-7
+# A global start stops when this many times its last gain, in every iteration left, would still
+# leave it short of the local answer: descents gain less and less as they converge.
+_CATCH_UP = 4.0
 # A variable this close to a bound counts as resting on it [rad or m].
 _ON_BOUND = 1e-9
 _TURN = 2.0 * np.pi
@@ -214,7 +217,7 @@ class BestEffort:
 
     def _descend(
         self, x: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, tolerance: float = 0.0,
-        max_iterations: int = MAX_DESCENT,
+        max_iterations: int = MAX_DESCENT, beat: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Descend from chart configurations x to a local minimum of the distance inside the limits.
 
@@ -228,6 +231,9 @@ class BestEffort:
             tr: (P, E, 3, 3) target rotations, or None.
             tolerance: A row whose distance falls to this stops at once [m].
             max_iterations: Cap on iterations (a row stops earlier when it stalls).
+            beat: (P,) distances the rows are descended to get below [m] (a global start must
+                beat the local answer to matter), or None. A row that stays above its mark
+                by more than its recent gains could bring back in the iterations left stops.
 
         Returns:
             (P, dof') chart configurations inside the limits and (P,) their distances.
@@ -246,12 +252,13 @@ class BestEffort:
         push = np.zeros((P, dof))
         # Scale of the gradient trials, shrunk after a round in which no trial gained.
         reach = np.ones(P)
-        for _ in range(max_iterations):
+        for iteration in range(max_iterations):
             rows = np.nonzero(active)[0]
             if not len(rows):
                 break
             R = len(rows)
             qr, er, Jr = q[rows], e[rows], J[rows]
+            d_before = d[rows]
             g = np.einsum("pmi,pm->pi", Jr, er)  # descent direction J^T e
             frozen = self._locked | ((qr <= self._lo + _ON_BOUND) & (g < 0)) | ((qr >= self._hi - _ON_BOUND) & (g > 0))
             free = ~frozen
@@ -312,6 +319,12 @@ class BestEffort:
             idle[rows] = np.where(progressed, 0, idle[rows] + 1)
             stationary = ~ok & (reach[rows] < _REACH_MIN) & (lam[rows] > 1.0)
             active[rows] = (d[rows] > tolerance) & (idle[rows] < _STALL_WINDOW) & ~stationary
+            if beat is not None and iteration >= _STALL_WINDOW:
+                # Hopeless: even gaining _CATCH_UP times this iteration's gain in every
+                # iteration left would not bring the row below its mark.
+                gained = d_before - d[rows]
+                left = max_iterations - 1 - iteration
+                active[rows] &= d[rows] - _CATCH_UP * gained * left <= beat[rows]
         return q, d
 
     def _slide_on_ball_limits(self, push: np.ndarray, g: np.ndarray, J: np.ndarray) -> np.ndarray:
@@ -416,7 +429,11 @@ class BestEffort:
         top = np.argsort(Xd, axis=1)[:, :keep]
         Xq = np.take_along_axis(Xq, top[..., None], axis=1)
         rep = np.repeat(open_rows, keep)
-        Xq, Xd = self._descend(Xq.reshape(-1, Xq.shape[-1]), tp[rep], None if tr is None else tr[rep], tolerance)
+        # A finishing start that cannot come nearer than the local answer by SWITCH_MARGIN stops early.
+        mark = np.repeat(d_local[open_rows] - SWITCH_MARGIN, keep)
+        Xq, Xd = self._descend(
+            Xq.reshape(-1, Xq.shape[-1]), tp[rep], None if tr is None else tr[rep], tolerance, beat=mark
+        )
         Xq, Xd = Xq.reshape(len(open_rows), keep, -1), Xd.reshape(len(open_rows), keep)
         best_d = Xd.min(axis=1)
         # Among near-ties of the best, the one nearest the warm start.
