@@ -47,6 +47,11 @@ SCREEN_DESCENT = 12
 #: this multiple of the local answer's distance from the target.
 GLOBAL_RANGE = 1.5
 FINISHED_STARTS = 3
+#: Targets within this fraction of the chain's reach of one another (and, with rotations, within
+#: SHARE_TURN in Frobenius norm, about that many radians) share one screening of global starts:
+#: the starts promising for one are promising for its neighbours.
+SHARE_RADIUS = 0.05
+SHARE_TURN = 0.1
 #: Iterations a take's follow pass gives each frame's descent from the frame before: it starts
 #: next to its answer, and only decides which basin the frame keeps.
 FOLLOW_DESCENT = 24
@@ -420,14 +425,18 @@ class BestEffort:
             open_rows, pick = open_rows[worth], pick[worth]
             if not len(open_rows):
                 return self._finish(q, q_local, d_local, tp, tr, q_warm)
-        X = configs[pick].reshape(-1, configs.shape[1])
-        rep = np.repeat(open_rows, k)
+        # Targets next to one another (a take's neighbouring frames) share one screening: each
+        # row finishes from the most promising starts screened for its leader's target.
+        leader = self._leaders(tp[open_rows], None if tr is None else tr[open_rows])
+        leaders = np.unique(leader)
+        X = configs[pick[leaders]].reshape(-1, configs.shape[1])
+        rep = np.repeat(open_rows[leaders], k)
         # Screen every start with a short descent, then finish only the most promising ones.
         Xq, Xd = self._descend(X, tp[rep], None if tr is None else tr[rep], tolerance, SCREEN_DESCENT)
-        Xq, Xd = Xq.reshape(len(open_rows), k, -1), Xd.reshape(len(open_rows), k)
+        Xq, Xd = Xq.reshape(len(leaders), k, -1), Xd.reshape(len(leaders), k)
         keep = min(FINISHED_STARTS, k)
         top = np.argsort(Xd, axis=1)[:, :keep]
-        Xq = np.take_along_axis(Xq, top[..., None], axis=1)
+        Xq = np.take_along_axis(Xq, top[..., None], axis=1)[np.searchsorted(leaders, leader)]
         rep = np.repeat(open_rows, keep)
         # A finishing start that cannot come nearer than the local answer by SWITCH_MARGIN stops early.
         mark = np.repeat(d_local[open_rows] - SWITCH_MARGIN, keep)
@@ -449,6 +458,30 @@ class BestEffort:
         q_local[rows] = Xq[better, choice[better]]
         d_local[rows] = best_d[better]
         return self._finish(q, q_local, d_local, tp, tr, q_warm)
+
+    def _leaders(self, tp: np.ndarray, tr: np.ndarray | None) -> np.ndarray:
+        """(P,) for each target, the index of the earlier target whose global screening it shares.
+
+        In order, a target within SHARE_RADIUS of the chain's reach (every effector, and its
+        rotation within SHARE_TURN where the mode has one) of the current leader's follows it;
+        another leads.
+
+        Args:
+            tp: (P, E, 3) target positions [m].
+            tr: (P, E, 3, 3) target rotations, or None.
+        """
+        radius = SHARE_RADIUS * float(self._reach.lengths.max(initial=0.0))
+        leader = np.arange(len(tp))
+        current = 0
+        for i in range(1, len(tp)):
+            close = np.all(np.linalg.norm(tp[i] - tp[current], axis=-1) <= radius)
+            if close and tr is not None:
+                close = np.all(np.linalg.norm(tr[i] - tr[current], axis=(-2, -1)) <= SHARE_TURN)
+            if close:
+                leader[i] = current
+            else:
+                current = i
+        return leader
 
     def jump_note(self, loss: float) -> str:
         """What a missed frame's reason adds where the closest pose jumps; ``loss`` from :meth:`follow`."""

@@ -197,3 +197,26 @@ def test_the_frame_where_the_closest_pose_jumps_says_so() -> None:
     # It jumps once continuity costs more than the margin, not before and not much after.
     lag = np.linalg.norm(effector_poses(skeleton, np.array([[2.0]]), "tip")[0, :3, 3] - targets[jumps[0]])
     assert lag - res.position_error[jumps[0]] > SWITCH_MARGIN
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_neighbouring_targets_sharing_one_global_screening_end_as_near_as_alone(seed: int) -> None:
+    """A run of targets a few millimetres apart shares one screening of global starts (BestEffort.improve):
+    every row still ends within SWITCH_MARGIN of where its own screening takes it."""
+    rng = np.random.default_rng(10 + seed)
+    skeleton = _chain(rng, ("euler", "swing", "swing", "euler"))
+    targets = _sweep(skeleton, 200, 0.9 if seed % 2 else 1.25)[40:52, None]
+    best = BestEffort(skeleton, [0], "position", np.array([0.0, 0.0, 1.0]))
+    start = np.zeros((len(targets), skeleton.dof))
+    together = best.improve(start, start, targets, None, tolerance=1e-5)
+    alone = np.concatenate([best.improve(start[i : i + 1], start[i : i + 1], targets[i : i + 1], None, tolerance=1e-5)
+                            for i in range(len(targets))])
+    gaps = np.linalg.norm(np.diff(targets[:, 0], axis=0), axis=-1)
+    assert gaps.max() < 0.05 * 0.25, "the targets must lie close enough to share a screening"
+
+    def distance(q: np.ndarray) -> np.ndarray:
+        return np.linalg.norm(effector_poses(skeleton, q, "tip")[:, :3, 3] - targets[:, 0], axis=-1)
+
+    assert distance(alone).min() > 1e-3, "the targets must lie outside what the limits allow"
+    np.testing.assert_array_less(distance(together), distance(alone) + SWITCH_MARGIN)
+    assert np.all(limit_violation(skeleton, together) <= 1e-9)
