@@ -13,6 +13,7 @@ import numpy as np
 from ..ik_core import ArticulateError
 from ..ik_core.errors import name_hint
 from ..ik_core.formats.urdf_visuals import parse_visuals
+from ..ik_core.formats.xacro_files import description_source, parse_xacro_args
 from ..ik_core.model.euler import quat_make_continuous
 from ..ik_core.model.rotations import matrix_to_quat, quat_to_matrix
 from ..ik_core.robots import presets
@@ -139,25 +140,31 @@ _IMPORT_TOOL_ITEMS: list = []  # Blender reads dynamic enum strings after the ca
 _IMPORT_MODELS: dict = {}  # (path, mtime) -> RobotModel or None: the dialog redraws often
 
 
-def _file_model(filepath: str) -> RobotModel | None:
-    """The model of a URDF file for the import dialog, or None when it cannot be read (yet)."""
-    path = bpy.path.abspath(filepath) if filepath else ""
+def _file_model(op) -> RobotModel | None:
+    """The model of the import dialog's URDF or xacro file (with its arguments), or None when unreadable (yet)."""
+    path = bpy.path.abspath(op.filepath) if op.filepath else ""
     try:
-        key = (path, os.path.getmtime(path))
+        key = (path, os.path.getmtime(path), op.xacro_args, op.package_dir)
     except OSError:
         return None
     if key not in _IMPORT_MODELS:
         _IMPORT_MODELS.clear()
         try:
-            _IMPORT_MODELS[key] = RobotModel.from_urdf(path)
+            _IMPORT_MODELS[key] = RobotModel.from_urdf(description_source(
+                path, parse_xacro_args(op.xacro_args), _package_dirs(op)))
         except ArticulateError:
             _IMPORT_MODELS[key] = None
     return _IMPORT_MODELS[key]
 
 
+def _package_dirs(op) -> list[str]:
+    """The import's Package Folder as a list of absolute folders (empty when not set)."""
+    return [bpy.path.abspath(op.package_dir)] if op.package_dir else []
+
+
 def _import_tool_items(op, _context) -> list:
     """Automatic, then the links of the chosen URDF a chain can end on, likeliest first."""
-    model = _file_model(op.filepath) if op is not None else None
+    model = _file_model(op) if op is not None else None
     if model is None:
         auto = "The end of the arm, or one chain per branch end"
         links = []
@@ -172,16 +179,26 @@ def _import_tool_items(op, _context) -> list:
 
 
 class ARTICULATE_OT_robot_import_urdf(ImportFile, bpy.types.Operator):
-    """Build a robot rig from a whole URDF tree (kinematics, limits, link geometry where meshes resolve)"""
+    """Build a robot rig from a whole URDF tree, or a xacro file expanded (kinematics, limits, link geometry)"""
 
     bl_idname = "articulate.robot_import_urdf"
     bl_label = "Import URDF"
     bl_options = {"REGISTER", "UNDO"}
 
     filename_ext = ".urdf"
-    # .xacro is listed so that choosing one says it must be expanded first, instead of hiding it
     filter_glob: bpy.props.StringProperty(default="*.urdf;*.xml;*.xacro", options={"HIDDEN"},
                                            description="File names the file browser lists")
+    # Before Tool Link: Blender sets properties in this order, and its items read these two.
+    package_dir: bpy.props.StringProperty(
+        name="Package Folder", description="Folder that package:// mesh paths and xacro's $(find pkg) are resolved "
+                                            "against (the folder holding the packages, or a package itself)",
+        subtype="DIR_PATH", options=set(BLEND_RELATIVE),
+    )
+    xacro_args: bpy.props.StringProperty(
+        name="Xacro Arguments",
+        description="For .xacro files: arguments as xacro's command line takes them, name:=value separated by "
+                    "spaces (prefix:=left_ use_gripper:=false); quote a value with spaces (\"name:=my robot\")",
+    )
     tool_link: bpy.props.EnumProperty(
         name="Tool Link", items=_import_tool_items,
         description="Link the chain ends on; Automatic: the end of a single arm, else one chain per branch end",
@@ -190,34 +207,34 @@ class ARTICULATE_OT_robot_import_urdf(ImportFile, bpy.types.Operator):
         name="Tool Links",
         description="Comma-separated tool links, one chain each (overrides Tool Link); empty for Tool Link",
     )
-    package_dir: bpy.props.StringProperty(
-        name="Package Folder", description="Folder that package:// mesh paths are resolved against", subtype="DIR_PATH",
-        options=set(BLEND_RELATIVE),
-    )
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         path = bpy.path.abspath(self.filepath)
         try:
             if not os.path.isfile(path):
                 raise bridge.BridgeError(f"URDF file not found: {path!r}")
-            model = RobotModel.from_urdf(path)
+            xacro_args = parse_xacro_args(self.xacro_args)
+            source = description_source(path, xacro_args, _package_dirs(self))
+            model = RobotModel.from_urdf(source)
             tools = [t.strip() for t in self.tip_link.split(",") if t.strip()]
             if not tools and self.tool_link not in ("", AUTO_TOOL):
                 tools = [self.tool_link]
             arm, _targets, warnings = build_robot_rig(
-                model, rig_name(model.name), tools=tools or None, visuals=parse_visuals(path),
-                urdf_dir=os.path.dirname(path),
-                package_dirs=[bpy.path.abspath(self.package_dir)] if self.package_dir else [],
-                metadata={"urdf": path},
+                model, rig_name(model.name), tools=tools or None, visuals=parse_visuals(source),
+                urdf_dir=os.path.dirname(path), package_dirs=_package_dirs(self),
+                metadata={"urdf": path, **({"xacro_args": xacro_args} if xacro_args else {}),
+                          **({"package_dirs": _package_dirs(self)} if self.package_dir else {})},
             )
         except (ArticulateError, bridge.BridgeError) as err:
             return _fail(self, err)
         for w in warnings:
             self.report({"WARNING"}, w)
-        for note in model.notes[:NOTES_SHOWN]:  # what the lenient reader ignored or changed
+        # What xacro warned about, then what the lenient reader ignored or changed.
+        notes = [*getattr(source, "notes", ()), *model.notes]
+        for note in notes[:NOTES_SHOWN]:
             self.report({"WARNING"}, note)
-        if len(model.notes) > NOTES_SHOWN:
-            self.report({"WARNING"}, f"... and {len(model.notes) - NOTES_SHOWN} more such notes")
+        if len(notes) > NOTES_SHOWN:
+            self.report({"WARNING"}, f"... and {len(notes) - NOTES_SHOWN} more such notes")
         chains = ", ".join(c.tool_link for c in arm.articulate.chains) or "none"
         how, rigid = "", model.no_tools_reason()
         if rigid:

@@ -153,6 +153,32 @@ def expand_xacro(
     return XacroExpansion(path, text, values, notes)
 
 
+def description_source(
+    path: str | os.PathLike,
+    args: Mapping[str, str] | None = None,
+    package_dirs: Sequence[str | os.PathLike] = (),
+) -> str | XacroExpansion:
+    """What the URDF readers take for a robot description file: the path itself, or a xacro file's expansion.
+
+    Args:
+        path: A URDF or xacro file.
+        args: Xacro arguments (a URDF file takes none).
+        package_dirs: Folders ``$(find pkg)`` looks in first.
+
+    Returns:
+        ``path`` as a string for a URDF, the :class:`XacroExpansion` for a xacro file.
+
+    Raises:
+        URDFError: Xacro arguments for a file that is not xacro, or an error of the expansion.
+    """
+    path = os.fsdecode(os.fspath(path))
+    if is_xacro_path(path):
+        return expand_xacro(path, args, package_dirs)
+    if args:
+        raise URDFError(f"{path}: xacro arguments ({', '.join(args)}) are only for .xacro files; this is a URDF")
+    return path
+
+
 @contextlib.contextmanager
 def _find_hook(substitution, find):
     """Route xacro's ``$(find pkg)`` to ``find`` while expanding.

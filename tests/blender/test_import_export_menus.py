@@ -53,7 +53,7 @@ def test_file_import_menu_lists_the_four_importers(addon):
     funcs, ops = _drawn("TOPBAR_MT_file_import", addon.__name__)
     assert len(funcs) == 1
     assert [op for op, _ in ops] == list(IMPORTERS)
-    assert [text for _, text in ops] == ["Robot URDF (.urdf)", "Robot Joint Trajectory (.csv, .json)",
+    assert [text for _, text in ops] == ["Robot URDF (.urdf, .xacro)", "Robot Joint Trajectory (.csv, .json)",
                                          "Robot Cartesian Poses (.csv)", "Body Trackers (.csv)"]
 
 
@@ -160,11 +160,11 @@ def _area(kind: str):
 
 
 def test_urdf_file_handler_accepts_drops_on_the_viewport_only(empty_scene, addon):
-    """The .urdf handler is registered for the URDF importer, polls true over a 3D viewport, false elsewhere."""
+    """The .urdf/.xacro handler is registered for the URDF importer, polls true over a 3D viewport only."""
     handler = bpy.types.ARTICULATE_FH_urdf
     assert handler.is_registered and issubclass(handler, bpy.types.FileHandler)
     assert handler.bl_import_operator == "articulate.robot_import_urdf"
-    assert handler.bl_file_extensions == ".urdf"
+    assert handler.bl_file_extensions == ".urdf;.xacro"
     assert "filepath" in _rna(handler.bl_import_operator).properties  # what a drop sets
     window, area, region = _area("VIEW_3D")
     with bpy.context.temp_override(window=window, area=area, region=region):
