@@ -376,6 +376,10 @@ COMMANDS = {
     ".venvs/5.0.1/bin/python cli.py ik-to-fk shot.blend --armature rig --frames 1-120 --out fk.blend "
     "--report switch.json": RUN_HERE,
     ".venvs/5.0.1/bin/python cli.py fk-to-ik shot.blend --armature rig --frames 1-120 --out ik.blend": RUN_HERE,
+    ".venvs/5.0.1/bin/python cli.py robot src/duo_description/urdf/duo.urdf.xacro --xacro-arg prefix:=duo_ "
+    "--xacro-arg gripper:=false --out duo.blend":
+        "run as written by test_xacro_import.py's test_cli_robot_runs_the_pipeline_guide_command (in the ROS "
+        "workspace tests/xacro_cases.py writes)",
     ".venvs/5.0.1/bin/python cli.py bake scene.blend --armature Rig --frames 1-250 --from-constraints "
     "--out baked.blend --report report.json": RUN_HERE,
     "blender -b scene.blend --python-exit-code 1 --python cli.py -- bake --armature Rig --frames 1-250 "

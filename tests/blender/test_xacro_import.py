@@ -125,16 +125,26 @@ def _run_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(CLI), *args], capture_output=True, text=True, env=env, timeout=300)
 
 
+# The pipeline guide's command, run as written (test_docs.py's COMMANDS names this test).
+GUIDE_COMMAND = (".venvs/5.0.1/bin/python cli.py robot src/duo_description/urdf/duo.urdf.xacro "
+                 "--xacro-arg prefix:=duo_ --xacro-arg gripper:=false --out duo.blend")
+
+
 @pytest.mark.slow
-def test_cli_robot_imports_a_xacro_with_arguments(empty_scene, tmp_path):
-    """cli.py robot expands the xacro with --xacro-arg values (the wheels synced as in an install), saves the rig."""
-    path = workspace(tmp_path / "ws")
-    out = tmp_path / "robot.blend"
-    done = _run_cli(tmp_path, "robot", str(path), "--xacro-arg", "prefix:=duo_", "--xacro-arg", "gripper:=false",
-                    "--out", str(out))
+def test_cli_robot_runs_the_pipeline_guide_command(empty_scene, tmp_path):
+    """The pipeline guide's cli.py robot command, in a workspace like the guide's, expands the xacro with its
+    --xacro-arg values (the wheels synced as in an install), prints what the guide quotes and saves the rig."""
+    guide = (CLI.parent / "docs" / "pipeline.md").read_text(encoding="utf-8")
+    assert GUIDE_COMMAND in guide and "`articulate: imported duo, chains to right_hand, flange`" in guide
+    workspace(tmp_path / "ws")
+    args = GUIDE_COMMAND.split()[2:]
+    env = {**os.environ, "BLENDER_USER_RESOURCES": str(tmp_path / "user")}
+    env.pop("ROS_PACKAGE_PATH", None)
+    done = subprocess.run([sys.executable, str(CLI), *args], capture_output=True, text=True, env=env, timeout=300,
+                          cwd=tmp_path / "ws")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "articulate: imported duo, chains to right_hand, flange" in done.stdout
-    with bpy.data.libraries.load(str(out)) as (source, target):
+    with bpy.data.libraries.load(str(tmp_path / "ws" / "duo.blend")) as (source, target):
         target.objects = list(source.objects)
     rig = next(o for o in target.objects if o.type == "ARMATURE")
     assert json.loads(rig["articulate_robot"])["xacro_args"] == {"prefix": "duo_", "gripper": "false"}

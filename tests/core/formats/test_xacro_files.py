@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -163,3 +165,12 @@ def test_xml_text_with_xacro_elements_is_refused_with_the_way_out() -> None:
     """Xacro macros given as text (no file to resolve includes against) are refused, saying what to give instead."""
     with pytest.raises(URDFError, match=r"give the .xacro file itself"):
         parse_urdf(f'<robot name="r" {NS}><xacro:property name="a" value="1"/><link name="b"/></robot>')
+
+
+def test_the_formats_page_example_expands(tmp_path: Path) -> None:
+    """docs/formats.md's xacro example, in the test workspace, expands to the robot it describes."""
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "formats.md").read_text(encoding="utf-8")
+    (example,) = re.findall(r"```xml\n(.*?)```", doc, flags=re.S)
+    model = parse_urdf(expand_xacro(workspace(tmp_path, example), {"prefix": "duo_"}))
+    assert sorted(model.links) == ["duo_torso", "left_hand", "left_upper"]
+    assert model.joint("left_shoulder").rpy == pytest.approx((-math.pi / 2, 0.0, 0.0))
