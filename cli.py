@@ -55,6 +55,7 @@ MAX_SAMPLES = 16_777_216
 # A xacro argument as `--xacro-arg` takes it, name:=value (ik_core.formats.xacro_files reads the same form).
 XACRO_ARG = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):=(.*)", re.S)
 ROBOT_SUFFIXES = (".urdf", ".xml", ".xacro")
+TRAJECTORY_SUFFIXES = (".csv", ".json", ".mcap")
 
 
 def _script_args(argv: list[str]) -> list[str]:
@@ -517,7 +518,10 @@ def check_args(args: argparse.Namespace) -> list[Path]:
             elif file is not None:
                 outputs.append((check_output_file(file, what), what))
     elif args.command == "export":
-        outputs.append((check_output_file(args.out, "export", (".csv", ".json", "")), "export"))
+        outputs.append((check_output_file(args.out, "export", (*TRAJECTORY_SUFFIXES, "")), "export"))
+    elif args.command == "trajectory":
+        check_trajectory_args(args)
+        outputs.append((check_output_file(args.out, "output file", (".blend",)), "output file"))
     elif args.command == "robot":
         check_robot_args(args)
         outputs.append((check_output_file(args.out, "robot file", (".blend",)), "robot file"))
@@ -594,9 +598,38 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     _open_robot(args)
     _run_operator(bpy.ops.articulate.trajectory_export, filepath=str(Path(args.out).resolve()), rate=args.rate,
-                  frame_range="TRAJECTORY" if args.frames == TRAJECTORY_FRAMES else "SCENE")
+                  frame_range="TRAJECTORY" if args.frames == TRAJECTORY_FRAMES else "SCENE", topic=args.topic)
     print(f"articulate: wrote {args.out}")
     return EXIT_OK
+
+
+def cmd_trajectory(args: argparse.Namespace) -> int:
+    """Key a joint trajectory file (CSV, ROS JSON or a ROS 2 bag) on a robot rig and save the file."""
+    import bpy
+
+    arm = _open_armature(args, robot=True)
+    _run_operator(bpy.ops.articulate.trajectory_import, filepath=str(Path(args.file).resolve()),
+                  topic=args.topic or "", start_frame=args.start_frame)
+    scene = bpy.context.scene
+    print(f"articulate: keyed {Path(args.file).name} on {arm.name}, frames {scene.frame_start}-{scene.frame_end} at "
+          f"{scene.render.fps / scene.render.fps_base:.4g} fps")
+    _save(args.out)
+    return EXIT_OK
+
+
+def check_trajectory_args(args: argparse.Namespace) -> None:
+    """The trajectory command's input: an existing CSV, JSON or MCAP file; a topic only for MCAP.
+
+    Raises:
+        UsageError: A missing file, another extension, or --topic for a file that is not MCAP.
+    """
+    file = Path(args.file)
+    if not file.is_file():
+        raise UsageError(f"no such trajectory file: {args.file}")
+    if file.suffix.lower() not in TRAJECTORY_SUFFIXES:
+        raise UsageError(f"{args.file} is not a joint trajectory file; valid: {', '.join(TRAJECTORY_SUFFIXES)}")
+    if args.topic is not None and file.suffix.lower() != ".mcap":
+        raise UsageError(f"--topic is for .mcap files (ROS 2 bags); {args.file} is not one")
 
 
 def cmd_body(args: argparse.Namespace) -> int:
@@ -716,10 +749,25 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--frames", type=_parse_robot_frames, default=TRAJECTORY_FRAMES,
                         help="range like 1-250 (set as the scene's), 'scene', or 'trajectory' (default: the imported "
                              "trajectory's own frames, else the scene's)")
-    export.add_argument("--out", required=True, help="output file, .csv or .json (ROS JointTrajectory)")
+    export.add_argument("--out", required=True,
+                        help="output file, .csv, .json (ROS JointTrajectory) or .mcap (ROS 2 bag of JointState)")
     export.add_argument("--rate", type=float_in(0.0, MAX_RATE, "a sample rate [Hz]"), default=0.0,
                         help="samples per second (default: the frame rate)")
+    export.add_argument("--topic", type=name_arg("a ROS topic"), default="/joint_states",
+                        help="the topic of an .mcap file's JointState messages (default: /joint_states)")
     export.set_defaults(func=cmd_export)
+    trajectory = sub.add_parser("trajectory", help="key a joint trajectory file (CSV, ROS JSON or a ROS 2 bag, "
+                                                   "MCAP) on a robot rig and save the .blend")
+    trajectory.add_argument("blend", nargs="?", help=".blend to open (omit inside 'blender -b file.blend')")
+    trajectory.add_argument("--armature", required=True, type=name_arg("an armature"), help="name of the robot rig")
+    trajectory.add_argument("--file", required=True, help="the trajectory: .csv, .json or .mcap")
+    trajectory.add_argument("--topic", type=name_arg("a ROS topic"),
+                            help="the .mcap topic of JointState or JointTrajectory messages (needed only when the "
+                                 "file has several)")
+    trajectory.add_argument("--start-frame", type=int_in(-MAX_FRAME, MAX_FRAME, "a frame"), default=1,
+                            help="frame of the first sample (default: 1)")
+    trajectory.add_argument("--out", required=True, help="save the keyed .blend here")
+    trajectory.set_defaults(func=cmd_trajectory)
     robot = sub.add_parser("robot", help="import a URDF or xacro robot description as a rig and save the .blend")
     robot.add_argument("description", help="the robot's .urdf, or its .xacro / .urdf.xacro (expanded by xacro)")
     robot.add_argument("--out", required=True, help="save the .blend with the robot rig here")

@@ -33,6 +33,7 @@ from ..ik_core.trajectory import (
     write_joint_csv,
     write_joint_json,
 )
+from ..ik_core.trajectory.mcap_files import DEFAULT_TOPIC, read_joint_mcap, write_joint_mcap
 from . import bridge, compat
 from .bridge.keys import rotation_part
 from .bridge.robot import (
@@ -299,15 +300,20 @@ class ARTICULATE_OT_robot_chain_add(bpy.types.Operator):
 
 
 class ARTICULATE_OT_trajectory_import(TimedImport, bpy.types.Operator):
-    """Key a joint trajectory (CSV: time, then a column per joint; or ROS JSON) at the file's rate or the scene's"""
+    """Key a joint trajectory (CSV: time, then a column per joint; ROS JSON; or a ROS 2 bag, MCAP) at the file's rate
+    or the scene's"""
 
     bl_idname = "articulate.trajectory_import"
     bl_label = "Import Joint Trajectory"
     bl_options = {"REGISTER", "UNDO"}
 
     filename_ext = ".csv"
-    filter_glob: bpy.props.StringProperty(default="*.csv;*.json", options={"HIDDEN"},
+    filter_glob: bpy.props.StringProperty(default="*.csv;*.json;*.mcap", options={"HIDDEN"},
                                            description="File names the file browser lists")
+    topic: bpy.props.StringProperty(
+        name="Topic", description="MCAP files: the topic of JointState or JointTrajectory messages to read; empty "
+                                  "when the file has only one such topic",
+    )
 
     @classmethod
     def poll(cls, context):
@@ -319,8 +325,12 @@ class ARTICULATE_OT_trajectory_import(TimedImport, bpy.types.Operator):
             arm = _robot(context)
             names = [j["name"] for j in robot_info(arm)["joints"]]
             path = bpy.path.abspath(self.filepath)
-            reader = read_joint_json if path.lower().endswith(".json") else read_joint_csv
-            raw = reader(path, names)
+            bag = None
+            if path.lower().endswith(".mcap"):
+                bag = read_joint_mcap(path, names, topic=self.topic.strip() or None)
+                raw = bag.trajectory
+            else:
+                raw = (read_joint_json if path.lower().endswith(".json") else read_joint_csv)(path, names)
             rate = self.key_rate(scene, raw.times)
             fps = rate.rate
             traj = resample(raw, fps)
@@ -332,8 +342,11 @@ class ARTICULATE_OT_trajectory_import(TimedImport, bpy.types.Operator):
         store_trajectory(arm, StoredTrajectory(Path(path).name, "joints", self.start_frame, int(frames[-1]), fps, raw))
         if rate.warning:
             self.report({"WARNING"}, rate.warning)
+        for note in bag.notes if bag is not None else ():
+            self.report({"WARNING"}, note)
+        source = f" ({bag.topic}, {bag.message_type.rpartition('/')[2]}, timed by {bag.clock})" if bag else ""
         self.report({"INFO"}, f"Keyed {len(names)} joints on frames {self.start_frame}..{int(frames[-1])} at "
-                              f"{fps:.4g} fps from {len(raw)} samples of {Path(path).name}")
+                              f"{fps:.4g} fps from {len(raw)} samples of {Path(path).name}{source}")
         return {"FINISHED"}
 
 
@@ -611,24 +624,28 @@ class ARTICULATE_OT_trajectory_check(bpy.types.Operator):
 EXPORT_FORMATS = (
     ("CSV", "CSV (.csv)", "A header 'time,<joint>,...', then a row per sample: seconds, radians or metres"),
     ("JSON", "ROS JSON (.json)", "Shaped like ROS trajectory_msgs/JointTrajectory: joint_names and points"),
+    ("MCAP", "ROS 2 Bag (.mcap)", "sensor_msgs/msg/JointState messages on one topic, stamped in nanoseconds, "
+                                  "uncompressed: ros2 bag play and Foxglove play it"),
 )
-FORMAT_EXTENSIONS = {"CSV": ".csv", "JSON": ".json"}
+FORMAT_EXTENSIONS = {"CSV": ".csv", "JSON": ".json", "MCAP": ".mcap"}
 
 
 class ARTICULATE_OT_trajectory_export(ExportFile, bpy.types.Operator):
-    """Export the robot's keyed joint trajectory (CSV or ROS JointTrajectory JSON) at a chosen rate"""
+    """Export the robot's keyed joint trajectory (CSV, ROS JointTrajectory JSON or a ROS 2 bag) at a chosen rate"""
 
     bl_idname = "articulate.trajectory_export"
     bl_label = "Export Joint Trajectory"
     bl_options = {"REGISTER"}
 
     filename_ext = ".csv"
-    filter_glob: bpy.props.StringProperty(default="*.csv;*.json", options={"HIDDEN"},
+    filter_glob: bpy.props.StringProperty(default="*.csv;*.json;*.mcap", options={"HIDDEN"},
                                            description="File names the file browser lists")
     file_format: bpy.props.EnumProperty(
         name="Format", items=EXPORT_FORMATS, default="CSV",
-        description="File format; a file name ending in .csv or .json decides it",
+        description="File format; a file name ending in .csv, .json or .mcap decides it",
     )
+    topic: bpy.props.StringProperty(name="Topic", default=DEFAULT_TOPIC,
+                                    description="MCAP: the topic of the JointState messages")
     frame_range: bpy.props.EnumProperty(name="Frames", items=FRAME_RANGES, default="TRAJECTORY",
                                         description="Frames to export")
     rate: bpy.props.FloatProperty(name="Rate (Hz)", default=0.0, min=0.0,
@@ -651,7 +668,10 @@ class ARTICULATE_OT_trajectory_export(ExportFile, bpy.types.Operator):
             path = export_path(self.filepath, self.file_format)
             start, end, what = checked_range(context, stored_trajectory(arm), self.frame_range)
             traj = export_trajectory(context, arm, start, end, self.rate)
-            (write_joint_json if path.lower().endswith(".json") else write_joint_csv)(path, traj)
+            if path.lower().endswith(".mcap"):
+                write_joint_mcap(path, traj, topic=self.topic.strip())
+            else:
+                (write_joint_json if path.lower().endswith(".json") else write_joint_csv)(path, traj)
         except (ArticulateError, bridge.BridgeError, OSError) as err:
             return _fail(self, err)
         self.report({"INFO"}, f"Wrote {len(traj.times)} samples of {len(traj.joint_names)} joints, frames "
@@ -665,20 +685,20 @@ def export_name(arm: bpy.types.Object | None) -> str:
 
 
 def export_path(filepath: str, file_format: str) -> str:
-    """The absolute file to write: ``filepath`` as given when it ends in .csv or .json, else with the format's.
+    """The absolute file to write: ``filepath`` as given when it ends in .csv, .json or .mcap, else with the format's.
 
     Raises:
         BridgeError: No path, or a path with another extension (the message lists the valid ones).
     """
     if not filepath:
-        raise bridge.BridgeError("choose a file to export to (.csv or .json)")
+        raise bridge.BridgeError("choose a file to export to (.csv, .json or .mcap)")
     path = bpy.path.abspath(filepath)
     ext = os.path.splitext(path)[1].lower()
     if ext in FORMAT_EXTENSIONS.values():
         return path
     if ext:
-        raise bridge.BridgeError(f"cannot export to {os.path.basename(path)!r}: the extension {ext!r} is neither "
-                                 "'.csv' (CSV) nor '.json' (ROS JSON)")
+        raise bridge.BridgeError(f"cannot export to {os.path.basename(path)!r}: the extension {ext!r} is not "
+                                 "'.csv' (CSV), '.json' (ROS JSON) or '.mcap' (ROS 2 bag)")
     return path + FORMAT_EXTENSIONS[file_format]
 
 

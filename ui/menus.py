@@ -6,11 +6,11 @@ import bpy
 # (operator, menu text, icon); the robot operators grey out, with their poll message, until a robot is active.
 IMPORTERS = (
     ("articulate.robot_import_urdf", "Robot URDF (.urdf, .xacro)", "IMPORT"),
-    ("articulate.trajectory_import", "Robot Joint Trajectory (.csv, .json)", "IMPORT"),
+    ("articulate.trajectory_import", "Robot Joint Trajectory (.csv, .json, .mcap)", "IMPORT"),
     ("articulate.cartesian_import", "Robot Cartesian Poses (.csv)", "IMPORT"),
     ("articulate.trackers_import", "Body Trackers (.csv)", "IMPORT"),
 )
-EXPORTERS = (("articulate.trajectory_export", "Robot Joint Trajectory (.csv, .json)", "EXPORT"),)
+EXPORTERS = (("articulate.trajectory_export", "Robot Joint Trajectory (.csv, .json, .mcap)", "EXPORT"),)
 
 
 def _draw(layout, entries) -> None:
