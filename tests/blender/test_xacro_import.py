@@ -151,6 +151,16 @@ def test_cli_robot_runs_the_pipeline_guide_command(empty_scene, tmp_path):
     assert "duo_torso" in json.loads(rig["articulate_robot_model"])["links"]
     for obj in target.objects:
         bpy.data.objects.remove(obj)
+    # --into adds a second robot to that file, beside the first
+    done = subprocess.run([sys.executable, str(CLI), "robot", args[1], "--into", "duo.blend", "--out", "two.blend"],
+                          capture_output=True, text=True, env=env, timeout=300,
+                          cwd=tmp_path / "ws")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    with bpy.data.libraries.load(str(tmp_path / "ws" / "two.blend")) as (source, target):
+        target.objects = list(source.objects)
+    assert len([o for o in target.objects if o.type == "ARMATURE"]) == 2
+    for obj in target.objects:
+        bpy.data.objects.remove(obj)
 
 
 @pytest.mark.parametrize(("args", "message"), [
