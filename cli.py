@@ -52,6 +52,10 @@ FRAME_RANGE = re.compile(r"([0-9]+)(?:-([0-9]+))?(?::([0-9]+))?")
 MAX_RATE = 32_767
 # Cycles' own limit on samples per pixel.
 MAX_SAMPLES = 16_777_216
+# A xacro argument as `--xacro-arg` takes it, name:=value (ik_core.formats.xacro_files reads the same form).
+XACRO_ARG = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):=(.*)", re.S)
+ROBOT_SUFFIXES = (".urdf", ".xml", ".xacro")
+TRAJECTORY_SUFFIXES = (".csv", ".json", ".mcap")
 
 
 def _script_args(argv: list[str]) -> list[str]:
@@ -361,6 +365,60 @@ def _open_robot(args: argparse.Namespace):
     return arm
 
 
+def cmd_robot(args: argparse.Namespace) -> int:
+    """Import a URDF or xacro robot description as a rig (into a .blend, or an empty scene) and save it."""
+    import shlex
+
+    import bpy
+
+    if args.into:
+        _open_blend(args.into)
+    else:
+        bpy.ops.wm.read_homefile(use_empty=True)
+    ensure_addon()
+    _run_operator(bpy.ops.articulate.robot_import_urdf, filepath=str(Path(args.description).resolve()),
+                  xacro_args=shlex.join(args.xacro_arg or []), tip_link=",".join(args.tool_link or []),
+                  package_dir=str(Path(args.package_dir).resolve()) if args.package_dir else "")
+    arm = bpy.context.object
+    chains = ", ".join(c.tool_link for c in arm.articulate.chains) or "none"
+    print(f"articulate: imported {arm.name}, chains to {chains}")
+    _save(args.out)
+    return EXIT_OK
+
+
+def check_robot_args(args: argparse.Namespace) -> None:
+    """The robot command's input: a readable description file, xacro arguments only for xacro, each once.
+
+    Raises:
+        UsageError: A missing file, an unknown extension, xacro arguments for a URDF, an argument
+            given twice, or a Package Folder that is not a folder.
+    """
+    file = Path(args.description)
+    if not file.is_file():
+        raise UsageError(f"no such robot description: {args.description}")
+    name = file.name.lower()
+    if not name.endswith(ROBOT_SUFFIXES):
+        raise UsageError(f"{args.description} is not a robot description; valid: {', '.join(ROBOT_SUFFIXES)}")
+    names = [XACRO_ARG.fullmatch(a).group(1) for a in args.xacro_arg or []]
+    if names and not name.endswith(".xacro"):
+        raise UsageError(f"--xacro-arg is for .xacro files; {args.description} is a URDF")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UsageError(f"--xacro-arg {twice[0]} is given more than once")
+    if args.package_dir is not None and not Path(args.package_dir).is_dir():
+        raise UsageError(f"the package folder {args.package_dir} is not a folder")
+    if args.into is not None:
+        check_blend_file(args.into)
+
+
+def xacro_arg(text: str) -> str:
+    """An argparse type: one xacro argument, ``name:=value``."""
+    if XACRO_ARG.fullmatch(text) is None:
+        raise argparse.ArgumentTypeError(f"expected a xacro argument name:=value (such as prefix:=left_), got "
+                                         f"{text!r}")
+    return text
+
+
 class UsageError(Exception):
     """Bad arguments or input: exit code 2."""
 
@@ -460,7 +518,13 @@ def check_args(args: argparse.Namespace) -> list[Path]:
             elif file is not None:
                 outputs.append((check_output_file(file, what), what))
     elif args.command == "export":
-        outputs.append((check_output_file(args.out, "export", (".csv", ".json", "")), "export"))
+        outputs.append((check_output_file(args.out, "export", (*TRAJECTORY_SUFFIXES, "")), "export"))
+    elif args.command == "trajectory":
+        check_trajectory_args(args)
+        outputs.append((check_output_file(args.out, "output file", (".blend",)), "output file"))
+    elif args.command == "robot":
+        check_robot_args(args)
+        outputs.append((check_output_file(args.out, "robot file", (".blend",)), "robot file"))
     else:  # check, body, ik-to-fk, fk-to-ik
         for name, what in (("out", "output file"), ("report", "report")):
             if getattr(args, name, None) is not None:
@@ -534,9 +598,38 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     _open_robot(args)
     _run_operator(bpy.ops.articulate.trajectory_export, filepath=str(Path(args.out).resolve()), rate=args.rate,
-                  frame_range="TRAJECTORY" if args.frames == TRAJECTORY_FRAMES else "SCENE")
+                  frame_range="TRAJECTORY" if args.frames == TRAJECTORY_FRAMES else "SCENE", topic=args.topic)
     print(f"articulate: wrote {args.out}")
     return EXIT_OK
+
+
+def cmd_trajectory(args: argparse.Namespace) -> int:
+    """Key a joint trajectory file (CSV, ROS JSON or a ROS 2 bag) on a robot rig and save the file."""
+    import bpy
+
+    arm = _open_armature(args, robot=True)
+    _run_operator(bpy.ops.articulate.trajectory_import, filepath=str(Path(args.file).resolve()),
+                  topic=args.topic or "", start_frame=args.start_frame)
+    scene = bpy.context.scene
+    print(f"articulate: keyed {Path(args.file).name} on {arm.name}, frames {scene.frame_start}-{scene.frame_end} at "
+          f"{scene.render.fps / scene.render.fps_base:.4g} fps")
+    _save(args.out)
+    return EXIT_OK
+
+
+def check_trajectory_args(args: argparse.Namespace) -> None:
+    """The trajectory command's input: an existing CSV, JSON or MCAP file; a topic only for MCAP.
+
+    Raises:
+        UsageError: A missing file, another extension, or --topic for a file that is not MCAP.
+    """
+    file = Path(args.file)
+    if not file.is_file():
+        raise UsageError(f"no such trajectory file: {args.file}")
+    if file.suffix.lower() not in TRAJECTORY_SUFFIXES:
+        raise UsageError(f"{args.file} is not a joint trajectory file; valid: {', '.join(TRAJECTORY_SUFFIXES)}")
+    if args.topic is not None and file.suffix.lower() != ".mcap":
+        raise UsageError(f"--topic is for .mcap files (ROS 2 bags); {args.file} is not one")
 
 
 def cmd_body(args: argparse.Namespace) -> int:
@@ -656,10 +749,38 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--frames", type=_parse_robot_frames, default=TRAJECTORY_FRAMES,
                         help="range like 1-250 (set as the scene's), 'scene', or 'trajectory' (default: the imported "
                              "trajectory's own frames, else the scene's)")
-    export.add_argument("--out", required=True, help="output file, .csv or .json (ROS JointTrajectory)")
+    export.add_argument("--out", required=True,
+                        help="output file, .csv, .json (ROS JointTrajectory) or .mcap (ROS 2 bag of JointState)")
     export.add_argument("--rate", type=float_in(0.0, MAX_RATE, "a sample rate [Hz]"), default=0.0,
                         help="samples per second (default: the frame rate)")
+    export.add_argument("--topic", type=name_arg("a ROS topic"), default="/joint_states",
+                        help="the topic of an .mcap file's JointState messages (default: /joint_states)")
     export.set_defaults(func=cmd_export)
+    trajectory = sub.add_parser("trajectory", help="key a joint trajectory file (CSV, ROS JSON or a ROS 2 bag, "
+                                                   "MCAP) on a robot rig and save the .blend")
+    trajectory.add_argument("blend", nargs="?", help=".blend to open (omit inside 'blender -b file.blend')")
+    trajectory.add_argument("--armature", required=True, type=name_arg("an armature"), help="name of the robot rig")
+    trajectory.add_argument("--file", required=True, help="the trajectory: .csv, .json or .mcap")
+    trajectory.add_argument("--topic", type=name_arg("a ROS topic"),
+                            help="the .mcap topic of JointState or JointTrajectory messages (needed only when the "
+                                 "file has several)")
+    trajectory.add_argument("--start-frame", type=int_in(-MAX_FRAME, MAX_FRAME, "a frame"), default=1,
+                            help="frame of the first sample (default: 1)")
+    trajectory.add_argument("--out", required=True, help="save the keyed .blend here")
+    trajectory.set_defaults(func=cmd_trajectory)
+    robot = sub.add_parser("robot", help="import a URDF or xacro robot description as a rig and save the .blend")
+    robot.add_argument("description", help="the robot's .urdf, or its .xacro / .urdf.xacro (expanded by xacro)")
+    robot.add_argument("--out", required=True, help="save the .blend with the robot rig here")
+    robot.add_argument("--into", metavar="BLEND", help="import into this .blend (default: an empty scene)")
+    robot.add_argument("--xacro-arg", action="append", type=xacro_arg, metavar="NAME:=VALUE",
+                       help="a xacro argument, as xacro's command line takes it (repeat for several)")
+    robot.add_argument("--package-dir", metavar="DIR",
+                       help="folder package:// and $(find pkg) resolve against (default: ROS_PACKAGE_PATH and the "
+                            "folders around the file)")
+    robot.add_argument("--tool-link", action="append", metavar="LINK",
+                       help="a link a chain ends on (repeat for several; default: the end of a single arm, else one "
+                            "chain per branch end)")
+    robot.set_defaults(func=cmd_robot)
     body = sub.add_parser("body", help="bake a humanoid's full body from head and hand trackers")
     body.add_argument("blend", nargs="?", help=".blend to open (omit inside 'blender -b file.blend')")
     body.add_argument("--armature", required=True, type=name_arg("an armature"), help="name of the humanoid armature")

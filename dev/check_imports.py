@@ -34,6 +34,7 @@ PACKAGES = ("ik_core", "operators", "ui", "presets")
 LAYERS = {
     "errors": 0,
     "blas_threads": 1,
+    "bundled": 1,
     "model": 1,
     "limits": 2,
     "formats": 2,

@@ -8,13 +8,14 @@ One concept per folder, each importing only the folders below it:
 - :mod:`.solvers`: one solver interface; FABRIK, CCD, DLS and two-bone families; reach; Auto;
   the aim solver of aim chains.
 - :mod:`.take`: whole takes, frame by frame, with repairs and global searches.
-- :mod:`.formats`: URDF and BVH files read into the model.
+- :mod:`.formats`: URDF (and xacro) and BVH files read into the model.
 - :mod:`.robots`: robot presets, the stored robot model, closed-form UR IK.
 - :mod:`.contacts`: contacts of an effector with the ground: detection, planting, the ground
   plane, the hips lowered for reach.
 - :mod:`.humanoid`: full-body solving from three trackers, humanoid role maps.
-- :mod:`.trajectory`: joint trajectories: files, checks, resampling.
-- :mod:`.errors`, :mod:`.blas_threads`: the error types; numpy's BLAS kept on one thread.
+- :mod:`.trajectory`: joint trajectories: files (ROS 2 bags too), checks, resampling.
+- :mod:`.errors`, :mod:`.blas_threads`, :mod:`.bundled`: the error types; numpy's BLAS kept on
+  one thread; the pure-Python packages bundled as wheels (xacro, mcap), imported on demand.
 
 The names below are the public API, importable from ``ik_core`` itself.
 """

@@ -122,6 +122,10 @@ class URDFError(ArticulateError, ValueError):
     """A URDF document is malformed; the message names the offending element."""
 
 
+class DependencyError(ArticulateError, ImportError):
+    """A Python package Articulate bundles (xacro, mcap) can be neither imported nor found among its wheels."""
+
+
 class ColladaError(ArticulateError, ValueError):
     """A Collada (.dae) document cannot be read; the message names the file and the element."""
 

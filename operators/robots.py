@@ -13,6 +13,7 @@ import numpy as np
 from ..ik_core import ArticulateError
 from ..ik_core.errors import name_hint
 from ..ik_core.formats.urdf_visuals import parse_visuals
+from ..ik_core.formats.xacro_files import description_source, parse_xacro_args
 from ..ik_core.model.euler import quat_make_continuous
 from ..ik_core.model.rotations import matrix_to_quat, quat_to_matrix
 from ..ik_core.robots import presets
@@ -32,6 +33,7 @@ from ..ik_core.trajectory import (
     write_joint_csv,
     write_joint_json,
 )
+from ..ik_core.trajectory.mcap_files import DEFAULT_TOPIC, read_joint_mcap, write_joint_mcap
 from . import bridge, compat
 from .bridge.keys import rotation_part
 from .bridge.robot import (
@@ -139,25 +141,31 @@ _IMPORT_TOOL_ITEMS: list = []  # Blender reads dynamic enum strings after the ca
 _IMPORT_MODELS: dict = {}  # (path, mtime) -> RobotModel or None: the dialog redraws often
 
 
-def _file_model(filepath: str) -> RobotModel | None:
-    """The model of a URDF file for the import dialog, or None when it cannot be read (yet)."""
-    path = bpy.path.abspath(filepath) if filepath else ""
+def _file_model(op) -> RobotModel | None:
+    """The model of the import dialog's URDF or xacro file (with its arguments), or None when unreadable (yet)."""
+    path = bpy.path.abspath(op.filepath) if op.filepath else ""
     try:
-        key = (path, os.path.getmtime(path))
+        key = (path, os.path.getmtime(path), op.xacro_args, op.package_dir)
     except OSError:
         return None
     if key not in _IMPORT_MODELS:
         _IMPORT_MODELS.clear()
         try:
-            _IMPORT_MODELS[key] = RobotModel.from_urdf(path)
+            _IMPORT_MODELS[key] = RobotModel.from_urdf(description_source(
+                path, parse_xacro_args(op.xacro_args), _package_dirs(op)))
         except ArticulateError:
             _IMPORT_MODELS[key] = None
     return _IMPORT_MODELS[key]
 
 
+def _package_dirs(op) -> list[str]:
+    """The import's Package Folder as a list of absolute folders (empty when not set)."""
+    return [bpy.path.abspath(op.package_dir)] if op.package_dir else []
+
+
 def _import_tool_items(op, _context) -> list:
     """Automatic, then the links of the chosen URDF a chain can end on, likeliest first."""
-    model = _file_model(op.filepath) if op is not None else None
+    model = _file_model(op) if op is not None else None
     if model is None:
         auto = "The end of the arm, or one chain per branch end"
         links = []
@@ -172,16 +180,26 @@ def _import_tool_items(op, _context) -> list:
 
 
 class ARTICULATE_OT_robot_import_urdf(ImportFile, bpy.types.Operator):
-    """Build a robot rig from a whole URDF tree (kinematics, limits, link geometry where meshes resolve)"""
+    """Build a robot rig from a whole URDF tree, or a xacro file expanded (kinematics, limits, link geometry)"""
 
     bl_idname = "articulate.robot_import_urdf"
     bl_label = "Import URDF"
     bl_options = {"REGISTER", "UNDO"}
 
     filename_ext = ".urdf"
-    # .xacro is listed so that choosing one says it must be expanded first, instead of hiding it
     filter_glob: bpy.props.StringProperty(default="*.urdf;*.xml;*.xacro", options={"HIDDEN"},
                                            description="File names the file browser lists")
+    # Before Tool Link: Blender sets properties in this order, and its items read these two.
+    package_dir: bpy.props.StringProperty(
+        name="Package Folder", description="Folder that package:// mesh paths and xacro's $(find pkg) are resolved "
+                                            "against (the folder holding the packages, or a package itself)",
+        subtype="DIR_PATH", options=set(BLEND_RELATIVE),
+    )
+    xacro_args: bpy.props.StringProperty(
+        name="Xacro Arguments",
+        description="For .xacro files: arguments as xacro's command line takes them, name:=value separated by "
+                    "spaces (prefix:=left_ use_gripper:=false); quote a value with spaces (\"name:=my robot\")",
+    )
     tool_link: bpy.props.EnumProperty(
         name="Tool Link", items=_import_tool_items,
         description="Link the chain ends on; Automatic: the end of a single arm, else one chain per branch end",
@@ -190,34 +208,34 @@ class ARTICULATE_OT_robot_import_urdf(ImportFile, bpy.types.Operator):
         name="Tool Links",
         description="Comma-separated tool links, one chain each (overrides Tool Link); empty for Tool Link",
     )
-    package_dir: bpy.props.StringProperty(
-        name="Package Folder", description="Folder that package:// mesh paths are resolved against", subtype="DIR_PATH",
-        options=set(BLEND_RELATIVE),
-    )
 
     def execute(self, context: bpy.types.Context) -> set[str]:
         path = bpy.path.abspath(self.filepath)
         try:
             if not os.path.isfile(path):
                 raise bridge.BridgeError(f"URDF file not found: {path!r}")
-            model = RobotModel.from_urdf(path)
+            xacro_args = parse_xacro_args(self.xacro_args)
+            source = description_source(path, xacro_args, _package_dirs(self))
+            model = RobotModel.from_urdf(source)
             tools = [t.strip() for t in self.tip_link.split(",") if t.strip()]
             if not tools and self.tool_link not in ("", AUTO_TOOL):
                 tools = [self.tool_link]
             arm, _targets, warnings = build_robot_rig(
-                model, rig_name(model.name), tools=tools or None, visuals=parse_visuals(path),
-                urdf_dir=os.path.dirname(path),
-                package_dirs=[bpy.path.abspath(self.package_dir)] if self.package_dir else [],
-                metadata={"urdf": path},
+                model, rig_name(model.name), tools=tools or None, visuals=parse_visuals(source),
+                urdf_dir=os.path.dirname(path), package_dirs=_package_dirs(self),
+                metadata={"urdf": path, **({"xacro_args": xacro_args} if xacro_args else {}),
+                          **({"package_dirs": _package_dirs(self)} if self.package_dir else {})},
             )
         except (ArticulateError, bridge.BridgeError) as err:
             return _fail(self, err)
         for w in warnings:
             self.report({"WARNING"}, w)
-        for note in model.notes[:NOTES_SHOWN]:  # what the lenient reader ignored or changed
+        # What xacro warned about, then what the lenient reader ignored or changed.
+        notes = [*getattr(source, "notes", ()), *model.notes]
+        for note in notes[:NOTES_SHOWN]:
             self.report({"WARNING"}, note)
-        if len(model.notes) > NOTES_SHOWN:
-            self.report({"WARNING"}, f"... and {len(model.notes) - NOTES_SHOWN} more such notes")
+        if len(notes) > NOTES_SHOWN:
+            self.report({"WARNING"}, f"... and {len(notes) - NOTES_SHOWN} more such notes")
         chains = ", ".join(c.tool_link for c in arm.articulate.chains) or "none"
         how, rigid = "", model.no_tools_reason()
         if rigid:
@@ -282,15 +300,20 @@ class ARTICULATE_OT_robot_chain_add(bpy.types.Operator):
 
 
 class ARTICULATE_OT_trajectory_import(TimedImport, bpy.types.Operator):
-    """Key a joint trajectory (CSV: time, then a column per joint; or ROS JSON) at the file's rate or the scene's"""
+    """Key a joint trajectory (CSV: time, then a column per joint; ROS JSON; or a ROS 2 bag, MCAP) at the file's rate
+    or the scene's"""
 
     bl_idname = "articulate.trajectory_import"
     bl_label = "Import Joint Trajectory"
     bl_options = {"REGISTER", "UNDO"}
 
     filename_ext = ".csv"
-    filter_glob: bpy.props.StringProperty(default="*.csv;*.json", options={"HIDDEN"},
+    filter_glob: bpy.props.StringProperty(default="*.csv;*.json;*.mcap", options={"HIDDEN"},
                                            description="File names the file browser lists")
+    topic: bpy.props.StringProperty(
+        name="Topic", description="MCAP files: the topic of JointState or JointTrajectory messages to read; empty "
+                                  "when the file has only one such topic",
+    )
 
     @classmethod
     def poll(cls, context):
@@ -302,8 +325,12 @@ class ARTICULATE_OT_trajectory_import(TimedImport, bpy.types.Operator):
             arm = _robot(context)
             names = [j["name"] for j in robot_info(arm)["joints"]]
             path = bpy.path.abspath(self.filepath)
-            reader = read_joint_json if path.lower().endswith(".json") else read_joint_csv
-            raw = reader(path, names)
+            bag = None
+            if path.lower().endswith(".mcap"):
+                bag = read_joint_mcap(path, names, topic=self.topic.strip() or None)
+                raw = bag.trajectory
+            else:
+                raw = (read_joint_json if path.lower().endswith(".json") else read_joint_csv)(path, names)
             rate = self.key_rate(scene, raw.times)
             fps = rate.rate
             traj = resample(raw, fps)
@@ -315,8 +342,11 @@ class ARTICULATE_OT_trajectory_import(TimedImport, bpy.types.Operator):
         store_trajectory(arm, StoredTrajectory(Path(path).name, "joints", self.start_frame, int(frames[-1]), fps, raw))
         if rate.warning:
             self.report({"WARNING"}, rate.warning)
+        for note in bag.notes if bag is not None else ():
+            self.report({"WARNING"}, note)
+        source = f" ({bag.topic}, {bag.message_type.rpartition('/')[2]}, timed by {bag.clock})" if bag else ""
         self.report({"INFO"}, f"Keyed {len(names)} joints on frames {self.start_frame}..{int(frames[-1])} at "
-                              f"{fps:.4g} fps from {len(raw)} samples of {Path(path).name}")
+                              f"{fps:.4g} fps from {len(raw)} samples of {Path(path).name}{source}")
         return {"FINISHED"}
 
 
@@ -594,24 +624,28 @@ class ARTICULATE_OT_trajectory_check(bpy.types.Operator):
 EXPORT_FORMATS = (
     ("CSV", "CSV (.csv)", "A header 'time,<joint>,...', then a row per sample: seconds, radians or metres"),
     ("JSON", "ROS JSON (.json)", "Shaped like ROS trajectory_msgs/JointTrajectory: joint_names and points"),
+    ("MCAP", "ROS 2 Bag (.mcap)", "sensor_msgs/msg/JointState messages on one topic, stamped in nanoseconds, "
+                                  "uncompressed: ros2 bag play and Foxglove play it"),
 )
-FORMAT_EXTENSIONS = {"CSV": ".csv", "JSON": ".json"}
+FORMAT_EXTENSIONS = {"CSV": ".csv", "JSON": ".json", "MCAP": ".mcap"}
 
 
 class ARTICULATE_OT_trajectory_export(ExportFile, bpy.types.Operator):
-    """Export the robot's keyed joint trajectory (CSV or ROS JointTrajectory JSON) at a chosen rate"""
+    """Export the robot's keyed joint trajectory (CSV, ROS JointTrajectory JSON or a ROS 2 bag) at a chosen rate"""
 
     bl_idname = "articulate.trajectory_export"
     bl_label = "Export Joint Trajectory"
     bl_options = {"REGISTER"}
 
     filename_ext = ".csv"
-    filter_glob: bpy.props.StringProperty(default="*.csv;*.json", options={"HIDDEN"},
+    filter_glob: bpy.props.StringProperty(default="*.csv;*.json;*.mcap", options={"HIDDEN"},
                                            description="File names the file browser lists")
     file_format: bpy.props.EnumProperty(
         name="Format", items=EXPORT_FORMATS, default="CSV",
-        description="File format; a file name ending in .csv or .json decides it",
+        description="File format; a file name ending in .csv, .json or .mcap decides it",
     )
+    topic: bpy.props.StringProperty(name="Topic", default=DEFAULT_TOPIC,
+                                    description="MCAP: the topic of the JointState messages")
     frame_range: bpy.props.EnumProperty(name="Frames", items=FRAME_RANGES, default="TRAJECTORY",
                                         description="Frames to export")
     rate: bpy.props.FloatProperty(name="Rate (Hz)", default=0.0, min=0.0,
@@ -634,7 +668,10 @@ class ARTICULATE_OT_trajectory_export(ExportFile, bpy.types.Operator):
             path = export_path(self.filepath, self.file_format)
             start, end, what = checked_range(context, stored_trajectory(arm), self.frame_range)
             traj = export_trajectory(context, arm, start, end, self.rate)
-            (write_joint_json if path.lower().endswith(".json") else write_joint_csv)(path, traj)
+            if path.lower().endswith(".mcap"):
+                write_joint_mcap(path, traj, topic=self.topic.strip())
+            else:
+                (write_joint_json if path.lower().endswith(".json") else write_joint_csv)(path, traj)
         except (ArticulateError, bridge.BridgeError, OSError) as err:
             return _fail(self, err)
         self.report({"INFO"}, f"Wrote {len(traj.times)} samples of {len(traj.joint_names)} joints, frames "
@@ -648,20 +685,20 @@ def export_name(arm: bpy.types.Object | None) -> str:
 
 
 def export_path(filepath: str, file_format: str) -> str:
-    """The absolute file to write: ``filepath`` as given when it ends in .csv or .json, else with the format's.
+    """The absolute file to write: ``filepath`` as given when it ends in .csv, .json or .mcap, else with the format's.
 
     Raises:
         BridgeError: No path, or a path with another extension (the message lists the valid ones).
     """
     if not filepath:
-        raise bridge.BridgeError("choose a file to export to (.csv or .json)")
+        raise bridge.BridgeError("choose a file to export to (.csv, .json or .mcap)")
     path = bpy.path.abspath(filepath)
     ext = os.path.splitext(path)[1].lower()
     if ext in FORMAT_EXTENSIONS.values():
         return path
     if ext:
-        raise bridge.BridgeError(f"cannot export to {os.path.basename(path)!r}: the extension {ext!r} is neither "
-                                 "'.csv' (CSV) nor '.json' (ROS JSON)")
+        raise bridge.BridgeError(f"cannot export to {os.path.basename(path)!r}: the extension {ext!r} is not "
+                                 "'.csv' (CSV), '.json' (ROS JSON) or '.mcap' (ROS 2 bag)")
     return path + FORMAT_EXTENSIONS[file_format]
 
 

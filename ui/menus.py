@@ -1,16 +1,16 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Importers and exporters where users look: File > Import, File > Export, .urdf files dropped on the viewport."""
+"""Importers and exporters where users look: File > Import, File > Export, robot files dropped on the viewport."""
 
 import bpy
 
 # (operator, menu text, icon); the robot operators grey out, with their poll message, until a robot is active.
 IMPORTERS = (
-    ("articulate.robot_import_urdf", "Robot URDF (.urdf)", "IMPORT"),
-    ("articulate.trajectory_import", "Robot Joint Trajectory (.csv, .json)", "IMPORT"),
+    ("articulate.robot_import_urdf", "Robot URDF (.urdf, .xacro)", "IMPORT"),
+    ("articulate.trajectory_import", "Robot Joint Trajectory (.csv, .json, .mcap)", "IMPORT"),
     ("articulate.cartesian_import", "Robot Cartesian Poses (.csv)", "IMPORT"),
     ("articulate.trackers_import", "Body Trackers (.csv)", "IMPORT"),
 )
-EXPORTERS = (("articulate.trajectory_export", "Robot Joint Trajectory (.csv, .json)", "EXPORT"),)
+EXPORTERS = (("articulate.trajectory_export", "Robot Joint Trajectory (.csv, .json, .mcap)", "EXPORT"),)
 
 
 def _draw(layout, entries) -> None:
@@ -30,7 +30,7 @@ def draw_export(self, context: bpy.types.Context) -> None:
 
 
 class ARTICULATE_FH_urdf(bpy.types.FileHandler):
-    """A .urdf dropped on the 3D viewport builds its robot (a dialog shows the import options first).
+    """A .urdf or .xacro dropped on the 3D viewport builds its robot (a dialog shows the import options first).
 
     File handlers came with Blender 4.1; every Blender the add-on supports (4.2+) has them.
     """
@@ -38,7 +38,7 @@ class ARTICULATE_FH_urdf(bpy.types.FileHandler):
     bl_idname = "ARTICULATE_FH_urdf"
     bl_label = "Robot URDF"
     bl_import_operator = "articulate.robot_import_urdf"
-    bl_file_extensions = ".urdf"
+    bl_file_extensions = ".urdf;.xacro"
 
     @classmethod
     def poll_drop(cls, context: bpy.types.Context) -> bool:

@@ -24,6 +24,7 @@ from .urdf_model import (
     unsupported_type_message,
     usable_mimics,
 )
+from .xacro_files import XacroExpansion, expand_xacro, is_xacro_path
 
 __all__ = [
     "SUPPORTED_JOINT_TYPES",
@@ -142,7 +143,8 @@ def _joint_fields(elem: ET.Element, name: str, notes: list[str]) -> UrdfJoint:
     return UrdfJoint(name, jtype, parent, child, xyz, rpy, axis, lower, upper, velocity, effort, mimic)
 
 
-XACRO_HINT = "expand it into a URDF first with ROS's xacro tool (`xacro robot.urdf.xacro > robot.urdf`)"
+XACRO_HINT = ("give the .xacro file itself (it is expanded by the bundled xacro package), or expand it into a "
+              "URDF with ROS's xacro tool (`xacro robot.urdf.xacro > robot.urdf`)")
 
 
 def is_xacro(root: ET.Element) -> bool:
@@ -154,18 +156,19 @@ def is_xacro(root: ET.Element) -> bool:
                for e in root.iter())
 
 
-def read_urdf_xml(source: str | os.PathLike) -> tuple[str, ET.Element]:
-    """Parse a URDF file or XML string, refusing xacro files.
+def read_urdf_xml(source: str | os.PathLike | XacroExpansion) -> tuple[str, ET.Element]:
+    """Parse a URDF file, XML string or expanded xacro file.
 
     Args:
-        source: A file path, or a URDF XML string (recognised by its leading '<').
+        source: A file path (a ``.xacro`` one is expanded with its default arguments), a
+            :class:`~.xacro_files.XacroExpansion`, or a URDF XML string (recognised by its leading '<').
 
     Returns:
         The error-message prefix ("" for XML strings, else ``"<path>: "``) and the root element.
 
     Raises:
-        URDFError: Missing or unreadable file, invalid XML (with its line number), or a xacro
-            file (by its .xacro extension or its xacro elements), with how to expand it.
+        URDFError: Missing or unreadable file, invalid XML (with its line number), an error
+            expanding a xacro file, or XML text still holding xacro elements, with what to do.
     """
     document = _read_document(source)
     return document.prefix, document.root
@@ -195,9 +198,13 @@ class _Document:
         return None
 
 
-def _read_document(source: str | os.PathLike) -> _Document:
+def _read_document(source: str | os.PathLike | XacroExpansion) -> _Document:
     skipped = 0  # lines of leading whitespace dropped, so an <?xml?> declaration may follow them
-    if isinstance(source, str) and source.lstrip().startswith("<"):
+    if is_xacro_path(source):
+        expanded = source if isinstance(source, XacroExpansion) else expand_xacro(source)
+        # Line numbers in messages are those of the expansion, as `xacro file > file.urdf` writes it.
+        prefix, data = f"{expanded.path} (expanded by xacro): ", expanded.text
+    elif isinstance(source, str) and source.lstrip().startswith("<"):
         prefix, data = "", source.lstrip()
         skipped = source[: len(source) - len(data)].count("\n")
     else:
@@ -208,8 +215,6 @@ def _read_document(source: str | os.PathLike) -> _Document:
                 f"source must be a file path or a URDF XML string, got {type(source).__name__}"
             ) from None
         prefix = f"{path}: "
-        if path.lower().endswith(".xacro"):
-            raise URDFError(f"{prefix}this is a xacro file (ROS macros), not a URDF; {XACRO_HINT}")
         try:
             with open(path, "rb") as f:
                 data = f.read()
@@ -243,7 +248,7 @@ def _drop_namespace(root: ET.Element, namespace: str) -> None:
             elem.tag = elem.tag[len(namespace):]
 
 
-def parse_urdf(source: str | os.PathLike) -> UrdfModel:
+def parse_urdf(source: str | os.PathLike | XacroExpansion) -> UrdfModel:
     """Read the kinematic tree of a URDF, as leniently as urdfdom where a file is sloppy.
 
     Visuals, collisions, inertials, transmissions, gazebo tags, meshes and any element or
@@ -255,16 +260,19 @@ def parse_urdf(source: str | os.PathLike) -> UrdfModel:
     linear in the size of the file.
 
     Args:
-        source: A file path, or a URDF XML string (recognised by its leading '<').
+        source: A file path (a ``.xacro`` one is expanded with its default arguments), a
+            :class:`~.xacro_files.XacroExpansion` (a xacro file expanded with chosen arguments),
+            or a URDF XML string (recognised by its leading '<').
 
     Returns:
         The validated :class:`UrdfModel`, with its notes.
 
     Raises:
-        URDFError: Missing or unreadable file, invalid XML (with its line number), or a
-            robot that is truly broken (a joint naming a missing link, a cycle, several root
-            links, a link with two parents, a cycle of mimics, a bad number); the message names
-            the offending element and, where it can be found in the text, its line.
+        URDFError: Missing or unreadable file, invalid XML (with its line number), an error
+            expanding a xacro file (naming the file and macro), or a robot that is truly broken
+            (a joint naming a missing link, a cycle, several root links, a link with two parents,
+            a cycle of mimics, a bad number); the message names the offending element and, where
+            it can be found in the text, its line.
     """
     # The cyclic garbage collector would walk every element and joint made so far, again and
     # again, while hundreds of thousands are created: paused for the read (nothing here is cyclic).

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import URDFError
 from ..model.euler import make_transform, rpy_to_matrix
+from .ros_packages import nearby_folders, package_roots
 from .urdf import read_urdf_xml
 
 KINDS = ("box", "cylinder", "sphere", "mesh")
@@ -152,9 +153,8 @@ def resolve_mesh(
         path = path if path.is_absolute() or base is None else base / path
         return path if path.is_file() else None
     pkg, _, sub = filename[len("package://") :].partition("/")
-    roots = [Path(d) for d in package_dirs]
-    roots += [Path(d) for d in os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep) if d]
-    nearby = [base, *base.parents][:4] if base is not None else []
+    roots = package_roots(package_dirs)
+    nearby = nearby_folders(base)
 
     def candidates():
         for root in roots + nearby:

@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Robot trajectories: CSV / ROS-style JSON import and export (and tracker CSV), resampling and feasibility checks."""
+"""Robot trajectories: CSV / ROS-style JSON import and export (and tracker CSV), resampling and feasibility checks.
+
+ROS 2 bags (MCAP) are :mod:`.mcap_files`, imported by name: they need the bundled mcap packages.
+"""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ import numpy as np
 from ...ik_core import ArticulateError, JointKind, Skeleton, effector_poses, forward_kinematics
 from ...ik_core.errors import ColladaError
 from ...ik_core.formats.urdf_visuals import Visual, resolve_mesh
+from ...ik_core.formats.xacro_files import description_source
 from ...ik_core.robots.model import RobotModel
 from .build import sphere_mesh_data
 from .errors import BridgeError
@@ -318,7 +319,12 @@ def repair_robot(arm: bpy.types.Object) -> list[str]:
         if not source:
             raise
         kind, _, where = source.partition(" ")
-        model = RobotModel.from_preset(where) if kind == "preset" else RobotModel.from_urdf(where)
+        if kind == "preset":
+            model = RobotModel.from_preset(where)
+        else:  # a xacro file is expanded again with the arguments and Package Folder it was imported with
+            args, dirs = old.get("xacro_args"), old.get("package_dirs")
+            model = RobotModel.from_urdf(description_source(
+                where, args if isinstance(args, dict) else None, dirs if isinstance(dirs, list) else ()))
         model_text = model.to_json()
         done.append(f"stored model read again from its {source}")
     info_text = None

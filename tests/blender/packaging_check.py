@@ -44,6 +44,12 @@ report["registered"] = {
     "scene_property": hasattr(bpy.types.Scene, "articulate"),
 }
 report["operator_callable"] = "bake" in dir(bpy.ops.articulate)
+# The manifest's wheels, installed by Blender into the extensions' own site-packages (not the wheels/ files).
+site = Path(bpy.utils.user_resource("EXTENSIONS")) / ".local"
+report["wheels_installed"] = {
+    name: Path(importlib.import_module(name).__file__).resolve().is_relative_to(site.resolve())
+    for name in ("xacro", "yaml", "mcap", "mcap_ros2")
+}
 
 addon_utils.disable(module, default_set=True)
 report["disabled"] = module not in bpy.context.preferences.addons

@@ -248,10 +248,25 @@ def test_unwritable_output_folders_exit_2(folder, capsys, stubbed, command, opti
 
 
 def test_export_extension_is_checked_first(folder, capsys, stubbed) -> None:
-    """`export --out` must end in .csv or .json (or have no extension, which the exporter completes)."""
+    """`export --out` must end in .csv, .json or .mcap (or have no extension, which the exporter completes)."""
     argv = base_args("export", folder)
     argv[argv.index("--out") + 1] = str(folder / "joints.txt")
-    assert "valid: '.csv', '.json', none" in assert_refused(argv, folder, capsys, stubbed)
+    assert "valid: '.csv', '.json', '.mcap', none" in assert_refused(argv, folder, capsys, stubbed)
+
+
+@pytest.mark.parametrize(("file", "extra", "message"), [
+    ("none.mcap", [], "no such trajectory file"),
+    ("joints.txt", [], "is not a joint trajectory file; valid: .csv, .json, .mcap"),
+    ("joints.csv", ["--topic", "/joint_states"], "--topic is for .mcap files (ROS 2 bags)"),
+    ("joints.csv", ["--topic", ""], "expected the name of a ROS topic, got an empty name"),
+])
+def test_trajectory_input_is_checked_before_any_work(folder, capsys, stubbed, file, extra, message) -> None:
+    """`trajectory --file` must exist and be CSV, JSON or MCAP; --topic is for MCAP only."""
+    for name in ("joints.txt", "joints.csv"):
+        (folder / name).write_text("time,a\n0,0\n")
+    argv = ["trajectory", str(folder / "shot.blend"), "--armature", "Robot", "--file", str(folder / file), *extra,
+            "--out", str(folder / "keyed.blend")]
+    assert message in assert_refused(argv, folder, capsys, stubbed)
 
 
 def test_two_outputs_on_one_file_are_refused(folder, capsys, stubbed) -> None:

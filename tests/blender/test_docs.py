@@ -371,11 +371,19 @@ COMMANDS = {
     "--singularity 0.02 --jump 0.3 --report check.csv": RUN_HERE,
     ".venvs/5.0.1/bin/python cli.py export robot.blend --armature Universal_Robots_UR5_CB3 --rate 125 "
     "--out ur5_trajectory.csv": RUN_HERE,
+    ".venvs/5.0.1/bin/python cli.py export robot.blend --armature Universal_Robots_UR5_CB3 --out ur5_trajectory.mcap":
+        RUN_HERE,
+    ".venvs/5.0.1/bin/python cli.py trajectory robot.blend --armature Universal_Robots_UR5_CB3 --file "
+    "ur5_trajectory.mcap --out robot_from_bag.blend": RUN_HERE,
     ".venvs/5.0.1/bin/python cli.py body take.blend --armature Metarig --head tracker.head --hand-l tracker.hand_l "
     "--hand-r tracker.hand_r --reference-frame 1 --out body.blend --report body.json": RUN_HERE,
     ".venvs/5.0.1/bin/python cli.py ik-to-fk shot.blend --armature rig --frames 1-120 --out fk.blend "
     "--report switch.json": RUN_HERE,
     ".venvs/5.0.1/bin/python cli.py fk-to-ik shot.blend --armature rig --frames 1-120 --out ik.blend": RUN_HERE,
+    ".venvs/5.0.1/bin/python cli.py robot src/duo_description/urdf/duo.urdf.xacro --xacro-arg prefix:=duo_ "
+    "--xacro-arg gripper:=false --out duo.blend":
+        "run as written by test_xacro_import.py's test_cli_robot_runs_the_pipeline_guide_command (in the ROS "
+        "workspace tests/xacro_cases.py writes)",
     ".venvs/5.0.1/bin/python cli.py bake scene.blend --armature Rig --frames 1-250 --from-constraints "
     "--out baked.blend --report report.json": RUN_HERE,
     "blender -b scene.blend --python-exit-code 1 --python cli.py -- bake --armature Rig --frames 1-250 "
@@ -546,6 +554,12 @@ QUOTED = {
         ["articulate: 0 of 500 frames flagged (1..500, the scene's range)"],
     ".venvs/5.0.1/bin/python cli.py export robot.blend --armature Universal_Robots_UR5_CB3 --rate 125 "
     "--out ur5_trajectory.csv": ["Wrote 51 samples of 6 joints", "articulate: wrote ur5_trajectory.csv"],
+    ".venvs/5.0.1/bin/python cli.py export robot.blend --armature Universal_Robots_UR5_CB3 --out ur5_trajectory.mcap":
+        ["Wrote 5 samples of 6 joints", "articulate: wrote ur5_trajectory.mcap"],
+    ".venvs/5.0.1/bin/python cli.py trajectory robot.blend --armature Universal_Robots_UR5_CB3 --file "
+    "ur5_trajectory.mcap --out robot_from_bag.blend":
+        ["articulate: keyed ur5_trajectory.mcap on Universal_Robots_UR5_CB3, frames 1-5 at 10 fps",
+         "(/joint_states, JointState, timed by header stamps)"],
     # the full-body guide's panel line for its picture, to the digit, and no warning but the jumps
     ".venvs/5.0.1/bin/python cli.py body take.blend --armature Metarig --head tracker.head --hand-l tracker.hand_l "
     "--hand-r tracker.hand_r --reference-frame 1 --out body.blend --report body.json":

@@ -11,7 +11,7 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parents[2] / "presets" / "examples"
 IMPORTERS = {  # operator -> (filter_glob, filename_ext)
     "articulate.robot_import_urdf": ("*.urdf;*.xml;*.xacro", ".urdf"),
-    "articulate.trajectory_import": ("*.csv;*.json", ".csv"),
+    "articulate.trajectory_import": ("*.csv;*.json;*.mcap", ".csv"),
     "articulate.cartesian_import": ("*.csv", ".csv"),
     "articulate.trackers_import": ("*.csv", ".csv"),
 }
@@ -53,13 +53,14 @@ def test_file_import_menu_lists_the_four_importers(addon):
     funcs, ops = _drawn("TOPBAR_MT_file_import", addon.__name__)
     assert len(funcs) == 1
     assert [op for op, _ in ops] == list(IMPORTERS)
-    assert [text for _, text in ops] == ["Robot URDF (.urdf)", "Robot Joint Trajectory (.csv, .json)",
+    assert [text for _, text in ops] == ["Robot URDF (.urdf, .xacro)", "Robot Joint Trajectory (.csv, .json, .mcap)",
                                          "Robot Cartesian Poses (.csv)", "Body Trackers (.csv)"]
 
 
 def test_file_export_menu_lists_the_trajectory_exporter(addon):
     funcs, ops = _drawn("TOPBAR_MT_file_export", addon.__name__)
-    assert len(funcs) == 1 and ops == [("articulate.trajectory_export", "Robot Joint Trajectory (.csv, .json)")]
+    assert len(funcs) == 1 and ops == [("articulate.trajectory_export",
+                                            "Robot Joint Trajectory (.csv, .json, .mcap)")]
 
 
 def test_menu_entries_leave_with_the_add_on(addon, addon_module):
@@ -100,15 +101,15 @@ def test_example_files_pass_their_importers_filters(addon):
 
 
 def test_exporter_filter_extension_and_format(addon):
-    """The exporter is an ExportHelper offering .csv and .json, CSV by default."""
+    """The exporter is an ExportHelper offering .csv, .json and .mcap, CSV by default."""
     from bpy_extras.io_utils import ExportHelper
 
     cls = bpy.types.ARTICULATE_OT_trajectory_export
     rna = _rna("articulate.trajectory_export")
     assert issubclass(cls, ExportHelper) and cls.filename_ext == ".csv"
-    assert rna.properties["filter_glob"].default == "*.csv;*.json"
+    assert rna.properties["filter_glob"].default == "*.csv;*.json;*.mcap"
     assert rna.properties["file_format"].default == "CSV"
-    assert set(rna.properties["file_format"].enum_items.keys()) == {"CSV", "JSON"}
+    assert set(rna.properties["file_format"].enum_items.keys()) == {"CSV", "JSON", "MCAP"}
 
 
 def test_choosing_the_format_changes_the_extension(addon):
@@ -148,7 +149,7 @@ def test_export_file_name_decides_the_format(empty_scene, tmp_path, core):
     assert len(core.trajectory.read_joint_json(tmp_path / "a.json").times) == 3
     assert bpy.ops.articulate.trajectory_export(filepath=str(tmp_path / "b"), file_format="JSON") == {"FINISHED"}
     assert (tmp_path / "b.json").is_file() and not (tmp_path / "b").exists()
-    with pytest.raises(RuntimeError, match=r"'\.txt' is neither '\.csv' \(CSV\) nor '\.json'"):
+    with pytest.raises(RuntimeError, match=r"'\.txt' is not '\.csv' \(CSV\), '\.json' \(ROS JSON\) or '\.mcap'"):
         bpy.ops.articulate.trajectory_export(filepath=str(tmp_path / "c.txt"))
     assert not (tmp_path / "c.txt").exists()
 
@@ -160,11 +161,11 @@ def _area(kind: str):
 
 
 def test_urdf_file_handler_accepts_drops_on_the_viewport_only(empty_scene, addon):
-    """The .urdf handler is registered for the URDF importer, polls true over a 3D viewport, false elsewhere."""
+    """The .urdf/.xacro handler is registered for the URDF importer, polls true over a 3D viewport only."""
     handler = bpy.types.ARTICULATE_FH_urdf
     assert handler.is_registered and issubclass(handler, bpy.types.FileHandler)
     assert handler.bl_import_operator == "articulate.robot_import_urdf"
-    assert handler.bl_file_extensions == ".urdf"
+    assert handler.bl_file_extensions == ".urdf;.xacro"
     assert "filepath" in _rna(handler.bl_import_operator).properties  # what a drop sets
     window, area, region = _area("VIEW_3D")
     with bpy.context.temp_override(window=window, area=area, region=region):

@@ -53,7 +53,8 @@ def test_zip_ships_the_addon_and_nothing_else(report):
     """The zip holds the add-on's packages and no tests, benchmarks, CI or development files."""
     names = report["zip_names"]
     for required in ("blender_manifest.toml", "__init__.py", "ik_core/__init__.py", "operators/__init__.py",
-                     "ui/__init__.py", "presets/__init__.py"):
+                     "ui/__init__.py", "presets/__init__.py", "wheels/xacro-2.1.1-py3-none-any.whl",
+                     "wheels/LICENSE-xacro"):
         assert required in names
     leaked = [n for n in names if n.startswith(FORBIDDEN_TOP_LEVEL) or "__pycache__" in n or n.endswith(".pyc")]
     assert leaked == []
@@ -61,11 +62,13 @@ def test_zip_ships_the_addon_and_nothing_else(report):
 
 @pytest.mark.slow
 def test_install_enable_disable_uninstall(report):
-    """Installed from disk the add-on registers its operator, panel and settings and removes them all."""
+    """Installed from disk the add-on registers its operator, panel and settings (and Blender installs the bundled
+    wheels, importable from its extensions' site-packages), and removes them all."""
     assert report["installed_dir_exists"]
     assert report["enabled"]
     assert all(report["registered"].values()), report["registered"]
     assert report["operator_callable"]
+    assert report["wheels_installed"] == {"xacro": True, "yaml": True, "mcap": True, "mcap_ros2": True}
     assert report["disabled"]
     assert all(report["unregistered"].values()), report["unregistered"]
     assert report["uninstalled"]

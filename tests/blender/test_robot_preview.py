@@ -199,17 +199,13 @@ def test_unreadable_dae_falls_back_with_a_warning(empty_scene, tmp_path):
     assert any(n.endswith(".joint") for n in names)  # the simple link shapes
 
 
-@pytest.mark.parametrize("variant", ["extension", "macros"])
-def test_xacro_is_refused_and_changes_nothing(empty_scene, tmp_path, variant):
-    """A xacro file gives a clear error (run xacro first) and leaves the scene as it was."""
-    if variant == "extension":
-        path = _write(tmp_path, "arm.urdf.xacro", rail_arm_urdf())
-    else:
-        path = _write(tmp_path, "arm.urdf", rail_arm_urdf().replace(
-            "<robot ", '<robot xmlns:xacro="http://www.ros.org/wiki/xacro" ', 1).replace(
-            "</robot>", '<xacro:include filename="more.xacro"/></robot>'))
+def test_xacro_macros_in_a_urdf_file_are_refused_and_change_nothing(empty_scene, tmp_path):
+    """Xacro macros in a file named .urdf give a clear error (give the .xacro, or expand it) and change nothing."""
+    path = _write(tmp_path, "arm.urdf", rail_arm_urdf().replace(
+        "<robot ", '<robot xmlns:xacro="http://www.ros.org/wiki/xacro" ', 1).replace(
+        "</robot>", '<xacro:include filename="more.xacro"/></robot>'))
     before = _scene_state()
-    with pytest.raises(RuntimeError, match=r"xacro.*xacro robot.urdf.xacro > robot.urdf"):
+    with pytest.raises(RuntimeError, match=r"xacro.*the .xacro file itself.*xacro robot.urdf.xacro > robot.urdf"):
         bpy.ops.articulate.robot_import_urdf(filepath=str(path))
     assert _scene_state() == before
 

@@ -463,7 +463,7 @@ def test_bad_chain_requests_raise_skeleton_error() -> None:
         load_urdf(TOY, base_link="wheel")  # follow mimics spin, which is above the base
 
 
-# --- xacro files are recognised and refused with the way out ---------------------------------
+# --- xacro: .xacro files are expanded (test_xacro_files.py); macros inside a .urdf are refused ---------
 
 XACRO = """<?xml version="1.0"?>
 <robot name="arm" xmlns:xacro="http://www.ros.org/wiki/xacro">
@@ -472,20 +472,23 @@ XACRO = """<?xml version="1.0"?>
 </robot>"""
 
 
-@pytest.mark.parametrize("variant", ["extension", "elements", "no_namespace"])
-def test_xacro_is_refused_with_how_to_expand_it(tmp_path: Path, variant: str) -> None:
-    """A .xacro file, or macros in any file, give a URDFError saying to run xacro first."""
-    if variant == "extension":
-        path = tmp_path / "arm.urdf.xacro"
-        path.write_text(TOY)  # even a plain URDF inside: the extension says it is a template
-    elif variant == "elements":
-        path = tmp_path / "arm.urdf"
+@pytest.mark.parametrize("variant", ["elements", "no_namespace"])
+def test_xacro_in_a_urdf_file_is_refused_with_the_way_out(tmp_path: Path, variant: str) -> None:
+    """Macros in a file not named .xacro give a URDFError saying to give a .xacro file or expand it first."""
+    path = tmp_path / "arm.urdf"
+    if variant == "elements":
         path.write_text(XACRO)
     else:  # macros without the xmlns:xacro declaration are not even well-formed XML
-        path = tmp_path / "arm.urdf"
         path.write_text(XACRO.replace(' xmlns:xacro="http://www.ros.org/wiki/xacro"', ""))
-    with pytest.raises(URDFError, match=r"xacro.*`xacro robot.urdf.xacro > robot.urdf`"):
+    with pytest.raises(URDFError, match=r"xacro.*the .xacro file itself.*`xacro robot.urdf.xacro > robot.urdf`"):
         parse_urdf(path)
+
+
+def test_a_urdf_named_xacro_is_expanded(tmp_path: Path) -> None:
+    """A plain URDF in a .urdf.xacro file reads as the URDF itself (xacro leaves it as it is)."""
+    path = tmp_path / "arm.urdf.xacro"
+    path.write_text(TOY)
+    assert parse_urdf(path).joints == parse_urdf(TOY).joints
 
 
 def test_expanded_urdf_keeping_the_xacro_namespace_reads() -> None:

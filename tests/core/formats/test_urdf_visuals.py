@@ -57,11 +57,12 @@ def test_package_paths_resolve_against_package_folders(tmp_path: Path) -> None:
     assert resolve_mesh("m/arm.dae", tmp_path / "pkgs" / "pkg") == mesh
 
 
-def test_xacro_visuals_are_refused(tmp_path: Path) -> None:
+def test_xacro_visuals_are_read_from_the_expansion(tmp_path: Path) -> None:
+    """The visuals of a .urdf.xacro are those of the URDF it expands to."""
     path = tmp_path / "arm.urdf.xacro"
     path.write_text(PAINTED)
-    with pytest.raises(URDFError, match="xacro"):
-        parse_visuals(path)
+    assert [(v.link, v.kind, v.size, v.color) for v in parse_visuals(path)] == [
+        (v.link, v.kind, v.size, v.color) for v in parse_visuals(PAINTED)]
 
 
 def test_package_paths_resolve_one_folder_down_and_on_ros_package_path(tmp_path: Path, monkeypatch) -> None:
