@@ -422,7 +422,7 @@ class BestEffort:
             # library pose, and descents from those would rarely end nearer.
             nearest = np.sqrt(np.take_along_axis(gap, pick, axis=1).min(axis=1))
             worth = ~beyond[open_rows] | (nearest < GLOBAL_RANGE * d_local[open_rows])
-            open_rows, pick = open_rows[worth], pick[worth]
+            open_rows, pick, gap = open_rows[worth], pick[worth], gap[worth]
             if not len(open_rows):
                 return self._finish(q, q_local, d_local, tp, tr, q_warm)
         # Targets next to one another (a take's neighbouring frames) share one screening: each
@@ -435,8 +435,14 @@ class BestEffort:
         Xq, Xd = self._descend(X, tp[rep], None if tr is None else tr[rep], tolerance, SCREEN_DESCENT)
         Xq, Xd = Xq.reshape(len(leaders), k, -1), Xd.reshape(len(leaders), k)
         keep = min(FINISHED_STARTS, k)
-        top = np.argsort(Xd, axis=1)[:, :keep]
+        top = np.argsort(Xd, axis=1)[:, : keep + 1]
         Xq = np.take_along_axis(Xq, top[..., None], axis=1)[np.searchsorted(leaders, leader)]
+        # A leader finishes its keep + 1 most promising starts; a follower its leader's keep and
+        # its own nearest library pose: a basin its leader's screening passed over may be its best.
+        follower = np.flatnonzero(leader != np.arange(len(open_rows)))
+        nearest = np.argmin(np.take_along_axis(gap, pick, axis=1), axis=1)
+        Xq[follower, -1] = configs[pick[follower, nearest[follower]]]
+        keep = Xq.shape[1]
         rep = np.repeat(open_rows, keep)
         # A finishing start that cannot come nearer than the local answer by SWITCH_MARGIN stops early.
         mark = np.repeat(d_local[open_rows] - SWITCH_MARGIN, keep)
