@@ -70,6 +70,25 @@ class _Grids:
         self.state_held = np.concatenate([np.full(len(v), h) for h, v in zip(self.held, self.values)])
         self.state_value = np.concatenate(self.values)
         self.block = np.concatenate([np.full(len(v), g) for g, v in enumerate(self.values)])
+        states = np.arange(offset)
+        # Moves along a state's own grid (rows): the state ``shift`` values below it, -1 for none.
+        moves = []
+        for shift in range(-_REACH, _REACH + 1):
+            src = states - shift
+            valid = (src >= 0) & (src < offset)
+            valid[valid] &= self.block[src[valid]] == self.block[valid]
+            moves.append(np.where(valid, src, -1))
+        self.moves = np.array(moves)
+        # Crossings: for each state, the other grids (rows) with their variables, first states,
+        # sizes, first values and cells.
+        n = len(self.held)
+        others = np.array([[g for g in range(n) if g != self.block[k]] for k in states], dtype=int)
+        others = others.T.reshape(n - 1, offset)
+        self.crossings = (
+            np.asarray(self.held)[others], np.asarray(self.first)[others],
+            np.array([len(v) for v in self.values])[others], np.array([v[0] for v in self.values])[others],
+            np.asarray(self.cell)[others],
+        )
 
     def nearest_true(self, mask: np.ndarray) -> np.ndarray:
         """(F, S) state index of the nearest True state of the same grid, per frame."""
@@ -268,60 +287,74 @@ def _shortest_paths(Q, ok, grids: _Grids, start, max_jump: float, steps_of) -> t
     A grid state is reached from the states up to ``_REACH`` values away on its own grid,
     from the three states of every other grid nearest its value of that grid's variable, and
     from the incumbent (the last state, when there is one), which is reached from every state.
-    Each frame is one vectorized step over a (candidates, states) table.
+
+    Only moves that can lie on one of the two paths :func:`candidate_paths` returns are costed.
+    With an incumbent, following it all the way is a path, so its cost ``bound`` is at least
+    the cheapest path's and the cheapest ending on the incumbent's; costs only grow along a
+    path, so a state whose cost exceeds ``bound`` (a frame the state misses, or a path that
+    took too many jumps) lies on neither, and no move out of it is costed. Every state whose
+    cost is at most ``bound`` gets exactly the cost and predecessor the full table gives it
+    (the moves it is cheapest reached by all start at such states), so the returned paths are
+    the same; states above ``bound`` are left at a larger cost, or infinity.
 
     Returns:
-        (S,) cost of the cheapest path to each state of the last frame, and (N, S) the state
-        of the frame before that each state is best reached from.
+        (S,) cost of the cheapest path to each state of the last frame (exact up to
+        ``bound``, larger above it), and (N, S) the state of the frame before that each
+        state is best reached from (for the states of cost up to ``bound``).
     """
     n, S = ok.shape
     G = grids.size
-    states = np.arange(G)
-    block = grids.block
-    # Moves along a state's own grid: the source ``shift`` values below it (-1: none).
-    moves = []
-    for shift in range(-_REACH, _REACH + 1):
-        src = states - shift
-        valid = (src >= 0) & (src < G)
-        valid[valid] &= block[src[valid]] == block[valid]
-        moves.append(np.where(valid, src, -1))
-    moves = np.array(moves)
-    # Crossings: for each state, the other grids (rows) and their variables, first states and cells.
-    layers = len(grids.held)
-    others = np.array([[g for g in range(layers) if g != block[k]] for k in states], dtype=int).T.reshape(layers - 1, G)
-    held = np.asarray(grids.held)[others]
-    first = np.asarray(grids.first)[others]
-    size = np.array([len(v) for v in grids.values])[others]
-    v0 = np.array([v[0] for v in grids.values])[others]
-    cell = np.asarray(grids.cell)[others]
-    last_of = first + size - 1
     incumbent = S > G
-
-    def cost(steps: np.ndarray) -> np.ndarray:
-        return step_cost(steps, max_jump)
-
-    D = cost(steps_of(start[None], Q[0])) + np.where(ok[0], 0.0, MISS_PENALTY)
-    back = np.empty((n, S), dtype=np.int32)
+    miss = np.where(ok, 0.0, MISS_PENALTY)
+    D = step_cost(steps_of(start[None], Q[0]), max_jump) + miss[0]
+    bound = _incumbent_cost(Q[:, -1], miss[:, -1], start, max_jump, steps_of) if incumbent else np.inf
+    moves, held, first, size, v0, cell = grids.moves, *grids.crossings
+    back = np.zeros((n, S), dtype=np.int32)
     for t in range(1, n):
-        # Into a state from the states of another grid holding about the same value of that
-        # grid's variable as this state's configuration does.
-        value = Q[t, states[None, :], held]
-        centre = first + np.clip(np.rint((value - v0) / cell).astype(int), 0, size - 1)
-        rows = [moves] + [np.clip(centre + d, first, last_of) for d in (-1, 0, 1)]
-        if incumbent:
-            rows.append(np.full((1, G), S - 1))
-        src = np.concatenate(rows)
-        valid = src >= 0
-        src = np.where(valid, src, 0)
-        c = np.where(valid, D[src] + cost(steps_of(Q[t - 1][src], Q[t, :G][None])), np.inf)
-        pick = np.argmin(c, axis=0)
-        best = np.empty(S)
-        best[:G] = c[pick, states]
-        back[t, :G] = src[pick, states]
+        alive = D <= bound
+        best = np.full(S, np.inf)
+        # Grid states of this frame that may still lie on a returned path.
+        cols = np.flatnonzero(miss[t, :G] <= bound)
+        if len(cols) and alive.any():
+            # Into a state from the states of another grid holding about the same value of
+            # that grid's variable as this state's configuration does.
+            value = Q[t, cols[None, :], held[:, cols]]
+            centre = first[:, cols] + np.clip(np.rint((value - v0[:, cols]) / cell[:, cols]).astype(int), 0,
+                                              size[:, cols] - 1)
+            rows = [moves[:, cols]] + [np.clip(centre + d, first[:, cols], first[:, cols] + size[:, cols] - 1)
+                                       for d in (-1, 0, 1)]
+            if incumbent:
+                rows.append(np.full((1, len(cols)), S - 1))
+            src = np.concatenate(rows)
+            use = src >= 0
+            use[use] = alive[src[use]]
+            r, k = np.nonzero(use)
+            c = np.full(src.shape, np.inf)
+            s_used = src[r, k]
+            c[r, k] = D[s_used] + step_cost(steps_of(Q[t - 1, s_used], Q[t, cols[k]]), max_jump)
+            pick = np.argmin(c, axis=0)
+            best[cols] = c[pick, np.arange(len(cols))]
+            back[t, cols] = src[pick, np.arange(len(cols))]
         if incumbent:
             # The incumbent from every state, itself included.
-            ci = D + cost(steps_of(Q[t - 1], Q[t, S - 1][None]))
-            back[t, S - 1] = int(np.argmin(ci))
-            best[S - 1] = ci[back[t, S - 1]]
-        D = best + np.where(ok[t], 0.0, MISS_PENALTY)
+            live = np.flatnonzero(alive)
+            if len(live):
+                ci = D[live] + step_cost(steps_of(Q[t - 1, live], Q[t, S - 1][None]), max_jump)
+                k = int(np.argmin(ci))
+                back[t, S - 1] = live[k]
+                best[S - 1] = ci[k]
+        D = best + miss[t]
     return D, back
+
+
+def _incumbent_cost(inc: np.ndarray, miss: np.ndarray, start: np.ndarray, max_jump: float, steps_of) -> float:
+    """Cost of the path that follows the incumbent ``inc`` (N, dof) throughout, summed as the programme sums.
+
+    Rounding is monotonic, so summing in the same order as :func:`_shortest_paths` gives an
+    upper bound on the cost it finds for the incumbent's last state, not just an estimate.
+    """
+    steps = step_cost(steps_of(np.concatenate([start[None], inc[:-1]]), inc), max_jump)
+    total = steps[0] + miss[0]
+    for step, m in zip(steps[1:], miss[1:]):
+        total = (total + step) + m
+    return float(total)
