@@ -242,28 +242,37 @@ def _seed_crossings(gs, grids, q, conv, tp, tr, max_jump: float) -> None:
     live = np.flatnonzero(conv[f])
     if not len(live):
         return
-    _, J = gs.solver.model.poses_and_jacobians(q[f, live])
-    null = null_vectors(J.reshape(len(live), -1, J.shape[-1]))
     n_held = len(grids.held) // 2
-    rows, seeds = [], []
+    own = grids.state_held[live]
+    # States of another variable that no grid of h holds yet (either layer, nearest value):
+    # the candidates, found before any null vector is computed, as only theirs are compared.
+    candidates = {}
     for g in range(n_held, len(grids.held)):
-        h, a, vals = grids.held[g], grids.first[g], grids.values[g]
-        own = grids.state_held[live]
-        src = np.flatnonzero((own != h) & (null[np.arange(len(live)), own] < null[:, h]))
-        if not len(src):
-            continue
+        h, a = grids.held[g], grids.first[g]
+        src = np.flatnonzero(own != h)
         k = grids.nearest_on(g, q[f, live[src], h]) - a
-        # Already held by a grid of h (either layer) at that value: nothing to add.
         held_by = np.zeros(len(src), dtype=bool)
         for layer in (g - n_held, g):
             state = grids.first[layer] + k
             near = np.max(np.abs(q[f, state] - q[f, live[src]]), axis=-1) < 0.5 * max_jump
             held_by |= conv[f, state] & near
-        src, k = src[~held_by], k[~held_by]
+        if not held_by.all():
+            candidates[g] = (src[~held_by], k[~held_by])
+    if not candidates:
+        return
+    need = np.unique(np.concatenate([src for src, _ in candidates.values()]))
+    _, J = gs.solver.model.poses_and_jacobians(q[f, live[need]])
+    null = null_vectors(J.reshape(len(need), -1, J.shape[-1]))  # a row per state of ``need``
+    rows, seeds = [], []
+    for g, (src, k) in candidates.items():
+        h, a, vals = grids.held[g], grids.first[g], grids.values[g]
+        at = np.searchsorted(need, src)
+        worse = null[at, own[src]] < null[at, h]
+        src, k, at = src[worse], k[worse], at[worse]
         if not len(src):
             continue
         # Per value, the state whose own variable is the worst conditioned: the surest crossing.
-        ratio = null[src, own[src]] / null[src, h]
+        ratio = null[at, own[src]] / null[at, h]
         order = np.lexsort((ratio, k))
         src, k = src[order], k[order]
         first = np.r_[True, k[1:] != k[:-1]]

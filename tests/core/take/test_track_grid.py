@@ -15,7 +15,7 @@ from ik_core.solvers.base import IKResult
 from ik_core.solvers.dls.solver import DLSSolver
 from ik_core.take import grid
 from ik_core.take.grid import _REACH, _Grids, _shortest_paths, track_grid
-from ik_core.take.held import held_candidates
+from ik_core.take.held import held_candidates, null_vectors
 from ik_core.take.paths import MISS_PENALTY, candidate_paths, max_step, step_cost
 from ik_core.take.repair import jump_score, search_repair
 from ik_core.take.tracking import solve_track
@@ -240,3 +240,68 @@ def test_rail_arm_search_is_the_same_without_pruning(monkeypatch) -> None:
         for (q, reached), (q_full, reached_full) in zip(pruned, full):
             np.testing.assert_array_equal(q, q_full)
             np.testing.assert_array_equal(reached, reached_full)
+
+
+def reference_seed_crossings(gs, grids, q, conv, tp, tr, max_jump: float) -> None:
+    """:func:`_seed_crossings` as its docstring states it, the null vectors of every reached state first."""
+    f = q.shape[0] - 1
+    live = np.flatnonzero(conv[f])
+    if not len(live):
+        return
+    _, J = gs.solver.model.poses_and_jacobians(q[f, live])
+    null = null_vectors(J.reshape(len(live), -1, J.shape[-1]))
+    n_held = len(grids.held) // 2
+    rows, seeds = [], []
+    for g in range(n_held, len(grids.held)):
+        h, a, vals = grids.held[g], grids.first[g], grids.values[g]
+        own = grids.state_held[live]
+        src = np.flatnonzero((own != h) & (null[np.arange(len(live)), own] < null[:, h]))
+        k = grids.nearest_on(g, q[f, live[src], h]) - a
+        held_by = np.zeros(len(src), dtype=bool)
+        for layer in (g - n_held, g):
+            state = grids.first[layer] + k
+            held_by |= conv[f, state] & (np.max(np.abs(q[f, state] - q[f, live[src]]), axis=-1) < 0.5 * max_jump)
+        src, k = src[~held_by], k[~held_by]
+        order = np.lexsort((null[src, own[src]] / null[src, h], k))
+        src, k = src[order], k[order]
+        first = np.r_[True, k[1:] != k[:-1]] if len(k) else np.zeros(0, dtype=bool)
+        seed = q[f, live[src[first]]]
+        seed[:, h] = vals[k[first]]
+        rows.append(a + k[first])
+        seeds.append(seed)
+    rows, seeds = np.concatenate(rows), np.concatenate(seeds)
+    if not len(rows):
+        return
+    q2, ok2 = gs.run(seeds, grids.state_held[rows], tp[f, rows], None if tr is None else tr[f, rows],
+                     grid._SEED_ITERATIONS)
+    take = ok2 & (np.max(np.abs(q2 - seeds), axis=-1) < max_jump)
+    q[f, rows[take]] = q2[take]
+    conv[f, rows[take]] = True
+
+
+def test_crossings_seeded_as_stated_on_the_rail_arm(monkeypatch) -> None:
+    """Every segment of a paired search on the rail arm seeds its second layers exactly as the plain statement
+    does (which computes every reached state's null vector, not only the candidates')."""
+    model = RobotModel.from_urdf(rail_arm_urdf())
+    sk = model.skeleton
+    (tool,) = model.default_tools()
+    q_path = smooth_joint_path(sk.lower, sk.upper, 80, seed=5, start=np.array([0.1, 0.4, 3.0, 1.0, -1.0, 0.5, 0.3]),
+                               amplitude=0.15)
+    targets = effector_poses(sk, q_path, tool)
+    solver = DLSSolver(sk, tool, mode="full", tolerance=1e-5, rotation_tolerance=1e-5)
+    seeded = []
+    real = grid._seed_crossings
+
+    def both(gs, grids, q, conv, tp, tr, max_jump):
+        q_ref, conv_ref, before = q.copy(), conv.copy(), conv[-1].copy()
+        reference_seed_crossings(gs, grids, q_ref, conv_ref, tp, tr, max_jump)
+        real(gs, grids, q, conv, tp, tr, max_jump)
+        np.testing.assert_array_equal(q, q_ref)
+        np.testing.assert_array_equal(conv, conv_ref)
+        seeded.append(int(np.count_nonzero(conv_ref[-1] & ~before)))
+
+    monkeypatch.setattr(grid, "_seed_crossings", both)
+    for held in held_candidates(solver, q_path[::10])[1:]:
+        track_grid(solver, targets, q_path[0], MAX_JUMP, held)
+    assert len(seeded) == 3 * 20  # three pairs, 20 segments of 4 frames each
+    assert sum(seeded) > 0  # states were seeded: the comparison is not vacuous
