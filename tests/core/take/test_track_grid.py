@@ -215,16 +215,21 @@ def test_pruned_programme_returns_the_paths_of_the_full_table(case: str, seed: i
         np.testing.assert_array_equal(reached, reached_ref)
 
 
-def test_rail_arm_search_is_the_same_without_pruning(monkeypatch) -> None:
-    """On a prismatic rail arm with a continuous joint and a +-7 rad joint, the searched paths are the ones the
-    programme finds when it costs every move (no bound)."""
+def rail_take(frames: int, seed: int, start: list[float], amplitude: float):
+    """A smooth take of the rail arm (prismatic rail, continuous joint, +-7 rad joint): (frames, 7) joint path,
+    its tool poses, and a full-pose DLS solver."""
     model = RobotModel.from_urdf(rail_arm_urdf())
     sk = model.skeleton
     (tool,) = model.default_tools()
-    q_path = smooth_joint_path(sk.lower, sk.upper, 60, seed=3, start=np.array([0.0, 0.4, 0.8, 1.0, -1.0, 0.5, 0.3]),
-                               amplitude=0.1)
-    targets = effector_poses(sk, q_path, tool)
-    solver = DLSSolver(sk, tool, mode="full", tolerance=1e-5, rotation_tolerance=1e-5)
+    q_path = smooth_joint_path(sk.lower, sk.upper, frames, seed=seed, start=np.array(start), amplitude=amplitude)
+    return q_path, effector_poses(sk, q_path, tool), DLSSolver(sk, tool, mode="full", tolerance=1e-5,
+                                                               rotation_tolerance=1e-5)
+
+
+def test_rail_arm_search_is_the_same_without_pruning(monkeypatch) -> None:
+    """On a prismatic rail arm with a continuous joint and a +-7 rad joint, the searched paths are the ones the
+    programme finds when it costs every move (no bound)."""
+    q_path, targets, solver = rail_take(60, seed=3, start=[0.0, 0.4, 0.8, 1.0, -1.0, 0.5, 0.3], amplitude=0.1)
     jumping = q_path.copy()
     jumping[30:, 2] += 0.3
     # The generating path (following it costs little: a tight bound) and one that jumps, declared reached.
@@ -282,13 +287,7 @@ def reference_seed_crossings(gs, grids, q, conv, tp, tr, max_jump: float) -> Non
 def test_crossings_seeded_as_stated_on_the_rail_arm(monkeypatch) -> None:
     """Every segment of a paired search on the rail arm seeds its second layers exactly as the plain statement
     does (which computes every reached state's null vector, not only the candidates')."""
-    model = RobotModel.from_urdf(rail_arm_urdf())
-    sk = model.skeleton
-    (tool,) = model.default_tools()
-    q_path = smooth_joint_path(sk.lower, sk.upper, 80, seed=5, start=np.array([0.1, 0.4, 3.0, 1.0, -1.0, 0.5, 0.3]),
-                               amplitude=0.15)
-    targets = effector_poses(sk, q_path, tool)
-    solver = DLSSolver(sk, tool, mode="full", tolerance=1e-5, rotation_tolerance=1e-5)
+    q_path, targets, solver = rail_take(80, seed=5, start=[0.1, 0.4, 3.0, 1.0, -1.0, 0.5, 0.3], amplitude=0.15)
     seeded = []
     real = grid._seed_crossings
 
