@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from robot_cases import rail_arm_urdf, smooth_joint_path
 
 from ik_core.model.kinematics import effector_poses
 from ik_core.model.rotations import rotation_error
 from ik_core.robots import presets as robots
+from ik_core.robots.model import RobotModel
 from ik_core.solvers.base import IKResult
 from ik_core.solvers.dls.solver import DLSSolver
-from ik_core.take.grid import track_grid
-from ik_core.take.held import held_candidates
+from ik_core.take import grid
+from ik_core.take.grid import _REACH, _Grids, _shortest_paths, track_grid
+from ik_core.take.held import held_candidates, null_vectors
+from ik_core.take.paths import MISS_PENALTY, candidate_paths, max_step, step_cost
 from ik_core.take.repair import jump_score, search_repair
 from ik_core.take.tracking import solve_track
 
@@ -119,3 +123,184 @@ def test_panda_ten_thousand_frame_path_tracks_without_a_flip(panda) -> None:
     assert res.converged.all()
     assert jump_score(panda, res.q, q_path[0], MAX_JUMP) == (0, 0.0)
     assert panda.within_limits(res.q).all()
+
+
+def reference_paths(Q, ok, grids, start, max_jump, steps_of=max_step):
+    """The grid search's dynamic programme written out move by move over the whole table, nothing pruned.
+
+    Into each grid state: from the states ``_REACH`` values either way on its own grid, then for
+    d = -1, 0, 1 from the state d values from the nearest of every other grid's values to this
+    state's value of that grid's variable, then from the incumbent (the last state); into the
+    incumbent from every state. Ties go to the first move in that order.
+    """
+    n, S = ok.shape
+    G = grids.size
+    miss = np.where(ok, 0.0, MISS_PENALTY)
+    D = np.array([step_cost(steps_of(start, Q[0, s]), max_jump) + miss[0, s] for s in range(S)])
+    back = np.zeros((n, S), dtype=int)
+    for t in range(1, n):
+        new = np.empty(S)
+        for s in range(G):
+            g = grids.block[s]
+            sources = [s - shift if 0 <= s - shift < G and grids.block[s - shift] == g else None
+                       for shift in range(-_REACH, _REACH + 1)]
+            for d in (-1, 0, 1):
+                for o in range(len(grids.held)):
+                    if o == g:
+                        continue
+                    k = int(np.clip(np.rint((Q[t, s, grids.held[o]] - grids.values[o][0]) / grids.cell[o]), 0,
+                                    len(grids.values[o]) - 1))
+                    sources.append(grids.first[o] + int(np.clip(k + d, 0, len(grids.values[o]) - 1)))
+            if S > G:
+                sources.append(S - 1)
+            costs = [np.inf if src is None else D[src] + step_cost(steps_of(Q[t - 1, src], Q[t, s]), max_jump)
+                     for src in sources]
+            i = int(np.argmin(costs))
+            new[s], back[t, s] = costs[i], sources[i]
+        if S > G:
+            costs = [D[src] + step_cost(steps_of(Q[t - 1, src], Q[t, S - 1]), max_jump) for src in range(S)]
+            back[t, S - 1] = int(np.argmin(costs))
+            new[S - 1] = costs[back[t, S - 1]]
+        D = new + miss[t]
+    return D, back
+
+
+def random_states(grids, dof: int, frames: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """(frames, S + 1, dof) states of random walks, each grid state's held variable at its value, plus an
+    incumbent that jumps twice; (frames, S + 1) reached, with runs of misses."""
+    S = grids.size
+    walk = rng.normal(0.0, 0.03, size=(frames, S + 1, dof))
+    walk[rng.random((frames, S + 1)) < 0.03] *= 40.0  # jumps
+    Q = rng.uniform(-1.0, 1.0, size=(S + 1, dof)) + np.cumsum(walk, axis=0)
+    Q[:, np.arange(S), grids.state_held] = grids.state_value
+    ok = rng.random((frames, S + 1)) < 0.8
+    ok[:, : S // 3] &= rng.random((frames, 1)) < 0.5  # a third of the grid misses on whole frames at once
+    ok[:, -1] = True
+    Q[frames // 3, -1] += 0.5
+    Q[2 * frames // 3, -1] -= 0.3
+    return Q, ok
+
+
+GRID_CASES = {
+    # held variables (each held twice: two layers), and the limits of a 4-variable chain
+    "prismatic rail": ((0,), [-0.8, -np.pi, -3.5, -2.6], [0.8, np.pi, 3.5, 2.6]),
+    "continuous": ((1,), [-0.8, -np.inf, -3.5, -2.6], [0.8, np.inf, 3.5, 2.6]),
+    "wider than two turns": ((2,), [-0.8, -np.inf, -3.5, -2.6], [0.8, np.inf, 3.5, 2.6]),
+    "rail and continuous": ((0, 1, 0, 1), [-0.8, -np.inf, -3.5, -2.6], [0.8, np.inf, 3.5, 2.6]),
+    "continuous and wide": ((1, 2, 1, 2), [-0.8, -np.inf, -3.5, -2.6], [0.8, np.inf, 3.5, 2.6]),
+}
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("case", list(GRID_CASES))
+def test_pruned_programme_returns_the_paths_of_the_full_table(case: str, seed: int) -> None:
+    """The grid programme, which skips moves out of states costlier than following the incumbent, returns the
+    same two paths as the whole table, and the same cost and predecessor for every state up to that bound."""
+    held, lower, upper = GRID_CASES[case]
+    grids = _Grids(np.array(lower), np.array(upper), held)
+    rng = np.random.default_rng(seed)
+    frames = 16
+    Q, ok = random_states(grids, 4, frames, rng)
+    start = Q[0, -1] + 0.01
+    D, back = _shortest_paths(Q, ok, grids, start, MAX_JUMP, max_step)
+    D_ref, back_ref = reference_paths(Q, ok, grids, start, MAX_JUMP)
+    bound = D_ref[-1]  # at most the cost of following the incumbent throughout
+    assert np.all(D >= D_ref)
+    assert (D > bound).any()  # the programme did prune (the check below is not vacuous)
+    exact = D_ref <= bound
+    np.testing.assert_array_equal(D[exact], D_ref[exact])
+    for (q, reached), (q_ref, reached_ref) in zip(candidate_paths(Q, ok, D, back, True),
+                                                  candidate_paths(Q, ok, D_ref, back_ref, True), strict=True):
+        np.testing.assert_array_equal(q, q_ref)
+        np.testing.assert_array_equal(reached, reached_ref)
+
+
+def rail_take(frames: int, seed: int, start: list[float], amplitude: float):
+    """A smooth take of the rail arm (prismatic rail, continuous joint, +-7 rad joint): (frames, 7) joint path,
+    its tool poses, and a full-pose DLS solver."""
+    model = RobotModel.from_urdf(rail_arm_urdf())
+    sk = model.skeleton
+    (tool,) = model.default_tools()
+    q_path = smooth_joint_path(sk.lower, sk.upper, frames, seed=seed, start=np.array(start), amplitude=amplitude)
+    return q_path, effector_poses(sk, q_path, tool), DLSSolver(sk, tool, mode="full", tolerance=1e-5,
+                                                               rotation_tolerance=1e-5)
+
+
+def test_rail_arm_search_is_the_same_without_pruning(monkeypatch) -> None:
+    """On a prismatic rail arm with a continuous joint and a +-7 rad joint, the searched paths are the ones the
+    programme finds when it costs every move (no bound)."""
+    q_path, targets, solver = rail_take(60, seed=3, start=[0.0, 0.4, 0.8, 1.0, -1.0, 0.5, 0.3], amplitude=0.1)
+    jumping = q_path.copy()
+    jumping[30:, 2] += 0.3
+    # The generating path (following it costs little: a tight bound) and one that jumps, declared reached.
+    incumbents = [(q_path, np.ones(60, bool)), (jumping, np.ones(60, bool)), (jumping, np.arange(60) < 30)]
+    held = held_candidates(solver, q_path[::10])
+    for h, (incumbent, incumbent_ok) in zip([held[0], held[1], held[0]], incumbents):
+        pruned = track_grid(solver, targets, q_path[0], MAX_JUMP, h, incumbent=incumbent, incumbent_ok=incumbent_ok)
+        with monkeypatch.context() as m:
+            m.setattr(grid, "_incumbent_cost", lambda *args: np.inf)
+            full = track_grid(solver, targets, q_path[0], MAX_JUMP, h, incumbent=incumbent,
+                              incumbent_ok=incumbent_ok)
+        assert len(pruned) == len(full)
+        for (q, reached), (q_full, reached_full) in zip(pruned, full):
+            np.testing.assert_array_equal(q, q_full)
+            np.testing.assert_array_equal(reached, reached_full)
+
+
+def reference_seed_crossings(gs, grids, q, conv, tp, tr, max_jump: float) -> None:
+    """:func:`_seed_crossings` as its docstring states it, the null vectors of every reached state first."""
+    f = q.shape[0] - 1
+    live = np.flatnonzero(conv[f])
+    if not len(live):
+        return
+    _, J = gs.solver.model.poses_and_jacobians(q[f, live])
+    null = null_vectors(J.reshape(len(live), -1, J.shape[-1]))
+    n_held = len(grids.held) // 2
+    rows, seeds = [], []
+    for g in range(n_held, len(grids.held)):
+        h, a, vals = grids.held[g], grids.first[g], grids.values[g]
+        own = grids.state_held[live]
+        src = np.flatnonzero((own != h) & (null[np.arange(len(live)), own] < null[:, h]))
+        k = grids.nearest_on(g, q[f, live[src], h]) - a
+        held_by = np.zeros(len(src), dtype=bool)
+        for layer in (g - n_held, g):
+            state = grids.first[layer] + k
+            held_by |= conv[f, state] & (np.max(np.abs(q[f, state] - q[f, live[src]]), axis=-1) < 0.5 * max_jump)
+        src, k = src[~held_by], k[~held_by]
+        order = np.lexsort((null[src, own[src]] / null[src, h], k))
+        src, k = src[order], k[order]
+        first = np.r_[True, k[1:] != k[:-1]] if len(k) else np.zeros(0, dtype=bool)
+        seed = q[f, live[src[first]]]
+        seed[:, h] = vals[k[first]]
+        rows.append(a + k[first])
+        seeds.append(seed)
+    rows, seeds = np.concatenate(rows), np.concatenate(seeds)
+    if not len(rows):
+        return
+    q2, ok2 = gs.run(seeds, grids.state_held[rows], tp[f, rows], None if tr is None else tr[f, rows],
+                     grid._SEED_ITERATIONS)
+    take = ok2 & (np.max(np.abs(q2 - seeds), axis=-1) < max_jump)
+    q[f, rows[take]] = q2[take]
+    conv[f, rows[take]] = True
+
+
+def test_crossings_seeded_as_stated_on_the_rail_arm(monkeypatch) -> None:
+    """Every segment of a paired search on the rail arm seeds its second layers exactly as the plain statement
+    does (which computes every reached state's null vector, not only the candidates')."""
+    q_path, targets, solver = rail_take(80, seed=5, start=[0.1, 0.4, 3.0, 1.0, -1.0, 0.5, 0.3], amplitude=0.15)
+    seeded = []
+    real = grid._seed_crossings
+
+    def both(gs, grids, q, conv, tp, tr, max_jump):
+        q_ref, conv_ref, before = q.copy(), conv.copy(), conv[-1].copy()
+        reference_seed_crossings(gs, grids, q_ref, conv_ref, tp, tr, max_jump)
+        real(gs, grids, q, conv, tp, tr, max_jump)
+        np.testing.assert_array_equal(q, q_ref)
+        np.testing.assert_array_equal(conv, conv_ref)
+        seeded.append(int(np.count_nonzero(conv_ref[-1] & ~before)))
+
+    monkeypatch.setattr(grid, "_seed_crossings", both)
+    for held in held_candidates(solver, q_path[::10])[1:]:
+        track_grid(solver, targets, q_path[0], MAX_JUMP, held)
+    assert len(seeded) == 3 * 20  # three pairs, 20 segments of 4 frames each
+    assert sum(seeded) > 0  # states were seeded: the comparison is not vacuous
