@@ -588,7 +588,11 @@ class BestEffort:
                 prev = self.chart.from_chart(x[far - 1])
                 turned = stretch_toward(self.skeleton, prev, self._effector_ids[0], tp[far, 0])
                 starts, reps = np.concatenate([starts, self.chart.to_chart(turned)]), np.concatenate([rows, far])
-        xs_all, ds_all = self._descend(starts, tp[reps], None if tr is None else tr[reps], tolerance, FOLLOW_DESCENT)
+        # A carried pose that cannot come within SWITCH_MARGIN of the frame's own answer is not
+        # taken: its descent stops once it cannot get there (its loss is then where it stopped).
+        xs_all, ds_all = self._descend(
+            starts, tp[reps], None if tr is None else tr[reps], tolerance, FOLLOW_DESCENT, beat=d[reps] + SWITCH_MARGIN
+        )
         # (2, R) candidates per frame; a frame with no stretched start repeats its first.
         slot = np.searchsorted(rows, reps[R:])
         xs = np.stack([xs_all[:R], xs_all[:R]])
