@@ -69,6 +69,13 @@ def null_vectors(J: np.ndarray) -> np.ndarray:
     return np.divide(minors, norm, out=np.zeros_like(minors), where=norm > 1e-12 * scale)
 
 
+# From this iteration on (the first few steps of a damped Gauss-Newton may be slow ones), a
+# configuration whose error would stay above _HOPELESS_ERROR times the tolerance however many
+# iterations are left, shrinking at its last step's rate, stops.
+_HOPELESS_AFTER = 4
+_HOPELESS_ERROR = 100.0
+
+
 class HeldSolver:
     """Gauss-Newton on the solver's residual, each configuration with one variable held fixed."""
 
@@ -96,7 +103,9 @@ class HeldSolver:
         act = np.flatnonzero(~conv)
         ew, Jw, E = ew[act], Jw[act], E[act]
         lam = s.damping * np.minimum(E, 1.0) * 1e-2 + s.min_damping
-        for _ in range(iterations):
+        # Error (0.5 |ew|^2) of a configuration _HOPELESS_ERROR times the tolerance off its target.
+        hopeless = 0.5 * (_HOPELESS_ERROR * s.tolerance) ** 2
+        for iteration in range(iterations):
             if not len(act):
                 break
             Jh = Jw.copy()
@@ -104,6 +113,7 @@ class HeldSolver:
             q_new = s._step(q[act], ew, Jh, E, lam)
             ew2, Jw2, E2, pe2, re2 = s._evaluate(q_new, tp[act], None if tr is None else tr[act])
             take = E2 < E
+            rate = E2 / np.maximum(E, 1e-300)
             q[act[take]] = q_new[take]
             done = take & (pe2 <= s.tolerance) & (re2 <= s.rotation_tolerance)
             conv[act[done]] = True
@@ -112,5 +122,11 @@ class HeldSolver:
             E = np.where(take, E2, E)
             lam = np.where(take, np.maximum(lam * 0.2, s.min_damping), lam * 8.0)
             keep = ~done
+            if iteration >= _HOPELESS_AFTER:
+                # Bounded work that stops when progress stalls: a configuration that would still
+                # be far off its target after shrinking its error at this step's rate in every
+                # iteration left (a grid value the target cannot be reached from) stops now.
+                left = iterations - 1 - iteration
+                keep &= ~(take & (E2 * rate**left > hopeless))
             act, ew, Jw, E, lam = act[keep], ew[keep], Jw[keep], E[keep], lam[keep]
         return q, conv
