@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Gauss-Newton with one variable held (ik_core.take.held.HeldSolver): bounded work on grid values that
+cannot reach their target, the same answers where they can."""
+
+from __future__ import annotations
+
+import numpy as np
+from robot_cases import rail_arm_urdf
+
+from ik_core.model.kinematics import effector_poses
+from ik_core.robots.model import RobotModel
+from ik_core.solvers.dls.solver import DLSSolver
+from ik_core.take.held import HeldSolver
+
+
+def _rail_arm():
+    model = RobotModel.from_urdf(rail_arm_urdf())
+    (tool,) = model.default_tools()
+    solver = DLSSolver(model.skeleton, tool, mode="full", tolerance=1e-5, rotation_tolerance=1e-5)
+    return model.skeleton, tool, solver
+
+
+def _counting(solver: DLSSolver) -> tuple[HeldSolver, list[int]]:
+    """A HeldSolver whose evaluations count the configurations they evaluate."""
+    held = HeldSolver(solver)
+    counted = [0]
+    evaluate = held.solver._evaluate
+
+    def counting(q, tp, tr):
+        counted[0] += len(q)
+        return evaluate(q, tp, tr)
+
+    held.solver._evaluate = counting
+    return held, counted
+
+
+def test_a_target_out_of_reach_of_its_held_value_stops_early() -> None:
+    """Targets 5 m beyond the arm's reach: the rows stop after a few iterations instead of spending all
+    12; the same arm's rows whose targets are in reach converge onto them."""
+    skeleton, tool, solver = _rail_arm()
+    rng = np.random.default_rng(0)
+    q_goal = np.clip(rng.normal(0.0, 0.5, (6, skeleton.dof)), skeleton.lower, skeleton.upper)
+    poses = effector_poses(skeleton, q_goal, tool)
+    start = q_goal + rng.normal(0.0, 0.05, q_goal.shape)
+    held_column = 0  # the prismatic rail, held where the goal has it
+    start[:, held_column] = q_goal[:, held_column]
+    held = np.full(len(q_goal), held_column)
+    tp, tr = poses[:, :3, 3][:, None], poses[:, :3, :3][:, None]
+
+    runner, counted = _counting(solver)
+    q, conv = runner.run(start, held, tp + np.array([5.0, 0.0, 0.0]), tr, iterations=12)
+    assert not conv.any()
+    assert counted[0] <= len(start) * 8, f"{counted[0]} evaluations for {len(start)} rows out of reach"
+    np.testing.assert_array_equal(q[:, held_column], start[:, held_column])
+
+    runner, counted = _counting(solver)
+    q, conv = runner.run(start, held, tp, tr, iterations=12)
+    assert conv.all()
+    np.testing.assert_allclose(effector_poses(skeleton, q, tool)[:, :3, 3], poses[:, :3, 3], atol=2e-5)
