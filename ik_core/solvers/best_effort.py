@@ -305,9 +305,7 @@ class BestEffort:
             # A step must gain beyond rounding: an optimum stays bit for bit what it was.
             gains = d_try < d[rows] - 1e-12 * (1.0 + d[rows])
             ok = gains[pick, np.arange(R)]
-            # The damping follows the Gauss-Newton trial itself: where it gained, its model held,
-            # even if a gradient trial gained more.
-            newton = gains[0]
+            newton = ok & (pick == 0)
             acc, kept = rows[ok], flat[ok]
             if len(kept):
                 J_kept = self.model.jacobians_at(frames_try, kept)
