@@ -59,19 +59,19 @@ def independent_joints(root: ET.Element) -> list[ET.Element]:
 
 
 def random_configurations(text: str, seed: int, count: int = CONFIGURATIONS) -> tuple[dict[str, float], ...]:
-    """``count`` configurations: all zeros, then uniform inside the limits (continuous: +-3 pi)."""
+    """``count`` configurations: zeros (clipped into the limits), then uniform inside them (continuous: +-3 pi)."""
     rng = np.random.default_rng(seed)
     joints = independent_joints(ET.fromstring(text))
-    out = [{j.get("name"): 0.0 for j in joints}]
+    ranges = {}
+    for j in joints:
+        limit = j.find("limit")
+        if j.get("type") == "continuous" or limit is None:
+            ranges[j.get("name")] = (-3 * math.pi, 3 * math.pi)
+        else:
+            ranges[j.get("name")] = (float(limit.get("lower", 0)), float(limit.get("upper", 0)))
+    out = [{name: min(max(0.0, lower), upper) for name, (lower, upper) in ranges.items()}]
     for _ in range(count - 1):
-        q = {}
-        for j in joints:
-            limit = j.find("limit")
-            if j.get("type") == "continuous" or limit is None:
-                q[j.get("name")] = float(rng.uniform(-3 * math.pi, 3 * math.pi))
-            else:
-                q[j.get("name")] = float(rng.uniform(float(limit.get("lower", 0)), float(limit.get("upper", 0))))
-        out.append(q)
+        out.append({name: float(rng.uniform(lower, upper)) for name, (lower, upper) in ranges.items()})
     return tuple(out)
 
 
