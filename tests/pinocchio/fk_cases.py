@@ -18,6 +18,19 @@ import numpy as np
 from data_files import ROBOTS
 from robot_cases import dual_arm_urdf, rail_arm_urdf
 
+from ik_core.formats.xacro_files import description_source, parse_xacro_args
+
+XACRO = ROBOTS / "xacro"
+# Public xacro descriptions (data/robots/README.md), with the arguments they are tried with.
+DESCRIPTIONS = (
+    ("kuka_kr6r700sixx", XACRO / "kuka_kr6_support" / "urdf" / "kr6r700sixx.xacro", ""),
+    ("px100", XACRO / "trossen_descriptions" / "urdf" / "px100.urdf.xacro", ""),
+    ("px100_named", XACRO / "trossen_descriptions" / "urdf" / "px100.urdf.xacro",
+     "robot_name:=px100 use_world_frame:=true"),
+    ("px100_no_fingers", XACRO / "trossen_descriptions" / "urdf" / "px100.urdf.xacro",
+     "use_default_gripper_fingers:=false"),
+)
+
 MOVING = ("revolute", "continuous", "prismatic")
 KINDS = ("revolute",) * 4 + ("continuous", "prismatic", "prismatic", "fixed", "floating", "planar")
 CONFIGURATIONS = 6  # random configurations per robot (the first one: every joint value 0)
@@ -31,6 +44,7 @@ class FkCase:
         name: Test id.
         urdf: The URDF as pinocchio reads it (a xacro file's expansion).
         path: File to import, or None to write ``urdf`` to a file first.
+        xacro_args: Xacro arguments for a ``.xacro`` path (``name:=value`` separated by spaces).
         package_dir: Package Folder for the import ("" for none).
         configurations: Joint values [rad or m] of the independent moving joints, by name.
         boxed: Every link carries a primitive visual (generated robots): all links are measured.
@@ -39,6 +53,7 @@ class FkCase:
     name: str
     urdf: str
     path: Path | None = None
+    xacro_args: str = ""
     package_dir: str = ""
     configurations: tuple[dict[str, float], ...] = field(default=())
     boxed: bool = False
@@ -46,9 +61,9 @@ class FkCase:
 
 def independent_joints(root: ET.Element) -> list[ET.Element]:
     """Moving joints whose value is their own: no mimic, or a mimic naming no moving joint (urdfdom ignores it)."""
-    joints = {j.get("name"): j for j in root.iter("joint")}
+    joints = {j.get("name"): j for j in root.findall("joint")}
     out = []
-    for j in root.iter("joint"):
+    for j in root.findall("joint"):
         if j.get("type") not in MOVING:
             continue
         mimic = j.find("mimic")
@@ -129,7 +144,7 @@ def boxed(text: str, seed: int) -> str:
     """A URDF with its visuals replaced by one turned, offset box per link (every link measured in Blender)."""
     rng = np.random.default_rng(seed)
     root = ET.fromstring(text)
-    for link in root.iter("link"):
+    for link in root.findall("link"):
         for visual in link.findall("visual"):
             link.remove(visual)
         link.append(ET.fromstring(_box(rng)))
@@ -171,6 +186,17 @@ def bundled_cases() -> list[FkCase]:
     return out
 
 
+def description_cases() -> list[FkCase]:
+    """The public xacro descriptions in ``data/robots/xacro``, expanded by the bundled xacro with their arguments."""
+    out = []
+    for k, (name, path, args) in enumerate(DESCRIPTIONS):
+        text = description_source(path, parse_xacro_args(args)).text
+        configurations = random_configurations(text, 300 + k)
+        out.append(FkCase(name, text, path, args, configurations=configurations))
+        out.append(FkCase(f"{name}_boxed", boxed(text, 400 + k), configurations=configurations, boxed=True))
+    return out
+
+
 def all_cases() -> list[FkCase]:
     """Every case, generated and real."""
-    return generated_cases() + bundled_cases()
+    return generated_cases() + bundled_cases() + description_cases()

@@ -31,7 +31,7 @@ MOVING = ("revolute", "continuous", "prismatic")
 
 def joint_values(root: ET.Element, given: dict[str, float]) -> dict[str, float]:
     """Every moving joint's value: the given ones, and each mimic's from its source's (recursively)."""
-    joints = {j.get("name"): j for j in root.iter("joint")}
+    joints = {j.get("name"): j for j in root.findall("joint")}
     values = dict(given)
 
     def value(name: str, depth: int = 0) -> float:
@@ -56,7 +56,7 @@ def link_poses(text: str, configurations: list[dict[str, float]]) -> dict:
     root = ET.fromstring(text)
     model = pin.buildModelFromXML(text)  # mimic joints as independent joints: values set by joint_values
     data = model.createData()
-    links = [link.get("name") for link in root.iter("link")]
+    links = [link.get("name") for link in root.findall("link")]
     frames = [model.getFrameId(link, pin.BODY) for link in links]
     types = {name: model.joints[i].shortname() for i, name in enumerate(model.names) if i > 0}
     poses = []
