@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Link meshes: Collada files built from the core's arrays, STL and OBJ through Blender's importers, colours."""
+"""Link meshes: Collada and STL files built from the core's arrays, OBJ through Blender's importer, colours."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import bpy
 import numpy as np
 
 from ...ik_core.formats.collada import ColladaMesh, merge_meshes, read_collada
+from ...ik_core.formats.stl import read_stl
 
 DEFAULT_PAINT = ("RobotLink", (0.75, 0.75, 0.78, 1.0))  # links whose files and URDF give no colour
-IMPORTERS = {".stl": "stl_import", ".obj": "obj_import"}  # bpy.ops.wm.<name>, present in 4.2 to 5.0
-MESH_SUFFIXES = (".dae", *IMPORTERS)
+IMPORTERS = {".obj": "obj_import"}  # bpy.ops.wm.<name>, present in 4.2 to 5.0
+MESH_SUFFIXES = (".dae", ".stl", *IMPORTERS)
 
 
 def colour_material(name: str, rgba: Sequence[float]) -> bpy.types.Material:
@@ -68,15 +69,18 @@ def import_mesh_file(path: Path, name: str, paint: tuple[str, Sequence[float]] =
 
     Collada files are read by :func:`~ik_core.formats.collada.read_collada` into one object
     (one material slot per material of the file), in every Blender version: Blender 5.0 has no
-    Collada importer. STL and OBJ go through Blender's own importers. As RViz does, the file's
-    own colours win; ``paint`` (material name, RGBA: the URDF's colour) paints what has none.
+    Collada importer. STL files are read by :func:`~ik_core.formats.stl.read_stl`, written
+    through the data API: Blender's STL operator updates the whole scene after each file, which
+    made a robot's import quadratic in its mesh files. OBJ goes through Blender's own importer.
+    As RViz does, the file's own colours win; ``paint`` (material name, RGBA: the URDF's colour)
+    paints what has none.
 
     Raises:
-        ColladaError: An unreadable .dae file (the message names the file and element).
+        MeshError: An unreadable .dae or .stl file (the message names the file, and the element).
     """
     ext = path.suffix.lower()
-    if ext == ".dae":
-        mesh = merge_meshes(read_collada(path), name)
+    if ext in (".dae", ".stl"):
+        mesh = merge_meshes(read_collada(path), name) if ext == ".dae" else read_stl(path, name)
         if not len(mesh.triangles):
             return []
         obj = bpy.data.objects.new(name, mesh_from_arrays(name, mesh, paint))

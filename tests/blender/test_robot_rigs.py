@@ -175,7 +175,7 @@ TETRAHEDRON = [(0.0, 0.0, 0.0), (0.05, 0.0, 0.0), (0.0, 0.02, 0.0), (0.0, 0.0, 0
 
 
 def _write_stl(path: Path) -> None:
-    """An ASCII STL tetrahedron: a real mesh file for Blender's own STL importer."""
+    """An ASCII STL tetrahedron: a real mesh file, as exporters write them."""
     v = TETRAHEDRON
     faces = [(0, 2, 1), (0, 1, 3), (0, 3, 2), (1, 2, 3)]
     lines = ["solid t"]
@@ -186,7 +186,7 @@ def _write_stl(path: Path) -> None:
     path.write_text("\n".join(lines + ["endsolid t"]) + "\n")
 
 
-def test_urdf_meshes_import_through_blenders_importer(empty_scene, tmp_path):
+def test_urdf_meshes_import_and_follow_their_bone(empty_scene, tmp_path):
     """A package:// STL that resolves against the given folder is imported and follows its joint's bone."""
     pkg = tmp_path / "pkgs"
     _write_stl(pkg / "two_link" / "meshes" / "arm.stl")

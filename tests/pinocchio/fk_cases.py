@@ -48,6 +48,8 @@ class FkCase:
         package_dir: Package Folder for the import ("" for none).
         configurations: Joint values [rad or m] of the independent moving joints, by name.
         boxed: Every link carries a primitive visual (generated robots): all links are measured.
+        stl: The links' visuals are the mesh file ``meshes/shape.stl`` beside the URDF (the test
+            writes it), drawn as objects ``<link>.shape``.
     """
 
     name: str
@@ -57,6 +59,7 @@ class FkCase:
     package_dir: str = ""
     configurations: tuple[dict[str, float], ...] = field(default=())
     boxed: bool = False
+    stl: bool = False
 
 
 def independent_joints(root: ET.Element) -> list[ET.Element]:
@@ -134,20 +137,20 @@ def _robot(name: str, links: list[str], joints: list[str], rng: np.random.Genera
     return f"<?xml version='1.0'?>\n<robot name='{name}'>{body}{''.join(joints)}</robot>\n"
 
 
-def _box(rng: np.random.Generator) -> str:
+def _box(rng: np.random.Generator, stl: bool = False) -> str:
     xyz, rpy = rng.uniform(-0.05, 0.05, 3), rng.uniform(-math.pi, math.pi, 3)
-    return (f"<visual><origin xyz='{_f(xyz)}' rpy='{_f(rpy)}'/>"
-            "<geometry><box size='0.02 0.03 0.04'/></geometry></visual>")
+    shape = "<mesh filename='meshes/shape.stl'/>" if stl else "<box size='0.02 0.03 0.04'/>"
+    return f"<visual><origin xyz='{_f(xyz)}' rpy='{_f(rpy)}'/><geometry>{shape}</geometry></visual>"
 
 
-def boxed(text: str, seed: int) -> str:
-    """A URDF with its visuals replaced by one turned, offset box per link (every link measured in Blender)."""
+def boxed(text: str, seed: int, stl: bool = False) -> str:
+    """A URDF with its visuals replaced by one turned, offset box (or STL mesh) per link: every link measured."""
     rng = np.random.default_rng(seed)
     root = ET.fromstring(text)
     for link in root.findall("link"):
         for visual in link.findall("visual"):
             link.remove(visual)
-        link.append(ET.fromstring(_box(rng)))
+        link.append(ET.fromstring(_box(rng, stl)))
     return ET.tostring(root, encoding="unicode")
 
 
@@ -171,8 +174,10 @@ def generated_cases() -> list[FkCase]:
     texts["rail_arm"] = boxed(rail_arm_urdf(), 1)
     texts["dual_arm"] = boxed(dual_arm_urdf(), 2)
     texts["sloppy"] = boxed(SLOPPY, 3)
-    return [FkCase(name, text, configurations=random_configurations(text, k), boxed=True)
-            for k, (name, text) in enumerate(texts.items())]
+    cases = [FkCase(name, text, configurations=random_configurations(text, k), boxed=True)
+             for k, (name, text) in enumerate(texts.items())]
+    text = boxed(random_tree(7, links=30), 7, stl=True)
+    return [*cases, FkCase("tree7_stl", text, configurations=random_configurations(text, 7), boxed=True, stl=True)]
 
 
 def bundled_cases() -> list[FkCase]:

@@ -9,11 +9,12 @@ drivers); then every link is measured on what Blender draws of it:
   axis: the bone's pose relative to pinocchio's link pose is one constant transform over every
   configuration, without translation, taking Y to the URDF axis;
 - a tool bone is its tool link's frame;
-- a link's box (generated robots give every link one, fixed links included) is the link's pose
-  times the visual's origin as written in the URDF.
+- a link's box or STL mesh (generated robots give every link one, fixed links included) is the
+  link's pose times the visual's origin as written in the URDF.
 """
 
 import math
+import struct
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -43,6 +44,14 @@ def import_case(case, tmp_path) -> bpy.types.Object:
     if path is None:
         path = tmp_path / f"{case.name}.urdf"
         path.write_text(case.urdf)
+    if case.stl:  # a tetrahedron, binary STL
+        corners = [((0, 0, 0), (0, 0.02, 0), (0.05, 0, 0)), ((0, 0, 0), (0.05, 0, 0), (0, 0, 0.08)),
+                   ((0, 0, 0), (0, 0, 0.08), (0, 0.02, 0)), ((0.05, 0, 0), (0, 0.02, 0), (0, 0, 0.08))]
+        data = bytearray(80) + struct.pack("<I", len(corners))
+        for a, b, c in corners:
+            data += struct.pack("<12fH", 0, 0, 0, *a, *b, *c, 0)
+        (tmp_path / "meshes").mkdir()
+        (tmp_path / "meshes" / "shape.stl").write_bytes(bytes(data))
     assert bpy.ops.articulate.robot_import_urdf(filepath=str(path), package_dir=case.package_dir,
                                                 xacro_args=case.xacro_args) == {"FINISHED"}
     (arm,) = [o for o in bpy.data.objects if o.type == "ARMATURE"]
@@ -73,9 +82,9 @@ def test_every_link_of_the_imported_rig_matches_pinocchio(empty_scene, reference
     tools = {c.tip_bone: c.tool_link for c in arm.articulate.chains}
     boxes = {}
     for obj in bpy.data.objects:
-        link, dot, rest = obj.name.partition(".visual")
+        link, dot, _rest = obj.name.partition(".shape" if case.stl else ".visual")
         if dot and obj.type == "MESH" and link in poses:
-            boxes.setdefault(link, []).append((obj, int(rest.split(".")[0])))
+            boxes.setdefault(link, []).append(obj)
     if case.boxed:  # every link is measured, fixed ones through their box
         assert set(boxes) == set(poses) and all(len(v) == 1 for v in boxes.values())
     visual_origin = {}
@@ -98,7 +107,7 @@ def test_every_link_of_the_imported_rig_matches_pinocchio(empty_scene, reference
             B = to_root @ np.array(arm.matrix_world) @ np.array(arm.pose.bones[bone].matrix)
             np.testing.assert_allclose(B, poses[link][k], atol=ATOL, err_msg=f"{case.name}, {k}: tool {link}")
         for link, objects in boxes.items():
-            for obj, _ in objects:
+            for obj in objects:
                 M = to_root @ np.array(obj.matrix_world)
                 np.testing.assert_allclose(M, poses[link][k] @ visual_origin[link], atol=ATOL,
                                            err_msg=f"{case.name}, {k}: box of link {link}")
