@@ -288,12 +288,13 @@ def add_robot_chains(arm: bpy.types.Object, model: RobotModel, tool_links: Seque
             tb.parent = arm.data.edit_bones[skeleton.joints[owner].name]
             taken.add(tb.name)
             bone_names.append(tb.name)
-    targets, q = [], current_joint_values(arm, skeleton)
-    for (tool_link, moving_names, _joint, _owner), bone_name in zip(plans, bone_names):
+    targets, now = [], forward_kinematics(skeleton, current_joint_values(arm, skeleton))
+    for (tool_link, moving_names, tool_joint, _owner), bone_name in zip(plans, bone_names):
         tool_pb = arm.pose.bones[bone_name]
         tool_pb.lock_ik_x = tool_pb.lock_ik_y = tool_pb.lock_ik_z = True
         tool_pb.lock_rotation = tool_pb.lock_location = (True, True, True)
-        target = new_target(arm, model, tool_link, bone_name == TOOL_BONE, q, _bone_length(W))
+        pose = now[tool_joint] @ skeleton.effector(tool_link).offset
+        target = new_target(arm, model, tool_link, bone_name == TOOL_BONE, pose, _bone_length(W))
         chain = arm.articulate.chains.add()
         chain.name = arm.name if bone_name == TOOL_BONE else tool_link
         chain.tip_bone, chain.use_tail = bone_name, False
@@ -307,20 +308,22 @@ def add_robot_chains(arm: bpy.types.Object, model: RobotModel, tool_links: Seque
 
 
 def new_target(arm: bpy.types.Object, model: RobotModel, tool_link: str, first: bool,
-               q: np.ndarray | None = None, size: float | None = None) -> bpy.types.Object:
+               pose: np.ndarray | None = None, size: float | None = None) -> bpy.types.Object:
     """A target empty on ``tool_link`` at the rig's current pose, in the rig's collection.
 
     Named ``<rig>_target`` for the rig's first chain (``first``), ``<rig>_<link>_target`` after.
-    ``q`` (the rig's current joint values) and ``size`` (the empty's) are computed when not given.
+    ``pose`` (the tool's, (4, 4) in the rig's frame at its current pose) and ``size`` (the
+    empty's) are computed when not given.
     """
     skeleton = model.skeleton
     if size is None:
         size = _bone_length(forward_kinematics(skeleton, np.zeros(skeleton.dof)))
-    q = current_joint_values(arm, skeleton) if q is None else q
+    if pose is None:
+        pose = effector_poses(skeleton, current_joint_values(arm, skeleton), tool_link)
     target = bpy.data.objects.new(f"{arm.name}_target" if first else f"{arm.name}_{tool_link}_target", None)
     target.empty_display_type, target.empty_display_size = "ARROWS", size
     robot_collection(arm).objects.link(target)
-    target.matrix_world = arm.matrix_world @ _to_matrix(effector_poses(skeleton, q, tool_link))
+    target.matrix_world = arm.matrix_world @ _to_matrix(pose)
     return target
 
 
