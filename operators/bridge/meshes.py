@@ -93,11 +93,21 @@ def import_mesh_file(path: Path, name: str, paint: tuple[str, Sequence[float]] =
         op.get_rna_type()  # raises KeyError where an importer is missing from this Blender
     except KeyError:
         return None
-    before = set(bpy.data.objects)
-    # A URDF's mesh coordinates are its link frame as written (RViz and the simulators read them
-    # raw): no axis conversion. Blender's OBJ importer would otherwise turn Y-up files to Z-up.
-    op(filepath=str(path), forward_axis="Y", up_axis="Z")
-    objects = [o for o in bpy.data.objects if o not in before]
+    # The importer runs in a scene of its own: Blender updates the importing scene after every
+    # operator, and the robot's scene, rig and links growing file by file made that quadratic.
+    scene = bpy.data.scenes.new("articulate.mesh_import")
+    try:
+        with bpy.context.temp_override(scene=scene, view_layer=scene.view_layers[0]):
+            # A URDF's mesh coordinates are its link frame as written (RViz and the simulators read
+            # them raw): no axis conversion. Blender's OBJ importer would otherwise turn Y-up to Z-up.
+            op(filepath=str(path), forward_axis="Y", up_axis="Z")
+        objects = list(scene.collection.all_objects)
+        for obj in objects:  # new objects: only the import's scene holds them
+            for collection in list(obj.users_collection):
+                collection.objects.unlink(obj)
+            bpy.context.scene.collection.objects.link(obj)
+    finally:
+        bpy.data.scenes.remove(scene)
     material = colour_material(*paint)
     for obj in objects:
         obj.name = name  # as for .dae files: the link and the file, Blender numbering the parts of a file

@@ -228,6 +228,8 @@ def test_urdf_mesh_files_keep_their_coordinates_as_the_link_frame(empty_scene, t
         "FINISHED"}
     arm = bpy.context.object
     (mesh,) = [o for o in bpy.data.objects if o.parent == arm and o.type == "MESH" and len(o.data.vertices) == 4]
+    # Only in the robot's collection; the scene OBJ files are imported in is gone.
+    assert list(mesh.users_collection) == list(arm.users_collection) and len(bpy.data.scenes) == 1
     c, s = np.cos(0.3), np.sin(0.3)
     visual = np.array([[1, 0, 0], [0, c, -s], [0, s, c]])  # rpy (0.3, 0, 0)
     for angle in (0.0, 0.5):
