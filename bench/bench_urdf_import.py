@@ -3,7 +3,7 @@
 
 Run from the repo root with a bpy venv:
 ``.venvs/5.0.1/bin/python bench/bench_urdf_import.py [--sizes 25,50,100,200,400] [--repeats 3]
-[--mesh stl|obj] [--profile] [--json] [--quick] [--repo DIR]`` (also ``.venvs/4.5.15`` and
+[--mesh stl|obj|both] [--profile] [--json] [--quick] [--repo DIR]`` (also ``.venvs/4.5.15`` and
 ``.venvs/4.2.23``). ``--repo`` imports the add-on from another checkout (say, an older commit
 unpacked with ``git archive``) to compare.
 
@@ -182,7 +182,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="25,50,100,200,400", help="joint counts of the size rows")
     parser.add_argument("--repeats", type=int, default=3, help="timed imports per row; the best is reported")
-    parser.add_argument("--mesh", choices=("stl", "obj"), default="stl", help="the humanoid's mesh files")
+    parser.add_argument("--mesh", choices=("stl", "obj", "both"), default="both", help="the humanoid's mesh files")
     parser.add_argument("--quick", action="store_true", help="sizes 25,100, one run each")
     parser.add_argument("--profile", action="store_true", help="print where the humanoid's import spends its time")
     parser.add_argument("--json", action="store_true", help="print one JSON object per row")
@@ -201,17 +201,18 @@ def main() -> int:
             wall, objects = best(path, repeats)
             rows.append({"robot": f"tree of {n} joints, boxes", "links": n + 1, "joints": n, "mesh_files": 0,
                          "kb": path.stat().st_size / 1e3, "import_s": wall, "objects": objects})
-        text, names = humanoid(args.mesh)
         (folder / "meshes").mkdir()
         verts, tris = tube()
-        for name in names:
-            (write_stl if args.mesh == "stl" else write_obj)(folder / "meshes" / f"{name}.{args.mesh}", verts, tris)
-        path = folder / "humanoid.urdf"
-        path.write_text(text)
-        wall, objects = best(path, repeats)
-        rows.append({"robot": f"humanoid, {args.mesh.upper()} per link", "links": len(names),
-                     "joints": text.count("<joint "), "mesh_files": len(names), "kb": path.stat().st_size / 1e3,
-                     "import_s": wall, "objects": objects, "goal_s": GOAL_S})
+        for ext in ("stl", "obj") if args.mesh == "both" else (args.mesh,):
+            text, names = humanoid(ext)
+            for name in names:
+                (write_stl if ext == "stl" else write_obj)(folder / "meshes" / f"{name}.{ext}", verts, tris)
+            path = folder / f"humanoid_{ext}.urdf"
+            path.write_text(text)
+            wall, objects = best(path, repeats)
+            rows.append({"robot": f"humanoid, {ext.upper()} per link", "links": len(names),
+                         "joints": text.count("<joint "), "mesh_files": len(names), "kb": path.stat().st_size / 1e3,
+                         "import_s": wall, "objects": objects, "goal_s": GOAL_S})
         if args.profile:
             profiler = cProfile.Profile()
             with stdout_to_stderr():
