@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # Create (idempotently) the project's virtual environments and print their interpreters.
 #
-#   dev/envs.sh [core|5.0.1|4.5.15|4.2.23|openjd|all]...   (default: all)
+#   dev/envs.sh [core|5.0.1|4.5.15|4.2.23|openjd|pinocchio|all]...   (default: all)
 #
 # Each environment holds a pinned Blender-as-a-module (bpy) or, for "core", plain numpy 2.x,
-# plus the pinned test tools; "openjd" holds only Open Job Description's CLI (the farm tests).
+# plus the pinned test tools; "openjd" holds only Open Job Description's CLI (the farm tests),
+# "pinocchio" only pinocchio (the independent forward kinematics of tests/pinocchio).
 # A stamp file records the requirements it was built from, so a second call is a no-op that
 # returns in milliseconds.
 set -euo pipefail
@@ -28,7 +29,8 @@ requirements_for() {
     core) echo "numpy==2.4.6" ;;
     5.0.1|4.5.15|4.2.23) echo "bpy==$1" ;;
     openjd) cat "$here/requirements-openjd.txt"; return 0 ;;
-    *) echo "envs.sh: unknown environment '$1' (valid: core ${blender_versions[*]} openjd all)" >&2; return 2 ;;
+    pinocchio) cat "$here/requirements-pinocchio.txt"; return 0 ;;
+    *) echo "envs.sh: unknown environment '$1' (valid: core ${blender_versions[*]} openjd pinocchio all)" >&2; return 2 ;;
   esac
   cat "$here/requirements-tools.txt"
 }
@@ -50,7 +52,7 @@ ensure_env() {
 }
 
 targets=("$@")
-[[ ${#targets[@]} -eq 0 || " ${targets[*]} " == *" all "* ]] && targets=(core "${blender_versions[@]}" openjd)
+[[ ${#targets[@]} -eq 0 || " ${targets[*]} " == *" all "* ]] && targets=(core "${blender_versions[@]}" openjd pinocchio)
 for target in "${targets[@]}"; do
   ensure_env "$target"
 done

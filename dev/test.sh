@@ -3,7 +3,9 @@
 # Every check the project has: ruff, import circles and private imports (dev/check_imports.py),
 # the core tests on a Python without Blender (numpy 2.x), then the Blender tests on bpy 5.0.1, 4.5.15 and 4.2.23 (the core tests run again on 5.0.1,
 # whose bpy pins numpy 1.26), then the farm jobs (OpenJD's `openjd check` and `openjd run` for
-# real, the Flamenco job type under Node) on bpy 5.0.1. Fails if any suite fails.
+# real, the Flamenco job type under Node) on bpy 5.0.1, then the independent forward kinematics
+# (tests/pinocchio: the core and the rigs Import URDF builds, link by link, against pinocchio run
+# in its own venv) on each bpy. Fails if any suite fails.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -31,6 +33,10 @@ for version in 5.0.1 4.5.15 4.2.23; do
   run "blender $version" "$venvs/$version/bin/python" -m pytest "${paths[@]}" -q
 done
 ARTICULATE_OPENJD="$venvs/openjd/bin/openjd" run "farm (OpenJD, Flamenco) 5.0.1" "$venvs/5.0.1/bin/python" -m pytest farm -q
+for version in 5.0.1 4.5.15 4.2.23; do
+  ARTICULATE_PINOCCHIO="$venvs/pinocchio/bin/python" run "independent FK (pinocchio) $version" \
+    "$venvs/$version/bin/python" -m pytest pinocchio -q
+done
 
 echo; echo "=== summary"
 failed=0

@@ -126,7 +126,11 @@ class DependencyError(ArticulateError, ImportError):
     """A Python package Articulate bundles (xacro, mcap) can be neither imported nor found among its wheels."""
 
 
-class ColladaError(ArticulateError, ValueError):
+class MeshError(ArticulateError, ValueError):
+    """A mesh file (STL, Collada) cannot be read; the message names the file."""
+
+
+class ColladaError(MeshError):
     """A Collada (.dae) document cannot be read; the message names the file and the element."""
 
 

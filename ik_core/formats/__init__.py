@@ -7,5 +7,6 @@
 - :mod:`.xacro_files`: xacro files expanded into URDF by the bundled ``xacro`` package.
 - :mod:`.ros_packages`: the folders ``package://pkg`` and ``$(find pkg)`` name, found without ROS.
 - :mod:`.collada`: Collada (.dae) triangle meshes, read with the standard library.
+- :mod:`.stl`: STL (binary and ASCII) triangle meshes, read with numpy.
 - :mod:`.bvh`: BVH motion capture to skeletons and joint rotations.
 """

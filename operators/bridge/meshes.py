@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Link meshes: Collada files built from the core's arrays, STL and OBJ through Blender's importers, colours."""
+"""Link meshes: Collada and STL files built from the core's arrays, OBJ through Blender's importer, colours."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import bpy
 import numpy as np
 
 from ...ik_core.formats.collada import ColladaMesh, merge_meshes, read_collada
+from ...ik_core.formats.stl import read_stl
 
 DEFAULT_PAINT = ("RobotLink", (0.75, 0.75, 0.78, 1.0))  # links whose files and URDF give no colour
-IMPORTERS = {".stl": "stl_import", ".obj": "obj_import"}  # bpy.ops.wm.<name>, present in 4.2 to 5.0
-MESH_SUFFIXES = (".dae", *IMPORTERS)
+IMPORTERS = {".obj": "obj_import"}  # bpy.ops.wm.<name>, present in 4.2 to 5.0
+MESH_SUFFIXES = (".dae", ".stl", *IMPORTERS)
 
 
 def colour_material(name: str, rgba: Sequence[float]) -> bpy.types.Material:
@@ -68,15 +69,18 @@ def import_mesh_file(path: Path, name: str, paint: tuple[str, Sequence[float]] =
 
     Collada files are read by :func:`~ik_core.formats.collada.read_collada` into one object
     (one material slot per material of the file), in every Blender version: Blender 5.0 has no
-    Collada importer. STL and OBJ go through Blender's own importers. As RViz does, the file's
-    own colours win; ``paint`` (material name, RGBA: the URDF's colour) paints what has none.
+    Collada importer. STL files are read by :func:`~ik_core.formats.stl.read_stl`, written
+    through the data API: Blender's STL operator updates the whole scene after each file, which
+    made a robot's import quadratic in its mesh files. OBJ goes through Blender's own importer.
+    As RViz does, the file's own colours win; ``paint`` (material name, RGBA: the URDF's colour)
+    paints what has none.
 
     Raises:
-        ColladaError: An unreadable .dae file (the message names the file and element).
+        MeshError: An unreadable .dae or .stl file (the message names the file, and the element).
     """
     ext = path.suffix.lower()
-    if ext == ".dae":
-        mesh = merge_meshes(read_collada(path), name)
+    if ext in (".dae", ".stl"):
+        mesh = merge_meshes(read_collada(path), name) if ext == ".dae" else read_stl(path, name)
         if not len(mesh.triangles):
             return []
         obj = bpy.data.objects.new(name, mesh_from_arrays(name, mesh, paint))
@@ -89,11 +93,21 @@ def import_mesh_file(path: Path, name: str, paint: tuple[str, Sequence[float]] =
         op.get_rna_type()  # raises KeyError where an importer is missing from this Blender
     except KeyError:
         return None
-    before = set(bpy.data.objects)
-    # A URDF's mesh coordinates are its link frame as written (RViz and the simulators read them
-    # raw): no axis conversion. Blender's OBJ importer would otherwise turn Y-up files to Z-up.
-    op(filepath=str(path), forward_axis="Y", up_axis="Z")
-    objects = [o for o in bpy.data.objects if o not in before]
+    # The importer runs in a scene of its own: Blender updates the importing scene after every
+    # operator, and the robot's scene, rig and links growing file by file made that quadratic.
+    scene = bpy.data.scenes.new("articulate.mesh_import")
+    try:
+        with bpy.context.temp_override(scene=scene, view_layer=scene.view_layers[0]):
+            # A URDF's mesh coordinates are its link frame as written (RViz and the simulators read
+            # them raw): no axis conversion. Blender's OBJ importer would otherwise turn Y-up to Z-up.
+            op(filepath=str(path), forward_axis="Y", up_axis="Z")
+        objects = list(scene.collection.all_objects)
+        for obj in objects:  # new objects: only the import's scene holds them
+            for collection in list(obj.users_collection):
+                collection.objects.unlink(obj)
+            bpy.context.scene.collection.objects.link(obj)
+    finally:
+        bpy.data.scenes.remove(scene)
     material = colour_material(*paint)
     for obj in objects:
         obj.name = name  # as for .dae files: the link and the file, Blender numbering the parts of a file

@@ -175,7 +175,7 @@ TETRAHEDRON = [(0.0, 0.0, 0.0), (0.05, 0.0, 0.0), (0.0, 0.02, 0.0), (0.0, 0.0, 0
 
 
 def _write_stl(path: Path) -> None:
-    """An ASCII STL tetrahedron: a real mesh file for Blender's own STL importer."""
+    """An ASCII STL tetrahedron: a real mesh file, as exporters write them."""
     v = TETRAHEDRON
     faces = [(0, 2, 1), (0, 1, 3), (0, 3, 2), (1, 2, 3)]
     lines = ["solid t"]
@@ -186,7 +186,7 @@ def _write_stl(path: Path) -> None:
     path.write_text("\n".join(lines + ["endsolid t"]) + "\n")
 
 
-def test_urdf_meshes_import_through_blenders_importer(empty_scene, tmp_path):
+def test_urdf_meshes_import_and_follow_their_bone(empty_scene, tmp_path):
     """A package:// STL that resolves against the given folder is imported and follows its joint's bone."""
     pkg = tmp_path / "pkgs"
     _write_stl(pkg / "two_link" / "meshes" / "arm.stl")
@@ -228,6 +228,8 @@ def test_urdf_mesh_files_keep_their_coordinates_as_the_link_frame(empty_scene, t
         "FINISHED"}
     arm = bpy.context.object
     (mesh,) = [o for o in bpy.data.objects if o.parent == arm and o.type == "MESH" and len(o.data.vertices) == 4]
+    # Only in the robot's collection; the scene OBJ files are imported in is gone.
+    assert list(mesh.users_collection) == list(arm.users_collection) and len(bpy.data.scenes) == 1
     c, s = np.cos(0.3), np.sin(0.3)
     visual = np.array([[1, 0, 0], [0, c, -s], [0, s, c]])  # rpy (0.3, 0, 0)
     for angle in (0.0, 0.5):
