@@ -62,15 +62,17 @@ from mocap_takes import TAKES, VARIANTS, Take, load, make_take, reproportioned  
 
 from ik_core.contacts import (  # noqa: E402
     detect_contacts,
+    foot_skate,
     keep_above_ground,
     pitch_above_ground,
     plant_targets,
+    planted_frames,
     root_drop_for_reach,
 )
+from ik_core.contacts.measures import BAND as H  # noqa: E402  (near-ground band of the skate measure [m])
+from ik_core.contacts.measures import SLIDE_SPEED  # noqa: E402  (a near-ground foot faster than this slides [m/s])
 from ik_core.humanoid import TRACKERS, SolveOptions, calibrate, solve_body  # noqa: E402
 
-H = 0.033  # near-ground band of the skate measure [m]
-SLIDE_SPEED = 0.2  # horizontal speed above which a near-ground foot slides [m/s]
 POP_FACTOR = 1.5  # a pop: a velocity change beyond this many times the capture's largest
 FOOT_ROLES = ("foot_l", "toe_l", "foot_r", "toe_r")
 GOALS = {
@@ -104,26 +106,17 @@ def foot_metrics(take: Take, positions: np.ndarray) -> dict[str, float]:
     # Where each joint rests: its 5th percentile height, or lower where the performer stood
     # lower at the calibration frame (the solve's floor is where the feet stood then).
     ground = np.minimum(np.percentile(cap[..., 2], 5, axis=0), cap[0, :, 2])  # (F,)
-
-    def horizontal_steps(p: np.ndarray) -> np.ndarray:
-        return np.linalg.norm(np.diff(p[..., :2], axis=0), axis=-1)  # (N-1, F), frame t-1 -> t
-
-    h = own[1:, :, 2] - ground
-    step = horizontal_steps(own)
-    near = h < H
-    weight = np.clip(2.0 - 2.0 ** (h / H), 0.0, 1.0)
-    slides = step / ft > SLIDE_SPEED
-    cap_h = cap[1:, :, 2] - ground
-    planted = (cap_h < H) & (horizontal_steps(cap) / ft < SLIDE_SPEED)
+    planted = planted_frames(cap, ft, ground, H, SLIDE_SPEED)
+    m = foot_skate(own, ft, ground, planted, H, SLIDE_SPEED)
     dv_cap = np.linalg.norm(np.diff(cap, n=2, axis=0), axis=-1) / ft
     dv_own = np.linalg.norm(np.diff(own, n=2, axis=0), axis=-1) / ft
     pops = np.any(dv_own > POP_FACTOR * dv_cap.max(axis=0), axis=1)
     return {
-        "skate_mm": 1000.0 * float((step * weight)[near].mean()) if near.any() else 0.0,
-        "skate_ratio_pct": 100.0 * float(slides[planted].mean()) if planted.any() else 0.0,
-        "near_ratio_pct": 100.0 * float(slides[near].mean()) if near.any() else 0.0,
-        "contact_frames": int(planted.sum()),
-        "penetration_mm": 1000.0 * float(max(0.0, np.max(ground - own[..., 2]))),
+        "skate_mm": 1000.0 * m.skate,
+        "skate_ratio_pct": 100.0 * m.skate_ratio,
+        "near_ratio_pct": 100.0 * m.near_ratio,
+        "contact_frames": m.contact_frames,
+        "penetration_mm": 1000.0 * m.penetration,
         "pops": int(pops.sum()),
     }
 
