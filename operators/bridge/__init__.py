@@ -7,12 +7,14 @@
 - :mod:`.keys`: solved rotations to pose-bone channels and bulk keys.
 - :mod:`.matching`: controls placed by evaluation; properties held while sampling.
 - :mod:`.body_controls`: solved poses onto control rigs, IK/FK switches.
+- :mod:`.ground`: the height of a collection's meshes under points, by ray casts.
 - :mod:`.build`: armatures created from numpy arrays.
 - :mod:`.meshes`: robot link meshes (Collada from the core's arrays, STL/OBJ by Blender's importers), colours.
 """
 
 from .build import create_armature
 from .errors import BridgeError
+from .ground import GroundMeshes
 from .keys import (
     bone_rotation_channels,
     channel_rotations,
@@ -46,6 +48,7 @@ from .sampling import (
     sample_bones,
     sample_chains,
     sample_local_rotations,
+    sample_targets,
     sample_tips,
     target_matrix,
 )
@@ -53,6 +56,7 @@ from .scope import evaluating_only
 
 __all__ = [
     "BridgeError",
+    "GroundMeshes",
     "ChainSamples",
     "ChainSource",
     "TipSource",
@@ -74,6 +78,7 @@ __all__ = [
     "sample_bones",
     "sample_local_rotations",
     "sample_chains",
+    "sample_targets",
     "sample_tips",
     "set_pose_rotations",
     "set_pose_scales",
