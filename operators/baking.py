@@ -641,6 +641,9 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
     # Contacts plant the targets of a take: not on a single posed frame (Solve Current Frame).
     plans: dict[str, planting.ContactPlan] | None = {} if write_keys and len(frames) > 1 else None
     samples = _sample_units(scene, frames, units, prepared, plans)
+    hips_notes = _lower_hips(scene, arm, units, prepared, samples, plans, frames, scale) if plans else []
+    if hips_notes:  # the legs' bases moved down with the hips
+        samples = _sample_units(scene, frames, units, prepared, plans)
     t_sampled = time.perf_counter()
     for u, unit_samples in zip(units, samples):
         for k, s in zip(u.members, unit_samples):
@@ -753,6 +756,8 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
                           if _member_samples(units, samples, k).full_target is not None
                           or prepared[k].settings.name in planted else None
                           for k in range(len(prepared))])
+    if hips_notes:
+        report.setdefault("notes", []).extend(hips_notes)
     # A chain whose keys were corrected around what moves them, with no frame left overridden,
     # needs no warning that its keys will not show.
     by_name = {e["chain"]: e for e in report["chains"]}
@@ -808,6 +813,48 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
     report["seconds"] = {"sample": t_sampled - t_start + t_resample, "solve": t_solved - t_sampled - t_resample,
                          "write": t_written - t_solved, "verify": t_end - t_written, "total": t_end - t_start}
     return report
+
+
+def _lower_hips(scene, arm, units, prepared, samples, plans: dict[str, planting.ContactPlan], frames,
+                scale: float) -> list[str]:
+    """Lower each chain's Lower Hips where a planted target is out of its reach (Grounder); returns notes.
+
+    Chains naming the same hips (object, bone) are lowered together, by the largest drop any of
+    them needs. Every hips is checked before any is keyed.
+
+    Raises:
+        BakeFailed: Hips that cannot be lowered (a connected or locked bone, ...), named.
+    """
+    groups: dict[tuple[str, str], list] = {}
+    for k, p in enumerate(prepared):
+        chain = p.settings
+        if chain.name not in plans or chain.hips is None:
+            continue
+        s = _member_samples(units, samples, k)
+        # The chain's reach as its solver bounds it: the base point no joint moves, and the length.
+        bound = solver_for(p, scale).reach_bound
+        hip = (s.base @ np.append(bound.bases[0], 1.0))[:, :3]
+        groups.setdefault((chain.hips.name, chain.hips_bone), []).append((chain, hip, scale * float(bound.lengths[0])))
+    for (name, bone), members in groups.items():
+        try:
+            bridge.check_lowerable(bpy.data.objects[name], bone)
+        except bridge.BridgeError as err:
+            raise BakeFailed(f"chain {members[0][0].name!r}: Lower Hips: {err}") from None
+    notes = []
+    for (name, bone), members in groups.items():
+        try:
+            drop = planting.hips_drop([plans[c.name] for c, _h, _r in members], [h for _c, h, _r in members],
+                                      [r for _c, _h, r in members])
+        except planting.PlantingFailed as err:
+            raise BakeFailed(str(err)) from None
+        if not np.any(drop > 0.0):
+            continue
+        bridge.lower_location(scene, list(frames), bpy.data.objects[name], bone, drop)
+        what = f"{name}:{bone}" if bone else name
+        notes.append(f"hips {what!r} lowered on {int(np.count_nonzero(drop > 0))} frame(s), at most "
+                     f"{drop.max() * 1000:.3g} mm, so the planted targets of "
+                     f"{', '.join(repr(c.name) for c, _h, _r in members)} stay within reach (keyed on its location)")
+    return notes
 
 
 def _report_contacts(scene, arm, prepared, plans: dict[str, planting.ContactPlan], frames, report: dict) -> None:

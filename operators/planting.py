@@ -17,7 +17,14 @@ import bpy
 import numpy as np
 
 from ..ik_core import ArticulateError
-from ..ik_core.contacts import ContactOptions, contact_intervals, foot_skate, keep_above_ground, plant_targets
+from ..ik_core.contacts import (
+    ContactOptions,
+    contact_intervals,
+    foot_skate,
+    keep_above_ground,
+    plant_targets,
+    root_drop_for_reach,
+)
 from . import bridge
 
 
@@ -169,6 +176,29 @@ def plant(scene: bpy.types.Scene, chain, samples: bridge.ChainSamples, frames: r
         out[:, :3, :3] = planted.rotations * scale
     samples.target = out
     return ContactPlan(chain.name, contact, ground, rest, p, after, ft)
+
+
+# Share of a leg's length a planted target may be from its hip: a knee never snaps fully straight.
+REACH_MARGIN = 0.999
+
+
+def hips_drop(plans: Sequence[ContactPlan], hips: Sequence[np.ndarray], reach: Sequence[float]) -> np.ndarray:
+    """(N,) how far to lower the hips [m] so every planted target of ``plans`` is within its chain's reach.
+
+    Args:
+        plans: The planted chains hanging from one hips (legs).
+        hips: Per chain, (N, 3) world position of its root joint (the hip) before any drop [m].
+        reach: Per chain, its length from root joint to tip [m].
+
+    Raises:
+        PlantingFailed: The core refuses the input (the message names the chains).
+    """
+    try:
+        return root_drop_for_reach(np.stack(hips, axis=1), np.stack([p.after for p in plans], axis=1),
+                                   REACH_MARGIN * np.asarray(reach, dtype=float),
+                                   np.stack([p.contact for p in plans], axis=1), plans[0].frame_time)
+    except ArticulateError as err:
+        raise PlantingFailed(f"chains {', '.join(repr(p.chain) for p in plans)}: {err}") from None
 
 
 def empty_list_warnings(chains: Sequence) -> list[str]:

@@ -8,6 +8,7 @@
 - :mod:`.matching`: controls placed by evaluation; properties held while sampling.
 - :mod:`.body_controls`: solved poses onto control rigs, IK/FK switches.
 - :mod:`.ground`: the height of a collection's meshes under points, by ray casts.
+- :mod:`.lowering`: an object or bone lowered in world space, keyed on its location.
 - :mod:`.build`: armatures created from numpy arrays.
 - :mod:`.meshes`: robot link meshes (Collada from the core's arrays, STL/OBJ by Blender's importers), colours.
 """
@@ -30,6 +31,7 @@ from .keys import (
     write_bone_scales,
     write_object_poses,
 )
+from .lowering import check_lowerable, lower_location
 from .rig import (
     bone_limit,
     chain_bones,
@@ -66,10 +68,12 @@ __all__ = [
     "channel_rotations",
     "chain_bones",
     "chain_skeleton",
+    "check_lowerable",
     "check_armature",
     "create_armature",
     "evaluating_only",
     "local_scales",
+    "lower_location",
     "matrix_to_array",
     "pose_bone_chain",
     "pose_rotations",
