@@ -290,13 +290,9 @@ def cmd_bake(args: argparse.Namespace) -> int:
     if reduced:
         print(f"articulate: keys reduced {reduced['keys_before']} -> {reduced['keys_after']}, every tip within "
               f"{reduced['max_deviation_m'] * 1000:.3g} mm of the full bake")
-    for chain in report["chains"]:
-        contacts = chain.get("contacts")
-        if contacts:
-            before, after = contacts["before"], contacts.get("after", contacts["planted_target"])
-            print(f"articulate: chain {chain['chain']!r}: {len(contacts['intervals'])} contact(s); skate "
-                  f"{before['skate_m_per_frame'] * 1000:.3g} -> {after['skate_m_per_frame'] * 1000:.3g} mm/frame, "
-                  f"penetration {before['penetration_m'] * 1000:.3g} -> {after['penetration_m'] * 1000:.3g} mm")
+    planted = importlib.import_module(f"{ensure_addon().__name__}.operators.planting").summary(report)
+    if planted:
+        print(f"articulate: contacts planted: {planted}")
     if report_path:
         print(f"articulate: wrote {report_path}")
     return EXIT_MISSED if report["missed_frames"] else EXIT_OK

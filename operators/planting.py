@@ -207,13 +207,17 @@ def empty_list_warnings(chains: Sequence) -> list[str]:
             "Contacts (or add intervals) to plant it" for c in chains if c.use_contacts and not len(c.contacts)]
 
 
-def summary(plans: Sequence[ContactPlan], entries: Sequence[dict]) -> str:
-    """One line: skate before and after over the planted chains (empty when none)."""
+def summary(report: dict) -> str:
+    """One line over a bake report's planted chains: skate and penetration before and after ("" when none)."""
     parts = []
-    for plan, entry in zip(plans, entries):
-        after = entry.get("after", entry["planted_target"])
-        parts.append(f"{plan.chain}: skate {entry['before']['skate_m_per_frame'] * 1000:.3g} -> "
-                     f"{after['skate_m_per_frame'] * 1000:.3g} mm/frame")
+    for entry in report["chains"]:
+        contacts = entry.get("contacts")
+        if contacts is None:
+            continue
+        before, after = contacts["before"], contacts.get("after", contacts["planted_target"])
+        parts.append(f"{entry['chain']}: skate {before['skate_m_per_frame'] * 1000:.3g} -> "
+                     f"{after['skate_m_per_frame'] * 1000:.3g} mm/frame, penetration "
+                     f"{before['penetration_m'] * 1000:.3g} -> {after['penetration_m'] * 1000:.3g} mm")
     return "; ".join(parts)
 
 

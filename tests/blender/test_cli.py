@@ -166,7 +166,7 @@ def test_bake_with_contacts_headless(leg_blend, tmp_path):
                    tmp_path=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "articulate: chain 'Foot': 2 contact(s) detected on frames 1-60" in proc.stdout
-    assert re.search(r"chain 'Foot': 2 contact\(s\); skate [0-9.]+ -> [0-9.]+ mm/frame, penetration 20 -> 0 mm",
+    assert re.search(r"contacts planted: Foot: skate [0-9.]+ -> [0-9.]+ mm/frame, penetration 20 -> 0 mm",
                      proc.stdout), proc.stdout
     contacts = json.loads(report.read_text())["chains"][0]["contacts"]
     assert len(contacts["intervals"]) == 2 and contacts["after"]["penetration_m"] <= 1e-3
