@@ -57,6 +57,17 @@ def _levels(name: str, ground: object, shape: tuple[int, ...]) -> np.ndarray:
     return g
 
 
+def _checked(
+    name: str, positions: object, frame_time: float, ground: object, band: float, slide_speed: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The checked positions (N, 3) or (N, F, 3) and their heights above the ground levels (N,) or (N, F) [m]."""
+    p = as_trajectory(name, positions)
+    check_positive("frame_time", frame_time)
+    check_positive("band", band)
+    check_positive("slide_speed", slide_speed)
+    return p, p[..., 2] - _levels("ground", ground, p.shape[:-1])
+
+
 def _horizontal_steps(p: np.ndarray) -> np.ndarray:
     """(N-1, ...) horizontal displacement from frame t-1 to frame t [m]."""
     return np.linalg.norm(np.diff(p[..., :2], axis=0), axis=-1)
@@ -88,11 +99,7 @@ def planted_frames(
     Raises:
         InvalidInputError: On wrong shapes, NaN or infinite values, or non-positive numbers.
     """
-    p = as_trajectory("reference", reference)
-    check_positive("frame_time", frame_time)
-    check_positive("band", band)
-    check_positive("slide_speed", slide_speed)
-    h = p[..., 2] - _levels("ground", ground, p.shape[:-1])
+    p, h = _checked("reference", reference, frame_time, ground, band, slide_speed)
     out = np.zeros(p.shape[:-1], dtype=bool)
     out[1:] = (h[1:] < band) & (_horizontal_steps(p) / frame_time < slide_speed)
     return out
@@ -125,11 +132,7 @@ def foot_skate(
     Raises:
         InvalidInputError: On wrong shapes, NaN or infinite values, or non-positive numbers.
     """
-    p = as_trajectory("positions", positions)
-    check_positive("frame_time", frame_time)
-    check_positive("band", band)
-    check_positive("slide_speed", slide_speed)
-    h_all = p[..., 2] - _levels("ground", ground, p.shape[:-1])
+    p, h_all = _checked("positions", positions, frame_time, ground, band, slide_speed)
     if contact is None:
         planted = h_all < band
     else:
