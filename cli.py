@@ -56,6 +56,8 @@ MAX_SAMPLES = 16_777_216
 XACRO_ARG = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):=(.*)", re.S)
 ROBOT_SUFFIXES = (".urdf", ".xml", ".xacro")
 TRAJECTORY_SUFFIXES = (".csv", ".json", ".mcap")
+# The options of `bake --contacts`, refused without it.
+CONTACT_OPTIONS = ("contact_chain", "contact_height", "contact_speed", "contact_min_duration", "ground_height")
 
 
 def _script_args(argv: list[str]) -> list[str]:
@@ -274,6 +276,8 @@ def cmd_bake(args: argparse.Namespace) -> int:
     stem = Path(args.blend or bpy.data.filepath or "untitled").stem
     out = _output_path(args.out, args.out_dir, stem, ".blend")
     report_path = _output_path(args.report, args.report_dir, stem, ".json")
+    if args.contacts:
+        _detect_contacts(arm, args, start, end)
     report = _run_with_report(
         bpy.ops.articulate.bake, report_path, use_scene_settings=False, frame_start=start, frame_end=end,
         frame_step=step, mute_constraints=not args.keep_constraints, mark_missed=True,
@@ -286,9 +290,45 @@ def cmd_bake(args: argparse.Namespace) -> int:
     if reduced:
         print(f"articulate: keys reduced {reduced['keys_before']} -> {reduced['keys_after']}, every tip within "
               f"{reduced['max_deviation_m'] * 1000:.3g} mm of the full bake")
+    planted = importlib.import_module(f"{ensure_addon().__name__}.operators.planting").summary(report)
+    if planted:
+        print(f"articulate: contacts planted: {planted}")
     if report_path:
         print(f"articulate: wrote {report_path}")
     return EXIT_MISSED if report["missed_frames"] else EXIT_OK
+
+
+def _detect_contacts(arm, args: argparse.Namespace, start: int, end: int) -> None:
+    """``--contacts``: set the thresholds and ground given on the chains named (or those with Contacts on),
+    then Detect Contacts on each over the bake's frames.
+
+    Raises:
+        UsageError: No chain named or with Contacts on, a chain that does not exist, or the
+            detection refused (the message says why).
+    """
+    import bpy
+
+    chains = arm.articulate.chains
+    names = list(dict.fromkeys(args.contact_chain or [c.name for c in chains if c.use_contacts]))
+    if not names:
+        raise UsageError(f"--contacts: no chain of {arm.name!r} has Contacts on; name the chains with "
+                         f"--contact-chain (chains: {', '.join(c.name for c in chains) or 'none'})")
+    missing = [n for n in names if chains.get(n) is None]
+    if missing:
+        raise UsageError(f"--contact-chain: {arm.name!r} has no chain {missing[0]!r}; chains: "
+                         f"{', '.join(c.name for c in chains) or 'none'}")
+    for name in names:
+        chain = chains[name]
+        for option, prop in (("contact_height", "contact_height"), ("contact_speed", "contact_speed"),
+                             ("contact_min_duration", "contact_min_duration")):
+            if getattr(args, option) is not None:
+                setattr(chain, prop, getattr(args, option))
+        if args.ground_height is not None:
+            chain.ground, chain.ground_height = "PLANE", args.ground_height
+        _run_operator(bpy.ops.articulate.contacts_detect, armature=arm.name, chain=name, use_scene_settings=False,
+                      frame_start=start, frame_end=end, add_markers=True)
+        found = list(chain.contacts)
+        print(f"articulate: chain {name!r}: {len(found)} contact(s) detected on frames {start}-{end}")
 
 
 def _output_path(path: str | None, folder: str | None, stem: str, suffix: str) -> Path | None:
@@ -509,6 +549,9 @@ def check_args(args: argparse.Namespace) -> list[Path]:
     if args.command == "demo":
         folders.append(check_output_folder(args.out, "output folder"))
     elif args.command == "bake":
+        given = [f"--{name.replace('_', '-')}" for name in CONTACT_OPTIONS if getattr(args, name) not in (None, [])]
+        if given and not args.contacts:
+            raise UsageError(f"{given[0]} needs --contacts (contacts are detected and planted only with it)")
         stem = Path(args.blend).stem if args.blend else "untitled"
         for file, folder, what, suffix in ((args.out, args.out_dir, "baked file", ".blend"),
                                            (args.report, args.report_dir, "report", ".json")):
@@ -724,6 +767,20 @@ def build_parser() -> argparse.ArgumentParser:
                       metavar="MM",
                       help="key only the frames needed for every chain tip to stay within MM millimetres of the "
                            "full bake (default 0: every frame)")
+    bake.add_argument("--contacts", action="store_true",
+                      help="first detect the contacts of the chains named by --contact-chain (default: those with "
+                           "Contacts on) with the ground, then plant their targets during them in the bake")
+    bake.add_argument("--contact-chain", action="append", metavar="NAME", type=name_arg("a chain"),
+                      help="a chain to detect contacts on (repeat for several); with --contacts")
+    bake.add_argument("--contact-height", type=float_in(1e-6, 10.0, "a height in metres"),
+                      metavar="M", help="largest height above its resting height at which a contact starts "
+                                        "(default: the chain's, 0.033 m for new chains)")
+    bake.add_argument("--contact-speed", type=float_in(1e-6, 100.0, "a speed in metres per second"),
+                      metavar="M/S", help="largest speed at which a contact starts (default: the chain's, 0.25 m/s)")
+    bake.add_argument("--contact-min-duration", type=float_in(0.0, 3600.0, "a duration in seconds"),
+                      metavar="S", help="shortest contact kept (default: the chain's, 0.1 s)")
+    bake.add_argument("--ground-height", type=float_in(-1e6, 1e6, "a height in metres"), metavar="M",
+                      help="height of the ground plane the contacts stand on (default: the chain's ground)")
     outputs = bake.add_mutually_exclusive_group()
     outputs.add_argument("--out", help="save the baked file here (default: do not save)")
     outputs.add_argument("--out-dir", metavar="DIR", help="save the baked file as DIR/<name of the .blend>.blend")

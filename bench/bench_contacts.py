@@ -58,19 +58,22 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mocap_takes import TAKES, VARIANTS, Take, load, make_take, reproportioned  # noqa: E402
+from mocap_takes import PROPORTIONS, TAKES, VARIANTS, Take, load, make_take, reproportioned  # noqa: E402
 
 from ik_core.contacts import (  # noqa: E402
     detect_contacts,
+    foot_skate,
     keep_above_ground,
     pitch_above_ground,
     plant_targets,
+    planted_frames,
     root_drop_for_reach,
+    warp_root_path,
 )
+from ik_core.contacts.measures import BAND as H  # noqa: E402  (near-ground band of the skate measure [m])
+from ik_core.contacts.measures import SLIDE_SPEED  # noqa: E402  (a near-ground foot faster than this slides [m/s])
 from ik_core.humanoid import TRACKERS, SolveOptions, calibrate, solve_body  # noqa: E402
 
-H = 0.033  # near-ground band of the skate measure [m]
-SLIDE_SPEED = 0.2  # horizontal speed above which a near-ground foot slides [m/s]
 POP_FACTOR = 1.5  # a pop: a velocity change beyond this many times the capture's largest
 FOOT_ROLES = ("foot_l", "toe_l", "foot_r", "toe_r")
 GOALS = {
@@ -104,26 +107,17 @@ def foot_metrics(take: Take, positions: np.ndarray) -> dict[str, float]:
     # Where each joint rests: its 5th percentile height, or lower where the performer stood
     # lower at the calibration frame (the solve's floor is where the feet stood then).
     ground = np.minimum(np.percentile(cap[..., 2], 5, axis=0), cap[0, :, 2])  # (F,)
-
-    def horizontal_steps(p: np.ndarray) -> np.ndarray:
-        return np.linalg.norm(np.diff(p[..., :2], axis=0), axis=-1)  # (N-1, F), frame t-1 -> t
-
-    h = own[1:, :, 2] - ground
-    step = horizontal_steps(own)
-    near = h < H
-    weight = np.clip(2.0 - 2.0 ** (h / H), 0.0, 1.0)
-    slides = step / ft > SLIDE_SPEED
-    cap_h = cap[1:, :, 2] - ground
-    planted = (cap_h < H) & (horizontal_steps(cap) / ft < SLIDE_SPEED)
+    planted = planted_frames(cap, ft, ground, H, SLIDE_SPEED)
+    m = foot_skate(own, ft, ground, planted, H, SLIDE_SPEED)
     dv_cap = np.linalg.norm(np.diff(cap, n=2, axis=0), axis=-1) / ft
     dv_own = np.linalg.norm(np.diff(own, n=2, axis=0), axis=-1) / ft
     pops = np.any(dv_own > POP_FACTOR * dv_cap.max(axis=0), axis=1)
     return {
-        "skate_mm": 1000.0 * float((step * weight)[near].mean()) if near.any() else 0.0,
-        "skate_ratio_pct": 100.0 * float(slides[planted].mean()) if planted.any() else 0.0,
-        "near_ratio_pct": 100.0 * float(slides[near].mean()) if near.any() else 0.0,
-        "contact_frames": int(planted.sum()),
-        "penetration_mm": 1000.0 * float(max(0.0, np.max(ground - own[..., 2]))),
+        "skate_mm": 1000.0 * m.skate,
+        "skate_ratio_pct": 100.0 * m.skate_ratio,
+        "near_ratio_pct": 100.0 * m.near_ratio,
+        "contact_frames": m.contact_frames,
+        "penetration_mm": 1000.0 * m.penetration,
         "pops": int(pops.sum()),
     }
 
@@ -183,7 +177,11 @@ def retarget_rows(name: str) -> list[dict]:
     The rig is the ``proportions`` variant's (legs x1.10, arms x0.90, spine x0.95). Copying the
     capture's joint rotations onto it with the root's ground path as captured (its height
     scaled) is the plain retarget whose feet slide: the longer legs step farther than the root
-    moves. Each foot chain's target (the ankle, with the foot's rotation) then goes through
+    moves (``before``). For ``warped`` and ``after`` the root's ground path is first warped to
+    the legs (``warp_root_path``, ratio 1.10) and the whole body carried with it; ``warped``
+    then only keeps the feet above the ground (``keep_above_ground``, ``pitch_above_ground``),
+    a diagnostic of the warp alone. For ``after`` each foot chain's
+    target (the ankle, with the foot's rotation) then goes through
     the contact functions a chain bake calls: ``detect_contacts`` on the target's path (resting
     height: its 5th percentile), ``plant_targets``, ``keep_above_ground``, ``pitch_above_ground``
     (the toe's resting height: its 5th percentile), and
@@ -200,7 +198,14 @@ def retarget_rows(name: str) -> list[dict]:
     head = {"take": name, "variant": "retarget", "frames": true.frames}
     before = slid[..., :3, 3]
     t0 = time.perf_counter()
-    after = before.copy()
+    # Stride warping: the root's ground path scaled by the legs' ratio (about the capture's origin, where the
+    # capture's own coordinates put it), every joint carried along with it.
+    root = slid[:, names.index("pelvis"), :3, 3]
+    shift = warp_root_path(root, PROPORTIONS[0][1], anchor=np.zeros(3)) - root
+    slid = slid.copy()
+    slid[..., :3, 3] += shift[:, None]
+    after = slid[..., :3, 3].copy()
+    warped = after.copy()  # the warp and the ground alone, no planting (a diagnostic row)
     feet, hips, ankles, planted, reach = [], [], [], [], []
     for side in "lr":
         a, t, h, k = (names.index(f"{r}_{side}") for r in ("foot", "toe", "thigh", "shin"))
@@ -214,6 +219,10 @@ def retarget_rows(name: str) -> list[dict]:
         foot = pitch_above_ground(target, plant.rotations, toe_in_foot, 0.0, toe_rest)
         after[:, a] = target
         after[:, t] = target + np.einsum("nij,j->ni", foot, toe_in_foot)
+        grounded = keep_above_ground(ankle, 0.0, rest)
+        warped[:, a] = grounded
+        warped[:, t] = grounded + np.einsum(
+            "nij,j->ni", pitch_above_ground(grounded, R, toe_in_foot, 0.0, toe_rest), toe_in_foot)
         feet += [a, t]
         hips.append(slid[:, h, :3, 3])
         ankles.append(target)
@@ -230,6 +239,8 @@ def retarget_rows(name: str) -> list[dict]:
     nan = {"track_max_mm": float("nan"), "within_1mm_pct": float("nan")}
     return [
         {**head, "method": "before", **joint_errors(true, before), **foot_metrics(true, before), **nan,
+         "fps": float("nan")},
+        {**head, "method": "warped", **joint_errors(true, warped), **foot_metrics(true, warped), **nan,
          "fps": float("nan")},
         {**head, "method": "after", **joint_errors(true, after), **foot_metrics(true, after), **nan,
          "fps": true.frames / seconds, "hips_lowered_frames": int(np.count_nonzero(drop > 0)),

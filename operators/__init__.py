@@ -3,11 +3,12 @@
 
 import bpy
 
-from . import aim_chains, alternatives, bake, chains, fullbody, ik_fk, live, robots, transaction
+from . import aim_chains, alternatives, bake, chains, contacts, fullbody, ik_fk, live, robots, transaction
 
 # Every operator runs as a transaction: a failure puts back what it changed (see transaction.py).
 classes = transaction.guard_all((*bake.classes, *chains.classes, *aim_chains.classes, *robots.classes,
-                                 *fullbody.classes, *alternatives.classes, *ik_fk.classes))
+                                 *fullbody.classes, *alternatives.classes, *ik_fk.classes,
+                                 *contacts.classes))
 
 _register, _unregister = bpy.utils.register_classes_factory(classes)
 

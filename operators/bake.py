@@ -6,7 +6,7 @@ from __future__ import annotations
 import bpy
 
 from ..ik_core.errors import name_hint
-from . import bridge, compat
+from . import bridge, compat, planting
 from .baking import BakeFailed, bake_chains, clear_miss_markers, frame_runs, summary_line
 from .bridge.stored import robot_info
 from .files import BLEND_RELATIVE, chosen_report_path, report_path_problem, write_report
@@ -167,6 +167,8 @@ class ARTICULATE_OT_bake(FrameRangeOptions, _ChainOperator, bpy.types.Operator):
         if reduced:
             self.report({"INFO"}, f"Keys reduced {reduced['keys_before']} -> {reduced['keys_after']}, tips within "
                                   f"{reduced['max_deviation_m'] * 1000:.3g} mm of the full bake")
+        if planted := planting.summary(report):
+            self.report({"INFO"}, f"Contacts planted: {planted}")
         missed = report["missed_frames"]
         if missed:
             self.report({"WARNING"}, f"{len(missed)} of {len(frames)} frames missed a target: {frame_runs(missed)}")

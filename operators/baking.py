@@ -21,7 +21,7 @@ from ..ik_core.take.influence import blend_goals
 from ..ik_core.take.key_reduction import fewest_keys, interpolate_auto_clamped
 from ..ik_core.take.stretch import stretch_take
 from ..ik_core.take.tracking import to_base_frame, track_chain
-from . import aiming, bridge, playback
+from . import aiming, bridge, planting, playback
 from .correction import Correction, correct_through_playback
 
 
@@ -242,16 +242,32 @@ def _unit_sources(unit: SolveUnit, prepared: Sequence[PreparedChain]) -> list[br
     return [dataclasses.replace(prepared[k].source, root=root) for k in unit.members]
 
 
-def _sample_units(scene, frames, units: Sequence[SolveUnit], prepared) -> list[list]:
+def _sample_units(scene, frames, units: Sequence[SolveUnit], prepared,
+                  plans: dict[str, planting.ContactPlan] | None = None) -> list[list]:
     """Per unit, per member, its :class:`bridge.ChainSamples` (one pass of the frames for all).
 
-    A chain at partial influence on some frames gets, as its target, the goal Blender's IK
-    constraint would solve for (:func:`blend_goals`: moved from the end's pose without IK toward
-    the target); its real target is kept as ``full_target``.
+    With ``plans`` (a bake over a take), the target of a chain with Contacts is planted during
+    its contacts and kept above the ground (:func:`planting.plant`); what was done goes into
+    ``plans`` by chain name. A chain at partial influence on some frames gets, as its target,
+    the goal Blender's IK constraint would solve for (:func:`blend_goals`: moved from the end's
+    pose without IK toward the (planted) target); that target is kept as ``full_target``.
+
+    Raises:
+        BakeFailed: A chain's contacts or ground cannot be planted.
     """
     sources = [_unit_sources(u, prepared) for u in units]
     flat = iter(bridge.sample_chains(scene, list(frames), [s for group in sources for s in group]))
     out = [[next(flat) for _ in group] for group in sources]
+    if plans is not None:
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+        for u, group in zip(units, out):
+            for k, s in zip(u.members, group):
+                try:
+                    plan = planting.plant(scene, prepared[k].settings, s, frames, depsgraph)
+                except planting.PlantingFailed as err:
+                    raise BakeFailed(str(err)) from None
+                if plan is not None:
+                    plans[plan.chain] = plan
     for group in out:
         for s in group:
             if (s.influence is not None and np.any(s.influence < 1.0) and s.free_tip is not None  # aim: no free tip
@@ -622,7 +638,12 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
     scene.frame_set(frames[0])
     q_start = [rot.matrix_to_rotvec(bridge.pose_rotations(u.chain.bones)) for u in units]
     scene.frame_set(current)
-    samples = _sample_units(scene, frames, units, prepared)
+    # Contacts plant the targets of a take: not on a single posed frame (Solve Current Frame).
+    plans: dict[str, planting.ContactPlan] | None = {} if write_keys and len(frames) > 1 else None
+    samples = _sample_units(scene, frames, units, prepared, plans)
+    hips_notes = _lower_hips(scene, arm, units, prepared, samples, plans, frames, scale) if plans else []
+    if hips_notes:  # the legs' bases moved down with the hips
+        samples = _sample_units(scene, frames, units, prepared, plans)
     t_sampled = time.perf_counter()
     for u, unit_samples in zip(units, samples):
         for k, s in zip(u.members, unit_samples):
@@ -645,7 +666,7 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
             batch = [k for k, lv in enumerate(levels) if lv == level]
             if level > 0:  # bases hang from chains solved and keyed at the levels above
                 t0 = time.perf_counter()
-                fresh = _sample_units(scene, frames, [units[k] for k in batch], prepared)
+                fresh = _sample_units(scene, frames, [units[k] for k in batch], prepared, plans)
                 for k, unit_samples in zip(batch, fresh):
                     samples[k] = unit_samples
                 t_resample += time.perf_counter() - t0
@@ -719,7 +740,11 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
     for entry in report["chains"]:
         entry["tolerance_m"] += slack
     t_written = time.perf_counter()
+    if plans:
+        _report_contacts(scene, arm, prepared, plans, frames, report)
     if write_keys:
+        # A chain at partial influence, or planted, is measured against the goal it was solved for.
+        planted = set(plans or ())
         playback.verify(scene, list(frames), [
             playback.aim_chain(p.settings, arm, [b.name for b in p.bones], s.tolerance + 2.0 * slack / (
                 p.bones[-1].bone.length * scale)) if p.solver == aiming.SOLVER_NAME else
@@ -728,13 +753,17 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
                                    p.settings.use_rotation, p.settings.tolerance + slack, s.rotation_tolerance)
             for p, s in zip(prepared, solvers)
         ], report, goals=[_member_samples(units, samples, k).target
-                          if _member_samples(units, samples, k).full_target is not None else None
+                          if _member_samples(units, samples, k).full_target is not None
+                          or prepared[k].settings.name in planted else None
                           for k in range(len(prepared))])
+    if hips_notes:
+        report.setdefault("notes", []).extend(hips_notes)
     # A chain whose keys were corrected around what moves them, with no frame left overridden,
     # needs no warning that its keys will not show.
     by_name = {e["chain"]: e for e in report["chains"]}
     shown = {name for name in corrections if not by_name[name].get("overridden_frames")}
-    report["warnings"] = pole_warnings(prepared) + [
+    report["warnings"] = pole_warnings(prepared) + planting.empty_list_warnings(
+        [p.settings for p in prepared] if plans is not None else []) + [
         w for name, sources in moved_by.items() if name not in shown
         for w in playback.override_warnings(f"chain {name!r}", sources)]
     for name, fixed in corrections.items():
@@ -784,6 +813,59 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
     report["seconds"] = {"sample": t_sampled - t_start + t_resample, "solve": t_solved - t_sampled - t_resample,
                          "write": t_written - t_solved, "verify": t_end - t_written, "total": t_end - t_start}
     return report
+
+
+def _lower_hips(scene, arm, units, prepared, samples, plans: dict[str, planting.ContactPlan], frames,
+                scale: float) -> list[str]:
+    """Lower each chain's Lower Hips where a planted target is out of its reach (Grounder); returns notes.
+
+    Chains naming the same hips (object, bone) are lowered together, by the largest drop any of
+    them needs. Every hips is checked before any is keyed.
+
+    Raises:
+        BakeFailed: Hips that cannot be lowered (a connected or locked bone, ...), named.
+    """
+    groups: dict[tuple[str, str], list] = {}
+    for k, p in enumerate(prepared):
+        chain = p.settings
+        if chain.name not in plans or chain.hips is None:
+            continue
+        s = _member_samples(units, samples, k)
+        # The chain's reach as its solver bounds it: the base point no joint moves, and the length.
+        bound = solver_for(p, scale).reach_bound
+        hip = (s.base @ np.append(bound.bases[0], 1.0))[:, :3]
+        groups.setdefault((chain.hips.name, chain.hips_bone), []).append((chain, hip, scale * float(bound.lengths[0])))
+    for (name, bone), members in groups.items():
+        try:
+            bridge.check_lowerable(bpy.data.objects[name], bone)
+        except bridge.BridgeError as err:
+            raise BakeFailed(f"chain {members[0][0].name!r}: Lower Hips: {err}") from None
+    notes = []
+    for (name, bone), members in groups.items():
+        try:
+            drop = planting.hips_drop([plans[c.name] for c, _h, _r in members], [h for _c, h, _r in members],
+                                      [r for _c, _h, r in members])
+        except planting.PlantingFailed as err:
+            raise BakeFailed(str(err)) from None
+        if not np.any(drop > 0.0):
+            continue
+        bridge.lower_location(scene, list(frames), bpy.data.objects[name], bone, drop)
+        what = f"{name}:{bone}" if bone else name
+        notes.append(f"hips {what!r} lowered on {int(np.count_nonzero(drop > 0))} frame(s), at most "
+                     f"{drop.max() * 1000:.3g} mm, so the planted targets of "
+                     f"{', '.join(repr(c.name) for c, _h, _r in members)} stay within reach (keyed on its location)")
+    return notes
+
+
+def _report_contacts(scene, arm, prepared, plans: dict[str, planting.ContactPlan], frames, report: dict) -> None:
+    """Per chain with Contacts, skate and penetration of its target before and of its tip in playback after."""
+    chains = [p for p in prepared if p.settings.name in plans]
+    sources = [bridge.TipSource(arm, p.bones[-1].name, p.settings.use_tail, p.settings.target, p.settings.target_bone)
+               for p in chains]
+    tips = bridge.sample_tips(scene, list(frames), sources)
+    by_name = {e["chain"]: e for e in report["chains"]}
+    for p, (tip, _target) in zip(chains, tips):
+        by_name[p.settings.name]["contacts"] = plans[p.settings.name].report(tip[:, :3, 3], frames)
 
 
 def _levels(prepared: Sequence[PreparedChain]) -> list[int]:

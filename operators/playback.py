@@ -150,7 +150,8 @@ def verify(scene: bpy.types.Scene, frames: Sequence[int], chains: Sequence[Playb
            goals: Sequence[np.ndarray | None] = ()) -> None:
     """Replace each chain's residuals and convergence in ``report`` by what playback shows.
 
-    A chain with a goal in ``goals`` (at partial influence) is measured against it, not its target.
+    A chain with a goal in ``goals`` (at partial influence, or planted during contacts) is measured
+    against it, not its target.
 
     Per chain the solver's own numbers stay as ``solver_position_error_m`` and
     ``solver_converged``; ``converged`` becomes "the solver reached it and playback shows it
@@ -166,7 +167,7 @@ def verify(scene: bpy.types.Scene, frames: Sequence[int], chains: Sequence[Playb
                          aim_error_rad=rot.tolist(), up_error_rad=measured[2].tolist(),
                          aim_tolerance_rad=chain.rotation_tolerance)
         solver_ok = np.asarray(entry["converged"], dtype=bool)
-        aim = "goal" if "influence" in entry else "target"
+        aim = "goal" if "influence" in entry or "contacts" in entry else "target"
         shown = pos <= chain.tolerance + FLOAT_SLACK_M
         if chain.use_rotation:
             shown &= rot <= chain.rotation_tolerance + FLOAT_SLACK_RAD

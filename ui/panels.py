@@ -130,6 +130,68 @@ class ARTICULATE_PT_chain(_Panel, bpy.types.Panel):
         col.prop(chain, "use_stretch")
 
 
+class ARTICULATE_UL_contacts(bpy.types.UIList):
+    """A chain's contact intervals: first and last frame, editable."""
+
+    bl_idname = "ARTICULATE_UL_contacts"
+
+    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index=0):
+        row = layout.row(align=True)
+        row.label(text="", icon="SNAP_FACE")
+        row.prop(item, "frame_start", text="")
+        row.prop(item, "frame_end", text="")
+
+
+class ARTICULATE_PT_contacts(_Panel, bpy.types.Panel):
+    """Contacts of the active chain's effector with the ground: planted in bakes"""
+
+    bl_label = "Contacts"
+    bl_idname = "ARTICULATE_PT_contacts"
+    bl_parent_id = "ARTICULATE_PT_chain"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    @classmethod
+    def poll(cls, context):
+        arm = _armature(context)
+        data = arm.articulate if arm is not None else None
+        return data is not None and 0 <= data.active_chain < len(data.chains) and \
+            data.chains[data.active_chain].mode == "REACH" and "articulate_robot" not in arm
+
+    def draw_header(self, context):
+        arm = _armature(context)
+        self.layout.prop(arm.articulate.chains[arm.articulate.active_chain], "use_contacts", text="")
+
+    def draw(self, context):
+        layout = self.layout
+        arm = _armature(context)
+        chain = arm.articulate.chains[arm.articulate.active_chain]
+        layout.active = chain.use_contacts
+        col = layout.column()
+        col.use_property_split = True
+        col.prop(chain, "ground")
+        if chain.ground == "COLLECTION":
+            col.prop(chain, "ground_collection")
+        else:
+            col.prop(chain, "ground_height")
+        col.prop(chain, "rest_height_auto")
+        sub = col.column()
+        sub.active = not chain.rest_height_auto
+        sub.prop(chain, "rest_height")
+        col.prop(chain, "contact_height")
+        col.prop(chain, "contact_speed")
+        col.prop(chain, "contact_min_duration")
+        col.prop(chain, "contact_blend")
+        col.prop(chain, "hips")
+        if chain.hips is not None and chain.hips.type == "ARMATURE":
+            col.prop_search(chain, "hips_bone", chain.hips.pose, "bones")
+        layout.operator("articulate.contacts_detect", icon="SNAP_FACE")
+        row = layout.row()
+        row.template_list("ARTICULATE_UL_contacts", "", chain, "contacts", chain, "active_contact", rows=3)
+        col = row.column(align=True)
+        col.operator("articulate.contact_add", icon="ADD", text="")
+        col.operator("articulate.contact_remove", icon="REMOVE", text="")
+
+
 class ARTICULATE_PT_limits(_Panel, bpy.types.Panel):
     """Blender's IK limits of the active bone, which Articulate respects"""
 
@@ -294,8 +356,10 @@ classes = (
     ARTICULATE_UL_chains,
     ARTICULATE_UL_robot_chains,
     ARTICULATE_UL_roles,
+    ARTICULATE_UL_contacts,
     ARTICULATE_PT_main,
     ARTICULATE_PT_chain,
+    ARTICULATE_PT_contacts,
     ARTICULATE_PT_limits,
     ARTICULATE_PT_bake,
     ARTICULATE_PT_ik_fk,

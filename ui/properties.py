@@ -18,6 +18,24 @@ AXIS_ITEMS = [(key, label, f"The tip bone's {label} axis") for key, label in
 UP_AXIS_ITEMS = [("NONE", "None", "No up axis: the twist about the aim axis is left to the smallest turn")] + AXIS_ITEMS
 
 
+GROUND_ITEMS = [
+    ("PLANE", "Plane", "A horizontal ground plane at Ground Height"),
+    ("COLLECTION", "Collection", "The meshes of a collection, measured by casting rays down onto them"),
+]
+# The defaults of ik_core.contacts.ContactOptions, spelled out: a property's default must be a constant.
+CONTACT_HEIGHT, CONTACT_SPEED, CONTACT_MIN_DURATION = 0.033, 0.25, 0.1
+
+
+class ARTICULATE_PG_contact(bpy.types.PropertyGroup):
+    """One contact interval of a chain's effector with the ground: frames start to end, both included."""
+
+    name: bpy.props.StringProperty(name="Name", default="Contact", description="The contact's name in the list")
+    frame_start: bpy.props.IntProperty(
+        name="Start", description="First frame of the contact (as the timeline numbers it)"
+    )
+    frame_end: bpy.props.IntProperty(name="End", description="Last frame of the contact, included")
+
+
 class ARTICULATE_PG_chain(bpy.types.PropertyGroup):
     """One IK chain of an armature: bones from a root to a tip, a target, a pole and a solver."""
 
@@ -102,6 +120,63 @@ class ARTICULATE_PG_chain(bpy.types.PropertyGroup):
     )
     base_link: bpy.props.StringProperty(
         name="Base Link", description="Robot rigs: the link the chain starts from; empty for the robot's root"
+    )
+    use_contacts: bpy.props.BoolProperty(
+        name="Contacts", default=False,
+        description="Plant the target during the chain's contact intervals (held where it landed, blended in and "
+                    "out) and keep it above the ground in bakes",
+    )
+    contacts: bpy.props.CollectionProperty(
+        type=ARTICULATE_PG_contact, description="Contact intervals of the chain's effector (Detect Contacts fills it)"
+    )
+    active_contact: bpy.props.IntProperty(
+        name="Active Contact", default=0, min=0, description="The contact selected in the list"
+    )
+    contact_height: bpy.props.FloatProperty(
+        name="Contact Height", default=CONTACT_HEIGHT, min=1e-6, subtype="DISTANCE", unit="LENGTH", precision=3,
+        description="Detect Contacts: largest height of the target above its resting height at which a contact "
+                    "starts",
+    )
+    contact_speed: bpy.props.FloatProperty(
+        name="Contact Speed", default=CONTACT_SPEED, min=1e-6, unit="VELOCITY", precision=3,
+        description="Detect Contacts: largest speed of the target at which a contact starts [m/s]",
+    )
+    contact_min_duration: bpy.props.FloatProperty(
+        name="Shortest Contact", default=CONTACT_MIN_DURATION, min=0.0, unit="TIME_ABSOLUTE", precision=3,
+        description="Detect Contacts: contacts shorter than this many seconds are dropped",
+    )
+    rest_height_auto: bpy.props.BoolProperty(
+        name="Auto Rest Height", default=True,
+        description="The target's resting height above the ground is measured from its path (its 5th percentile "
+                    "height over the range); off: Rest Height",
+    )
+    rest_height: bpy.props.FloatProperty(
+        name="Rest Height", default=0.0, min=0.0, subtype="DISTANCE", unit="LENGTH",
+        description="Height of the target above the ground when the effector rests on it (an ankle's height over "
+                    "the sole; 0 for a point on the sole)",
+    )
+    ground: bpy.props.EnumProperty(
+        name="Ground", items=GROUND_ITEMS, default="PLANE", description="What the effector stands on"
+    )
+    ground_height: bpy.props.FloatProperty(
+        name="Ground Height", default=0.0, subtype="DISTANCE", unit="LENGTH",
+        description="World height of the ground plane",
+    )
+    ground_collection: bpy.props.PointerProperty(
+        name="Ground Collection", type=bpy.types.Collection,
+        description="Meshes the effector stands on (stairs, terrain); the ground under it is found by ray casts",
+    )
+    contact_blend: bpy.props.FloatProperty(
+        name="Blend", default=0.1, min=0.0, soft_max=1.0, unit="TIME_ABSOLUTE", precision=3,
+        description="Seconds over which a planted target eases out of each contact (no pops)",
+    )
+    hips: bpy.props.PointerProperty(
+        name="Lower Hips", type=bpy.types.Object,
+        description="Where a planted target is out of the chain's reach, lower this object (or a bone of it) "
+                    "until it is, as Grounder does; empty leaves the hips alone",
+    )
+    hips_bone: bpy.props.StringProperty(
+        name="Hips Bone", description="The bone of Lower Hips to lower (its location is keyed); empty: the object"
     )
 
 
@@ -236,6 +311,7 @@ class ARTICULATE_PG_settings(bpy.types.PropertyGroup):
 
 
 classes = (
+    ARTICULATE_PG_contact,
     ARTICULATE_PG_chain,
     ARTICULATE_PG_role,
     ARTICULATE_PG_body,

@@ -9,23 +9,31 @@ frame) and for the full body (both feet of the three-tracker solve):
 - :mod:`.planting`: during a contact the target is held where it landed, blended in and out.
 - :mod:`.ground`: no target below the ground plane, no foot segment through it.
 - :mod:`.reach`: how far the hips (root) must lower so planted feet stay within reach.
+- :mod:`.stride`: the root's ground path scaled to a retarget's legs (stride warping).
+- :mod:`.measures`: foot skate and ground penetration, as benchmarks and bake reports measure them.
 - :mod:`.inputs`: the checks of the arrays and numbers these take.
 """
 
 from .detection import ContactOptions, contact_intervals, detect_contacts
 from .ground import keep_above_ground, pitch_above_ground
+from .measures import FootSkate, foot_skate, planted_frames
 from .planting import PlantedTargets, aim_tip, plant_targets, plant_weights
 from .reach import root_drop_for_reach
+from .stride import warp_root_path
 
 __all__ = [
     "ContactOptions",
+    "FootSkate",
     "PlantedTargets",
     "aim_tip",
     "contact_intervals",
     "detect_contacts",
+    "foot_skate",
     "keep_above_ground",
     "pitch_above_ground",
     "plant_targets",
     "plant_weights",
+    "planted_frames",
     "root_drop_for_reach",
+    "warp_root_path",
 ]

@@ -7,12 +7,15 @@
 - :mod:`.keys`: solved rotations to pose-bone channels and bulk keys.
 - :mod:`.matching`: controls placed by evaluation; properties held while sampling.
 - :mod:`.body_controls`: solved poses onto control rigs, IK/FK switches.
+- :mod:`.ground`: the height of a collection's meshes under points, by ray casts.
+- :mod:`.lowering`: an object or bone lowered in world space, keyed on its location.
 - :mod:`.build`: armatures created from numpy arrays.
 - :mod:`.meshes`: robot link meshes (Collada from the core's arrays, STL/OBJ by Blender's importers), colours.
 """
 
 from .build import create_armature
 from .errors import BridgeError
+from .ground import GroundMeshes
 from .keys import (
     bone_rotation_channels,
     channel_rotations,
@@ -28,6 +31,7 @@ from .keys import (
     write_bone_scales,
     write_object_poses,
 )
+from .lowering import check_lowerable, lower_location
 from .rig import (
     bone_limit,
     chain_bones,
@@ -46,6 +50,7 @@ from .sampling import (
     sample_bones,
     sample_chains,
     sample_local_rotations,
+    sample_targets,
     sample_tips,
     target_matrix,
 )
@@ -53,6 +58,7 @@ from .scope import evaluating_only
 
 __all__ = [
     "BridgeError",
+    "GroundMeshes",
     "ChainSamples",
     "ChainSource",
     "TipSource",
@@ -62,10 +68,12 @@ __all__ = [
     "channel_rotations",
     "chain_bones",
     "chain_skeleton",
+    "check_lowerable",
     "check_armature",
     "create_armature",
     "evaluating_only",
     "local_scales",
+    "lower_location",
     "matrix_to_array",
     "pose_bone_chain",
     "pose_rotations",
@@ -74,6 +82,7 @@ __all__ = [
     "sample_bones",
     "sample_local_rotations",
     "sample_chains",
+    "sample_targets",
     "sample_tips",
     "set_pose_rotations",
     "set_pose_scales",

@@ -236,3 +236,26 @@ def sample_chains(
         influence = values[:, next(column)].copy() if src.influence is not None else None
         out.append(ChainSamples(base, world_of(src.target, src.target_bone).copy(), pole, free_tip, influence))
     return out
+
+
+def sample_targets(
+    scene: bpy.types.Scene, frames: Sequence[int], targets: Sequence[tuple[bpy.types.Object, str]]
+) -> list[np.ndarray]:
+    """Per (object, bone) pair, its (N, 4, 4) world matrix on every frame (bone "": the object's).
+
+    One pass of the frames; the current frame is restored.
+
+    Raises:
+        BridgeError: A bone named on an object that is not an armature or has no such bone.
+    """
+    objects: dict[str, bpy.types.Object] = {}
+    armatures: dict[str, bpy.types.Object] = {}
+    for obj, bone in targets:
+        if bone:
+            target_matrix(obj, bone)  # validates the bone name before the loop
+            armatures[obj.name] = obj
+        else:
+            objects[obj.name] = obj
+    world, poses, bone_index, _values = _sample(scene, frames, objects, armatures)
+    return [world[obj.name] @ poses[obj.name][:, bone_index[obj.name][bone]] if bone else world[obj.name].copy()
+            for obj, bone in targets]

@@ -141,6 +141,42 @@ def test_bake_exit_codes(ik_rig_blend, tmp_path):
     assert proc.returncode == 2 and "reversed" in proc.stderr
 
 
+@pytest.fixture
+def leg_blend(tmp_path, empty_scene, addon_module):
+    """A .blend with the walking leg of the contact tests (armature Leg, chain Foot, Contacts off)."""
+    from contact_scenes import REST, build_leg_scene
+
+    arm = build_leg_scene(addon_module, 60)
+    chain = arm.articulate.chains[0]
+    chain.rest_height_auto, chain.rest_height = False, REST
+    path = tmp_path / "leg.blend"
+    import bpy
+
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    return path
+
+
+@pytest.mark.slow
+def test_bake_with_contacts_headless(leg_blend, tmp_path):
+    """`--contacts --contact-chain Foot` detects, plants and reports skate before and after; a chain that does not
+    exist, or none with Contacts on, is bad input naming the chains (exit 2, one line)."""
+    report, out = tmp_path / "report.json", tmp_path / "baked.blend"
+    proc = run_cli("bake", str(leg_blend), "--armature", "Leg", "--frames", "1-60", "--contacts", "--contact-chain",
+                   "Foot", "--contact-speed", "0.3", "--ground-height", "0", "--report", str(report), "--out", str(out),
+                   tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "articulate: chain 'Foot': 2 contact(s) detected on frames 1-60" in proc.stdout
+    assert re.search(r"contacts planted: Foot: skate [0-9.]+ -> [0-9.]+ mm/frame, penetration 20 -> 0 mm",
+                     proc.stdout), proc.stdout
+    contacts = json.loads(report.read_text())["chains"][0]["contacts"]
+    assert len(contacts["intervals"]) == 2 and contacts["after"]["penetration_m"] <= 1e-3
+    assert contacts["after"]["skate_m_per_frame"] < contacts["before"]["skate_m_per_frame"]
+    for args, said in ((["--contact-chain", "Fot"], "has no chain 'Fot'; chains: Foot"),
+                       ([], "no chain of 'Leg' has Contacts on")):
+        proc = run_cli("bake", str(leg_blend), "--armature", "Leg", "--contacts", *args, tmp_path=tmp_path)
+        assert proc.returncode == 2 and said in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+
+
 @pytest.mark.slow
 def test_robot_check_and_export_headless(tmp_path, empty_scene, core):
     """A saved robot rig with a too-fast step: `check` exits 3 with a report, `export` writes the CSV."""

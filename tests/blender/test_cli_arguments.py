@@ -95,6 +95,9 @@ NUMERIC = [
     ("demo", "--samples", 0, cli.MAX_SAMPLES, True),
     ("body", "--reference-frame", -cli.MAX_FRAME, cli.MAX_FRAME, True),
     ("bake", "--reduce-keys", 0.0, 1e6, False),
+    ("bake", "--contact-height", 1e-6, 10.0, False),
+    ("bake", "--contact-speed", 1e-6, 100.0, False),
+    ("bake", "--contact-min-duration", 0.0, 3600.0, False),
     ("check", "--singularity", 0.0, 1e6, False),
     ("check", "--jump", 1e-6, 1e6, False),
     ("export", "--rate", 0.0, cli.MAX_RATE, False),
@@ -131,6 +134,27 @@ def test_good_numbers_are_accepted(folder, command, option, low, high, whole, da
     value = data.draw(st.integers(int(math.ceil(low)), int(high)) if whole else st.floats(low, high))
     args = cli.build_parser().parse_args([*base_args(command, folder), option, repr(value)])
     assert getattr(args, option[2:].replace("-", "_")) == value
+
+
+@pytest.mark.parametrize("option", [["--contact-chain", "Foot"], ["--contact-height", "0.05"],
+                                    ["--contact-speed", "0.3"], ["--contact-min-duration", "0.2"],
+                                    ["--ground-height", "0.1"]])
+def test_contact_options_need_contacts(folder, capsys, stubbed, option) -> None:
+    """A contact option without --contacts would do nothing: refused before any work, naming what it needs."""
+    err = assert_refused([*base_args("bake", folder), *option], folder, capsys, stubbed)
+    assert f"{option[0]} needs --contacts" in err
+    code, _err = run_main([*base_args("bake", folder), "--contacts", *option], capsys)
+    assert code == cli.EXIT_OK and stubbed == ["cmd_bake"]
+
+
+@pytest.mark.parametrize("text", ["nan", "inf", "-1e400", "low", "2e6"])
+def test_ground_height_must_be_a_finite_height(folder, capsys, stubbed, text) -> None:
+    """`--ground-height` takes any finite height up to a thousand kilometres either way (below zero too)."""
+    err = assert_refused([*base_args("bake", folder), "--contacts", f"--ground-height={text}"], folder, capsys,
+                         stubbed)
+    assert "argument --ground-height" in err
+    args = cli.build_parser().parse_args([*base_args("bake", folder), "--contacts", "--ground-height=-0.25"])
+    assert args.ground_height == -0.25
 
 
 @pytest.mark.parametrize("text", ["nan", "inf"])

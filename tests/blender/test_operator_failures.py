@@ -243,8 +243,23 @@ def _chain_states(files: Path) -> dict:
         chain.root_bone, chain.chain_length = "hand", 7  # the root below the tip
         arm.articulate.active_chain = 9
 
+    def contacts_on(arm):
+        chain = arm.articulate.chains[0]
+        chain.use_contacts, chain.hips = True, arm
+        item = chain.contacts.add()
+        item.frame_start, item.frame_end = 1, 3
+
+    def contacts_damaged(arm):
+        chain = arm.articulate.chains[0]
+        chain.use_contacts, chain.ground = True, "COLLECTION"  # and no collection
+        chain.hips, chain.hips_bone = arm, "hand"  # connected: its location cannot lower it
+        item = chain.contacts.add()
+        item.frame_start, item.frame_end = 3, 1
+
     return {
         "chain_rig": lambda: rig_with(),
+        "contacts_on": lambda: rig_with(contacts_on),
+        "contacts_damaged": lambda: rig_with(contacts_damaged),
         "tip_bone_deleted": lambda: rig_with(lambda a: _edit(a, lambda eb: eb.remove(eb["hand"]))),
         "root_bone_renamed": lambda: rig_with(lambda a: _edit(a, lambda eb: setattr(eb["root"], "name", "base"))),
         "target_deleted": lambda: rig_with(_remove(lambda a: a.articulate.chains[0].target)),
@@ -402,9 +417,9 @@ def run(name: str, kwargs: dict, capfd) -> tuple[str, str]:
     return outcome, message
 
 
-STATES = ("no_object", "wrong_type", "edit_mode", "chain_rig", "tip_bone_deleted", "root_bone_renamed",
-          "target_deleted", "roles_damaged", "chains_damaged", "linked", "linked_robot", "override", "robot",
-          "robot_pose_mode", "robot_edit_mode", "robot_chain_stale",
+STATES = ("no_object", "wrong_type", "edit_mode", "chain_rig", "contacts_on", "contacts_damaged", "tip_bone_deleted",
+          "root_bone_renamed", "target_deleted", "roles_damaged", "chains_damaged", "linked", "linked_robot",
+          "override", "robot", "robot_pose_mode", "robot_edit_mode", "robot_chain_stale",
           "robot_info_not_json", "robot_info_without_joints", "robot_info_wrong_types", "robot_model_wrong_types",
           "robot_model_not_json", "robot_joint_bone_deleted", "robot_target_deleted", "robot_branches_stale",
           "unwritable_paths", "unwritable_paths_chain")
