@@ -433,21 +433,23 @@ class BestEffort:
         Xq, Xd = self._descend(X, tp[rep], None if tr is None else tr[rep], tolerance, SCREEN_DESCENT)
         Xq, Xd = Xq.reshape(len(leaders), k, -1), Xd.reshape(len(leaders), k)
         keep = min(FINISHED_STARTS, k)
-        top = np.argsort(Xd, axis=1)[:, : keep + 1]
+        top = np.argsort(Xd, axis=1)[:, :keep]
         Xq = np.take_along_axis(Xq, top[..., None], axis=1)[np.searchsorted(leaders, leader)]
-        # A leader finishes its keep + 1 most promising starts; a follower its leader's keep and
-        # its own nearest library pose: a basin its leader's screening passed over may be its best.
+        # A follower also finishes from its own nearest library pose: a basin its leader's
+        # screening passed over may be its best.
         follower = np.flatnonzero(leader != np.arange(len(open_rows)))
         nearest = np.argmin(np.take_along_axis(gap, pick, axis=1), axis=1)
-        Xq[follower, -1] = configs[pick[follower, nearest[follower]]]
-        keep = Xq.shape[1]
-        rep = np.repeat(open_rows, keep)
+        starts = np.concatenate([Xq.reshape(-1, Xq.shape[-1]), configs[pick[follower, nearest[follower]]]])
+        rep = np.concatenate([np.repeat(open_rows, keep), open_rows[follower]])
         # A finishing start that cannot come nearer than the local answer by SWITCH_MARGIN stops early.
-        mark = np.repeat(d_local[open_rows] - SWITCH_MARGIN, keep)
-        Xq, Xd = self._descend(
-            Xq.reshape(-1, Xq.shape[-1]), tp[rep], None if tr is None else tr[rep], tolerance, beat=mark
-        )
-        Xq, Xd = Xq.reshape(len(open_rows), keep, -1), Xd.reshape(len(open_rows), keep)
+        mark = d_local[rep] - SWITCH_MARGIN
+        done_q, done_d = self._descend(starts, tp[rep], None if tr is None else tr[rep], tolerance, beat=mark)
+        # Per row its keep answers and, for a follower, its own start's (inf elsewhere).
+        Xq = np.concatenate([done_q[: len(open_rows) * keep].reshape(len(open_rows), keep, -1),
+                             np.zeros((len(open_rows), 1, done_q.shape[-1]))], axis=1)
+        Xd = np.concatenate([done_d[: len(open_rows) * keep].reshape(len(open_rows), keep),
+                             np.full((len(open_rows), 1), np.inf)], axis=1)
+        Xq[follower, keep], Xd[follower, keep] = done_q[len(open_rows) * keep :], done_d[len(open_rows) * keep :]
         best_d = Xd.min(axis=1)
         # Among near-ties of the best, the one nearest the warm start.
         near = Xd <= best_d[:, None] + STALL_GAIN
