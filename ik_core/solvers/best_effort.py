@@ -303,8 +303,7 @@ class BestEffort:
                 push[rows] = (stepped - trial)[flat]
             best = d_try[pick, np.arange(R)]
             # A step must gain beyond rounding: an optimum stays bit for bit what it was.
-            gains = d_try < d[rows] - 1e-12 * (1.0 + d[rows])
-            ok = gains[pick, np.arange(R)]
+            ok = best < d[rows] - 1e-12 * (1.0 + d[rows])
             newton = ok & (pick == 0)
             acc, kept = rows[ok], flat[ok]
             if len(kept):
@@ -445,11 +444,10 @@ class BestEffort:
         mark = d_local[rep] - SWITCH_MARGIN
         done_q, done_d = self._descend(starts, tp[rep], None if tr is None else tr[rep], tolerance, beat=mark)
         # Per row its keep answers and, for a follower, its own start's (inf elsewhere).
-        Xq = np.concatenate([done_q[: len(open_rows) * keep].reshape(len(open_rows), keep, -1),
-                             np.zeros((len(open_rows), 1, done_q.shape[-1]))], axis=1)
-        Xd = np.concatenate([done_d[: len(open_rows) * keep].reshape(len(open_rows), keep),
-                             np.full((len(open_rows), 1), np.inf)], axis=1)
-        Xq[follower, keep], Xd[follower, keep] = done_q[len(open_rows) * keep :], done_d[len(open_rows) * keep :]
+        n, shared = len(open_rows), len(open_rows) * keep
+        Xq, Xd = np.zeros((n, keep + 1, done_q.shape[-1])), np.full((n, keep + 1), np.inf)
+        Xq[:, :keep], Xd[:, :keep] = done_q[:shared].reshape(n, keep, -1), done_d[:shared].reshape(n, keep)
+        Xq[follower, keep], Xd[follower, keep] = done_q[shared:], done_d[shared:]
         best_d = Xd.min(axis=1)
         # Among near-ties of the best, the one nearest the warm start.
         near = Xd <= best_d[:, None] + STALL_GAIN

@@ -325,14 +325,7 @@ class EffectorModel:
 
     def poses(self, q: np.ndarray) -> np.ndarray:
         """(P, E, 3, 4) effector poses (top rows of the transforms) for configurations q (P, dof)."""
-        if self.chains is None:
-            F = self._tree.frames(q)
-            return np.stack(
-                [F[:, joint] @ offset for joint, offset, _, _ in self._tree.effectors], axis=1
-            )[..., :3, :]
-        if len(self.chains) == 1:
-            return self.chains[0].frames(q)[1][:, None]
-        return np.stack([ch.frames(q)[1] for ch in self.chains], axis=1)
+        return self.poses_and_frames(q)[0]
 
     def poses_and_frames(self, q: np.ndarray) -> tuple[np.ndarray, tuple]:
         """(P, E, 3, 4) effector poses for q (P, dof), and the joint frames they came from.
