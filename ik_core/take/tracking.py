@@ -192,7 +192,8 @@ def _track(
     local = "radius" in solver.call_options and "radius" not in options
     # On redundant chains the self-motion changes speed on its own: only cut the others.
     rows = _task_rows(solver)
-    cut_at = _ACCELERATION * max_jump if solver.skeleton.dof <= rows else np.inf
+    redundant = solver.skeleton.dof > rows
+    cut_at = np.inf if redundant else _ACCELERATION * max_jump
     parts: list[IKResult] = []
     velocity = np.zeros_like(start)
     prev_ok = True
@@ -209,7 +210,8 @@ def _track(
         # meet at a singularity, the prediction lies on the branch the motion continues on (the
         # last frame alone is as near to both), and nearer starts need fewer iterations.
         # Extrapolating is for solvers that then search a box around the guess (DLS's radius);
-        # a closed-form or geometric solver only uses its start to pick between solutions.
+        # a closed-form or geometric solver only uses its start to pick between solutions. A
+        # redundant chain's velocity is zero (see _velocity).
         guess = start + steps[:, None] * velocity if local else start
         part = solver.solve(targets[lo:hi], guess, **_frame_options(options, slice(lo, hi)), **extra)
         # A frame whose velocity changes abruptly has likely switched branch where two meet
@@ -231,7 +233,7 @@ def _track(
         prev_q, prev_frame = (part.q[-2], int(frames[hi - 2])) if len(part.q) > 1 else (start, start_frame)
         last_pair_ok = bool(part.converged[-1]) and (bool(part.converged[-2]) if len(part.q) > 1 else prev_ok)
         start, prev_ok, start_frame = part.q[-1], bool(part.converged[-1]), int(frames[hi - 1])
-        velocity = _velocity(start, prev_q, last_pair_ok, max_jump, start_frame - prev_frame)
+        velocity = _velocity(start, prev_q, last_pair_ok and not redundant, max_jump, start_frame - prev_frame)
         lo = hi
         if progress is not None:
             progress(hi, n)
@@ -370,7 +372,7 @@ def _retry_frames(
             continue  # an unreachable stretch: the batch answer is the best effort
         extra = {"radius": allowed} if local else {}
         guess = q[i - 1]
-        if i > 1:
+        if i > 1 and not redundant:
             velocity = _velocity(q[i - 1], q[i - 2], ok[i - 1] and ok[i - 2], max_jump, int(gaps[i - 1]))
             guess = guess + int(gaps[i]) * velocity
         frame_options = _frame_options(options, i)
@@ -485,7 +487,12 @@ def _velocity(q: np.ndarray, prev: np.ndarray, valid: bool, max_jump: float, fra
     """(dof,) per-frame velocity ``(q - prev) / frames`` for predicting the next frame, capped at max_jump.
 
     ``frames`` is the number of frames from ``prev`` to ``q``. Zero when either frame missed
-    its target: a best-effort answer says nothing of the motion.
+    its target (a best-effort answer says nothing of the motion), and callers pass ``valid``
+    False on redundant chains: there the velocity carries the self-motion, which the task does
+    not ask for, and extrapolating it keeps the null space drifting frame after frame (a 7-bone
+    chain turned 0.2-0.3 rad a frame where the closest pose that continues the frame before
+    turns 0.03); from the frame before itself, DLS's least-norm steps move the self-motion
+    only as far as the target needs.
     """
     if not valid:
         return np.zeros_like(q)
