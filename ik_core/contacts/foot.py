@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import InvalidInputError
 from .detection import ContactOptions, detect_contacts
 from .ground import keep_above_ground, lift_above_ground
-from .inputs import as_mask, as_trajectory, check_finite
+from .inputs import as_mask, as_segment, check_finite
 from .planting import aim_tip, plant_targets
 
 __all__ = ["PlantedFoot", "plant_foot"]
@@ -88,14 +88,7 @@ def plant_foot(
     Raises:
         InvalidInputError: On wrong shapes, NaN or infinite values, or a non-positive frame time.
     """
-    A = as_trajectory("ankle", ankle, single=True)
-    n = A.shape[0]
-    R = np.asarray(rotations, dtype=float)
-    if R.shape != (n, 3, 3) or not np.all(np.isfinite(R)):
-        raise InvalidInputError(f"rotations must be finite with shape ({n}, 3, 3), one per frame, got {R.shape}")
-    b = np.asarray(ball, dtype=float)
-    if b.shape != (3,) or not np.all(np.isfinite(b)) or np.linalg.norm(b) < 1e-12:
-        raise InvalidInputError(f"ball must be a finite non-zero 3-vector, got {ball!r}")
+    A, R, b = as_segment("ankle", ankle, rotations, "ball", ball)
     check_finite("ball_rest_height", ball_rest_height)
     ball_path = A + np.einsum("nij,j->ni", R, b)
     c = _contacts("contact", contact, A, frame_time, ground, rest_height, options)

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InvalidInputError
 from ..model.rotations import rotvec_to_matrix
-from .inputs import as_trajectory, check_finite, check_non_negative
+from .inputs import as_segment, as_trajectory, check_finite, check_non_negative
 
 __all__ = ["keep_above_ground", "lift_above_ground", "pitch_above_ground"]
 
@@ -38,16 +37,9 @@ def keep_above_ground(positions: np.ndarray, ground: float = 0.0, clearance: flo
     return p
 
 
-def _tip_heights(base: np.ndarray, rotations: np.ndarray, tip: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The checked ``base`` (N, 3), ``rotations`` (N, 3, 3) and the tip's offsets from the base (N, 3) [m]."""
-    B = as_trajectory("base", base, single=True)
-    n = B.shape[0]
-    R = np.asarray(rotations, dtype=float)
-    if R.shape != (n, 3, 3) or not np.all(np.isfinite(R)):
-        raise InvalidInputError(f"rotations must be finite with shape ({n}, 3, 3), one per frame, got {R.shape}")
-    t = np.asarray(tip, dtype=float)
-    if t.shape != (3,) or not np.all(np.isfinite(t)):
-        raise InvalidInputError(f"tip must be a finite 3-vector, got {tip!r}")
+def _tip_offsets(base: np.ndarray, rotations: np.ndarray, tip: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The checked ``base`` (N, 3), ``rotations`` (N, 3, 3) and the tip's world offsets from the base (N, 3) [m]."""
+    B, R, t = as_segment("base", base, rotations, "tip", tip, nonzero=False)
     return B, R, np.einsum("nij,j->ni", R, t)
 
 
@@ -81,7 +73,7 @@ def lift_above_ground(
     Raises:
         InvalidInputError: On wrong shapes, NaN or infinite values, or a negative clearance.
     """
-    B, _, v = _tip_heights(base, rotations, tip)
+    B, _, v = _tip_offsets(base, rotations, tip)
     check_finite("ground", ground)
     check_non_negative("clearance", clearance)
     out = B.copy()
@@ -120,7 +112,7 @@ def pitch_above_ground(
     Raises:
         InvalidInputError: On wrong shapes, NaN or infinite values, or a negative clearance.
     """
-    B, R, v = _tip_heights(base, rotations, tip)
+    B, R, v = _tip_offsets(base, rotations, tip)
     check_finite("ground", ground)
     check_non_negative("clearance", clearance)
     out = R.copy()
