@@ -27,8 +27,8 @@ class ContactOptions:
     while a foot that glides (a skid, a heel sliding into a turn) or rolls onto its ball (the
     heel rise) moves 10-40 cm/s; holding those still would leave the held target to catch up
     with the animation at its release, faster than the animation ever moved. Contacts therefore
-    end as the heel rises, and the ball of a foot is planted by its own contacts (detected on
-    the ball) after the ankle's.
+    end as the heel rises, and the ball of a foot is planted by its own contacts, detected on
+    the ball's path (:func:`~ik_core.contacts.plant_foot`).
 
     Attributes:
         height: Largest height above the resting height at which a contact starts [m].

@@ -86,7 +86,8 @@ def plant_foot(
         The planted foot.
 
     Raises:
-        InvalidInputError: On wrong shapes, NaN or infinite values, or a non-positive frame time.
+        InvalidInputError: On wrong shapes, NaN or infinite values, a zero-length ``ball``, or a
+            non-positive frame time.
     """
     A, R, b = as_segment("ankle", ankle, rotations, "ball", ball)
     check_finite("ball_rest_height", ball_rest_height)
