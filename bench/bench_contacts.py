@@ -14,7 +14,8 @@ them. Each is calibrated on frame 0 (the performer stands, floor at z = 0) and s
 - ``after``: the same with contacts detected on the feet and planted (``SolveOptions.plant``).
 
 And per take a chain-bake variant, ``retarget`` (see :func:`retarget_rows`): the capture copied
-onto longer legs, feet sliding (``before``), then each foot chain's target planted (``after``).
+onto longer legs, feet sliding (``before``); its root's path warped to the legs, feet only kept
+above the ground (``warped``); then each foot chain's target planted by ``plant_foot`` (``after``).
 
 Foot joints: the ankle (``foot_*`` role) and the ball of the foot (``toe_*``) of each leg, four
 joints; each joint's ground level ``g`` is the 5th percentile of its captured height over the
