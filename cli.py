@@ -776,7 +776,8 @@ def build_parser() -> argparse.ArgumentParser:
                       metavar="M", help="largest height above its resting height at which a contact starts "
                                         "(default: the chain's, 0.033 m for new chains)")
     bake.add_argument("--contact-speed", type=float_in(1e-6, 100.0, "a speed in metres per second"),
-                      metavar="M/S", help="largest speed at which a contact starts (default: the chain's, 0.25 m/s)")
+                      metavar="M/S", help="largest speed at which a contact starts "
+                                          "(default: the chain's, 0.1 m/s for new chains)")
     bake.add_argument("--contact-min-duration", type=float_in(0.0, 3600.0, "a duration in seconds"),
                       metavar="S", help="shortest contact kept (default: the chain's, 0.1 s)")
     bake.add_argument("--ground-height", type=float_in(-1e6, 1e6, "a height in metres"), metavar="M",

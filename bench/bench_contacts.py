@@ -14,7 +14,8 @@ them. Each is calibrated on frame 0 (the performer stands, floor at z = 0) and s
 - ``after``: the same with contacts detected on the feet and planted (``SolveOptions.plant``).
 
 And per take a chain-bake variant, ``retarget`` (see :func:`retarget_rows`): the capture copied
-onto longer legs, feet sliding (``before``), then each foot chain's target planted (``after``).
+onto longer legs, feet sliding (``before``); its root's path warped to the legs, feet only kept
+above the ground (``warped``); then each foot chain's target planted by ``plant_foot`` (``after``).
 
 Foot joints: the ankle (``foot_*`` role) and the ball of the foot (``toe_*``) of each leg, four
 joints; each joint's ground level ``g`` is the 5th percentile of its captured height over the
@@ -61,11 +62,10 @@ sys.path.insert(0, str(ROOT))
 from mocap_takes import PROPORTIONS, TAKES, VARIANTS, Take, load, make_take, reproportioned  # noqa: E402
 
 from ik_core.contacts import (  # noqa: E402
-    detect_contacts,
     foot_skate,
     keep_above_ground,
-    pitch_above_ground,
-    plant_targets,
+    lift_above_ground,
+    plant_foot,
     planted_frames,
     root_drop_for_reach,
     warp_root_path,
@@ -179,12 +179,12 @@ def retarget_rows(name: str) -> list[dict]:
     scaled) is the plain retarget whose feet slide: the longer legs step farther than the root
     moves (``before``). For ``warped`` and ``after`` the root's ground path is first warped to
     the legs (``warp_root_path``, ratio 1.10) and the whole body carried with it; ``warped``
-    then only keeps the feet above the ground (``keep_above_ground``, ``pitch_above_ground``),
-    a diagnostic of the warp alone. For ``after`` each foot chain's
-    target (the ankle, with the foot's rotation) then goes through
-    the contact functions a chain bake calls: ``detect_contacts`` on the target's path (resting
-    height: its 5th percentile), ``plant_targets``, ``keep_above_ground``, ``pitch_above_ground``
-    (the toe's resting height: its 5th percentile), and
+    then only keeps the feet above the ground (``keep_above_ground``, ``lift_above_ground``),
+    a diagnostic of the warp alone. For ``after`` each foot chain's target (the ankle, with the
+    foot's rotation) then goes through ``plant_foot`` with the default thresholds: the ankle
+    held over the contacts detected on its path (resting height: its 5th percentile), the ball
+    of the foot over its own (its resting height: its 5th percentile), the foot turned about the
+    ankle to keep it, and lifted where the ball would be below the ground; then
     ``root_drop_for_reach`` (99.9 % of the leg's length) lowers the whole body where a planted
     ankle is out of reach. The reference (contact frames, MPJPE) is the ``proportions``
     variant, the motion such legs make; the knees are not re-solved here (the rows measure the
@@ -209,20 +209,17 @@ def retarget_rows(name: str) -> list[dict]:
     feet, hips, ankles, planted, reach = [], [], [], [], []
     for side in "lr":
         a, t, h, k = (names.index(f"{r}_{side}") for r in ("foot", "toe", "thigh", "shin"))
-        ankle, R = slid[:, a, :3, 3], slid[:, a, :3, :3]
+        ankle, R, ball = slid[:, a, :3, 3], slid[:, a, :3, :3], slid[:, t, :3, 3]
         rest = float(np.percentile(ankle[:, 2], 5))
-        contact = detect_contacts(ankle, ft, 0.0, rest)
-        plant = plant_targets(ankle, contact, ft, R)
-        target = keep_above_ground(plant.positions, 0.0, rest)
-        toe_in_foot = R[0].T @ (slid[0, t, :3, 3] - ankle[0])  # the foot is rigid
-        toe_rest = float(np.percentile(slid[:, t, 2, 3], 5))
-        foot = pitch_above_ground(target, plant.rotations, toe_in_foot, 0.0, toe_rest)
+        toe_in_foot = R[0].T @ (ball[0] - ankle[0])  # the foot is rigid
+        toe_rest = float(np.percentile(ball[:, 2], 5))
+        plant = plant_foot(ankle, R, toe_in_foot, ft, 0.0, rest, toe_rest)
+        target, contact = plant.ankle, plant.contact
         after[:, a] = target
-        after[:, t] = target + np.einsum("nij,j->ni", foot, toe_in_foot)
-        grounded = keep_above_ground(ankle, 0.0, rest)
+        after[:, t] = target + np.einsum("nij,j->ni", plant.rotations, toe_in_foot)
+        grounded = lift_above_ground(keep_above_ground(ankle, 0.0, rest), R, toe_in_foot, 0.0, toe_rest)
         warped[:, a] = grounded
-        warped[:, t] = grounded + np.einsum(
-            "nij,j->ni", pitch_above_ground(grounded, R, toe_in_foot, 0.0, toe_rest), toe_in_foot)
+        warped[:, t] = grounded + np.einsum("nij,j->ni", R, toe_in_foot)
         feet += [a, t]
         hips.append(slid[:, h, :3, 3])
         ankles.append(target)

@@ -23,7 +23,7 @@ GROUND_ITEMS = [
     ("COLLECTION", "Collection", "The meshes of a collection, measured by casting rays down onto them"),
 ]
 # The defaults of ik_core.contacts.ContactOptions, spelled out: a property's default must be a constant.
-CONTACT_HEIGHT, CONTACT_SPEED, CONTACT_MIN_DURATION = 0.033, 0.25, 0.1
+CONTACT_HEIGHT, CONTACT_SPEED, CONTACT_MIN_DURATION = 0.033, 0.1, 0.1
 
 
 class ARTICULATE_PG_contact(bpy.types.PropertyGroup):

@@ -23,9 +23,17 @@ class ContactOptions:
     shorter than ``min_gap`` between two contacts are closed, then contacts shorter than
     ``min_duration`` are dropped, so a single-frame blip neither splits a contact nor makes one.
 
+    The speed is that of a foot that stands: a planted foot of motion capture moves a few cm/s,
+    while a foot that glides (a skid, a heel sliding into a turn) or rolls onto its ball (the
+    heel rise) moves 10-40 cm/s; holding those still would leave the held target to catch up
+    with the animation at its release, faster than the animation ever moved. Contacts therefore
+    end as the heel rises, and the ball of a foot is planted by its own contacts, detected on
+    the ball's path (:func:`~ik_core.contacts.plant_foot`).
+
     Attributes:
         height: Largest height above the resting height at which a contact starts [m].
-        speed: Largest speed at which a contact starts [m/s].
+        speed: Largest speed at which a contact starts [m/s]. Foot trackers, whose jitter reads as
+            motion, need a looser one (``ik_core.humanoid.options.TRACKER_CONTACTS``).
         release: Factor >= 1 on ``height`` and ``speed`` beyond which a contact ends.
         speed_window: Time over which the speed is measured (central difference across it), so
             frame-to-frame noise of the trajectory does not read as motion [s].
@@ -38,7 +46,7 @@ class ContactOptions:
     """
 
     height: float = 0.033
-    speed: float = 0.25
+    speed: float = 0.1
     release: float = 1.5
     speed_window: float = 0.1
     min_duration: float = 0.1

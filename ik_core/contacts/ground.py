@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InvalidInputError
 from ..model.rotations import rotvec_to_matrix
-from .inputs import as_trajectory, check_finite, check_non_negative
+from .inputs import as_segment, as_trajectory, check_finite, check_non_negative
 
-__all__ = ["keep_above_ground", "pitch_above_ground"]
+__all__ = ["keep_above_ground", "lift_above_ground", "pitch_above_ground"]
 
 
 def keep_above_ground(positions: np.ndarray, ground: float = 0.0, clearance: float = 0.0) -> np.ndarray:
@@ -36,6 +35,51 @@ def keep_above_ground(positions: np.ndarray, ground: float = 0.0, clearance: flo
     floor = ground + clearance
     p[..., 2] = np.where(p[..., 2] < floor, floor, p[..., 2])
     return p
+
+
+def _tip_offsets(base: np.ndarray, rotations: np.ndarray, tip: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The checked ``base`` (N, 3), ``rotations`` (N, 3, 3) and the tip's world offsets from the base (N, 3) [m]."""
+    B, R, t = as_segment("base", base, rotations, "tip", tip, nonzero=False)
+    return B, R, np.einsum("nij,j->ni", R, t)
+
+
+def lift_above_ground(
+    base: np.ndarray,
+    rotations: np.ndarray,
+    tip: np.ndarray,
+    ground: float = 0.0,
+    clearance: float = 0.0,
+) -> np.ndarray:
+    """Base positions raised, where needed, so a rigid segment's tip stays ``clearance`` above the ground.
+
+    The alternative to :func:`pitch_above_ground` that never moves the segment sideways: on a
+    frame whose tip is below ``ground + clearance`` the whole segment (its base, the rotation
+    kept) rises by the tip's depth. A foot planted by its ankle and ball stays where it is
+    planted horizontally (pitching it about the ankle would slide the ball along its arc
+    whenever the tip's depth changes, as a captured toe rolling through the floor does);
+    only its height changes. Frames whose tip is above are returned bit for bit.
+
+    Args:
+        base: (N, 3) world positions of the segment's base joint (the ankle) [m].
+        rotations: (N, 3, 3) world rotations of the segment (or deltas from its reference pose).
+        tip: (3,) tip offset from the base in the frame ``rotations`` act on [m]: the world tip is
+            ``base + rotations @ tip``.
+        ground: Height of the ground plane [m].
+        clearance: Height of the tip above the ground when it rests on it [m].
+
+    Returns:
+        (N, 3) base positions, a new array; x and y bit for bit the input's.
+
+    Raises:
+        InvalidInputError: On wrong shapes, NaN or infinite values, or a negative clearance.
+    """
+    B, _, v = _tip_offsets(base, rotations, tip)
+    check_finite("ground", ground)
+    check_non_negative("clearance", clearance)
+    out = B.copy()
+    depth = ground + clearance - (B[:, 2] + v[:, 2])
+    out[:, 2] = np.where(depth > 0.0, B[:, 2] + depth, B[:, 2])
+    return out
 
 
 def pitch_above_ground(
@@ -68,20 +112,12 @@ def pitch_above_ground(
     Raises:
         InvalidInputError: On wrong shapes, NaN or infinite values, or a negative clearance.
     """
-    B = as_trajectory("base", base, single=True)
-    n = B.shape[0]
-    R = np.asarray(rotations, dtype=float)
-    if R.shape != (n, 3, 3) or not np.all(np.isfinite(R)):
-        raise InvalidInputError(f"rotations must be finite with shape ({n}, 3, 3), one per frame, got {R.shape}")
-    t = np.asarray(tip, dtype=float)
-    if t.shape != (3,) or not np.all(np.isfinite(t)):
-        raise InvalidInputError(f"tip must be a finite 3-vector, got {tip!r}")
+    B, R, v = _tip_offsets(base, rotations, tip)
     check_finite("ground", ground)
     check_non_negative("clearance", clearance)
     out = R.copy()
-    v = np.einsum("nij,j->ni", R, t)
     low = B[:, 2] + v[:, 2] < ground + clearance
-    length = float(np.linalg.norm(t))
+    length = float(np.linalg.norm(tip))
     if not low.any() or length < 1e-12:
         return out
     v_low = v[low]

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 
-__all__ = ["as_mask", "as_trajectory", "check_finite", "check_non_negative", "check_positive"]
+__all__ = ["as_mask", "as_segment", "as_trajectory", "check_finite", "check_non_negative", "check_positive"]
 
 
 def as_trajectory(
@@ -44,6 +44,37 @@ def as_trajectory(
             "fill or drop those frames first (every value must be a finite number)"
         )
     return arr
+
+
+def as_segment(
+    base_name: str, base: object, rotations: object, tip_name: str, tip: object, nonzero: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A rigid segment over a take: its base's path (N, 3), rotations (N, 3, 3) and tip offset (3,).
+
+    Args:
+        base_name: Name of the base argument in messages.
+        base: (N, 3) world positions of the segment's base joint [m].
+        rotations: (N, 3, 3) world rotations of the segment.
+        tip_name: Name of the tip argument in messages.
+        tip: (3,) tip offset from the base in the frame ``rotations`` act on [m].
+        nonzero: Refuse a zero-length tip (one that gives no direction to aim).
+
+    Returns:
+        The three as float arrays.
+
+    Raises:
+        InvalidInputError: On wrong shapes, NaN or infinite values, or (``nonzero``) a zero-length tip.
+    """
+    B = as_trajectory(base_name, base, single=True)
+    n = B.shape[0]
+    R = np.asarray(rotations, dtype=float)
+    if R.shape != (n, 3, 3) or not np.all(np.isfinite(R)):
+        raise InvalidInputError(f"rotations must be finite with shape ({n}, 3, 3), one per frame, got {R.shape}")
+    t = np.asarray(tip, dtype=float)
+    if t.shape != (3,) or not np.all(np.isfinite(t)) or (nonzero and np.linalg.norm(t) < 1e-12):
+        kind = "finite non-zero" if nonzero else "finite"
+        raise InvalidInputError(f"{tip_name} must be a {kind} 3-vector, got {tip!r}")
+    return B, R, t
 
 
 def as_mask(name: str, value: object, frames: int) -> np.ndarray:

@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import InvalidInputError
 from ..model.rotations import matrix_to_rotvec, rotvec_to_matrix
 from .detection import contact_intervals
-from .inputs import as_mask, as_trajectory, check_non_negative, check_positive
+from .inputs import as_mask, as_segment, as_trajectory, check_non_negative, check_positive
 
 __all__ = ["PlantedTargets", "aim_tip", "plant_targets", "plant_weights"]
 
@@ -228,15 +228,8 @@ def aim_tip(base: np.ndarray, rotations: np.ndarray, tip: np.ndarray, targets: n
     Raises:
         InvalidInputError: On wrong shapes or NaN or infinite values.
     """
-    B = as_trajectory("base", base, single=True)
-    n = B.shape[0]
-    T = as_trajectory("targets", targets, single=True, frames=n)
-    R = np.asarray(rotations, dtype=float)
-    if R.shape != (n, 3, 3) or not np.all(np.isfinite(R)):
-        raise InvalidInputError(f"rotations must be finite with shape ({n}, 3, 3), one per frame, got {R.shape}")
-    t = np.asarray(tip, dtype=float)
-    if t.shape != (3,) or not np.all(np.isfinite(t)) or np.linalg.norm(t) < 1e-12:
-        raise InvalidInputError(f"tip must be a finite non-zero 3-vector, got {tip!r}")
+    B, R, t = as_segment("base", base, rotations, "tip", tip)
+    T = as_trajectory("targets", targets, single=True, frames=B.shape[0])
     now = np.einsum("nij,j->ni", R, t)
     want = T - B
     now_u = now / np.linalg.norm(now, axis=-1, keepdims=True)

@@ -121,8 +121,9 @@ def mocap_blend(request, addon, blend_from_script):
 
 @pytest.mark.slow
 def test_planted_mocap_feet_skate_less_and_stay_above_the_floor(mocap_blend, tmp_path):
-    """Per foot chain: contacts found on the walk; the skate ratio over them falls, the penetration below the rest
-    height is at most 1 mm (the capture's own dips are several), and every missed frame lies outside the contacts."""
+    """Per foot chain: contacts found on the walk; the skate ratio over them never rises and is at most 0.5 %, the
+    weighted skate falls, the penetration below the rest height is at most 1 mm (the capture's own dips are several),
+    and every missed frame lies outside the contacts."""
     bpy.ops.wm.open_mainfile(filepath=str(mocap_blend))
     scene = bpy.context.scene
     info = scene["articulate_test"]
@@ -148,7 +149,10 @@ def test_planted_mocap_feet_skate_less_and_stay_above_the_floor(mocap_blend, tmp
                      f"skate {before['skate_m_per_frame'] * 1e3:.3g} -> {after['skate_m_per_frame'] * 1e3:.3g} "
                      f"mm/frame, penetration {before['penetration_m'] * 1e3:.3g} -> "
                      f"{after['penetration_m'] * 1e3:.3g} mm")
-        assert after["skate_ratio"] < before["skate_ratio"], lines[-1]
+        # Contacts start under 10 cm/s, so the animated target rarely slides over them already: the share of
+        # contact frames sliding never rises and meets issue 27's chain-bake goal; the weighted skate falls.
+        assert after["skate_ratio"] <= min(before["skate_ratio"], 0.005), lines[-1]
+        assert after["skate_m_per_frame"] < before["skate_m_per_frame"], lines[-1]
         assert after["penetration_m"] <= 1e-3 < before["penetration_m"], lines[-1]
         inside = [f for f in entry["missed_frames"] if any(a <= f <= b for a, b in contacts["intervals"])]
         assert not inside, f"{entry['chain']}: contact frames missed: {inside[:10]}"

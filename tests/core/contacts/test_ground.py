@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ik_core.contacts import keep_above_ground, pitch_above_ground
+from ik_core.contacts import keep_above_ground, lift_above_ground, pitch_above_ground
 from ik_core.errors import InvalidInputError
 from ik_core.model.rotations import rotvec_to_matrix
 
@@ -40,6 +40,31 @@ def test_toes_pitch_out_of_the_ground() -> None:
     heading = lambda v: np.arctan2(v[:, 1], v[:, 0])  # noqa: E731
     assert np.allclose(heading(after[low] - base[low]), heading(before[low] - base[low]))
     assert np.allclose(np.linalg.det(out), 1.0) and np.allclose(out @ np.swapaxes(out, -1, -2), np.eye(3))
+
+
+def test_feet_lift_out_of_the_ground_without_moving_sideways() -> None:
+    """Random foot rotations: afterwards no toe is below its clearance, no base or toe moved sideways,
+    the rotations are untouched and only low frames change (by the toe's depth, no more)."""
+    rng = np.random.default_rng(6)
+    n = 400
+    R = rotvec_to_matrix(rng.normal(0.0, 0.6, (n, 3)))
+    base = np.column_stack([rng.normal(0, 1, (n, 2)), rng.uniform(-0.1, 0.3, n)])
+    out = lift_above_ground(base, R, TOE, ground=0.01, clearance=0.02)
+    before = base + np.einsum("nij,j->ni", R, TOE)
+    after = out + np.einsum("nij,j->ni", R, TOE)
+    low = before[:, 2] < 0.03
+    assert low.any() and (~low).any()
+    assert np.array_equal(out[~low], base[~low])
+    assert np.array_equal(out[:, :2], base[:, :2])
+    assert np.allclose(after[low, 2], 0.03, atol=1e-12)  # exactly onto the floor, not above it
+    assert after[:, 2].min() >= 0.03 - 1e-12
+
+
+def test_bad_lift_input_is_named() -> None:
+    with pytest.raises(InvalidInputError, match=r"rotations must be finite with shape \(2, 3, 3\)"):
+        lift_above_ground(np.zeros((2, 3)), np.zeros((3, 3, 3)), TOE)
+    with pytest.raises(InvalidInputError, match="clearance must be a finite number >= 0"):
+        lift_above_ground(np.zeros((2, 3)), np.tile(np.eye(3), (2, 1, 1)), TOE, clearance=-1.0)
 
 
 def test_toe_of_a_base_too_low_rises_as_far_as_it_can() -> None:
