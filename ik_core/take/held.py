@@ -9,6 +9,9 @@ import numpy as np
 
 # Pairs of held variables tried in turn on a stretch until one leaves it without a jump.
 _PAIRS = 3
+# A single held variable whose |n| is, on the worst samples (5th percentile), under this share
+# of the best pair's folds on the take: it is tried after the pairs, not before.
+_FOLDED = 0.5
 
 
 def held_candidates(solver, q: np.ndarray, pairs: int = _PAIRS) -> list[tuple[int, ...]]:
@@ -30,7 +33,9 @@ def held_candidates(solver, q: np.ndarray, pairs: int = _PAIRS) -> list[tuple[in
 
     Returns:
         The best single variable (largest median |n_i|), then the ``pairs`` pairs whose
-        better |n| has the largest 5th percentile over the samples, best first.
+        better |n| has the largest 5th percentile over the samples, best first; the single
+        variable comes after the pairs instead when it folds on the samples (its own 5th
+        percentile of |n| under ``_FOLDED`` times the best pair's).
     """
     _, J = solver.model.poses_and_jacobians(q)
     null = null_vectors(J.reshape(len(q), -1, J.shape[-1]))
@@ -45,7 +50,13 @@ def held_candidates(solver, q: np.ndarray, pairs: int = _PAIRS) -> list[tuple[in
             score = float(np.percentile(both, 5)) + 1e-3 * float(np.median(both))
             scored.append((-score, (i, j) if median[i] >= median[j] else (j, i)))
     scored.sort(key=lambda item: item[0])
-    return [(ranked[0],)] + [pair for _, pair in scored[:pairs]]
+    single, best_pairs = [(ranked[0],)], [pair for _, pair in scored[:pairs]]
+    if best_pairs and np.percentile(null[:, ranked[0]], 5) < _FOLDED * -scored[0][0]:
+        # Its grid folds where the answer so far goes (the rail arm's wrist, the two-arm tree's
+        # wrist): a search over it alone leaves a jump there, at a third of a pair's cost spent
+        # for nothing, so the pairs come first and the single variable is the last resort.
+        return best_pairs + single
+    return single + best_pairs
 
 
 def null_vectors(J: np.ndarray) -> np.ndarray:

@@ -35,7 +35,23 @@ def test_held_pair_covers_the_folds_of_each_variable_on_the_iiwa() -> None:
     q = rng.uniform(-1.2, 1.2, (40, 7))
     q[:20, 1] = 0.0  # shoulder axes 1 and 3 aligned
     q[20:, 5] = 0.0  # wrist axes 5 and 7 aligned
-    single, pair, *others = held_candidates(solver_for(iiwa), q)
-    assert len(single) == 1 and len(pair) == 2 and all(len(o) == 2 for o in others)
+    *pairs, single = held_candidates(solver_for(iiwa), q)
+    assert len(single) == 1 and len(pairs) == 3 and all(len(p) == 2 for p in pairs)
+    pair = pairs[0]
     assert set(pair) & {0, 2}, pair
     assert set(pair) & {4, 6}, pair
+
+
+def test_single_held_variable_first_where_no_sample_folds_it() -> None:
+    """Away from the iiwa's aligned axes one variable comes first (a third of a pair's work), then the pairs."""
+    iiwa = robots.load_preset("lbr_iiwa_14_r820")
+    rng = np.random.default_rng(4)
+    q = rng.uniform(-1.2, 1.2, (40, 7))
+    for i in (1, 3, 5):  # shoulder, elbow and wrist well away from alignment
+        q[:, i] = np.where(np.abs(q[:, i]) < 0.6, np.copysign(0.6, q[:, i]), q[:, i])
+    solver = solver_for(iiwa)
+    candidates = held_candidates(solver, q)
+    assert len(candidates[0]) == 1 and len(candidates) == 4 and all(len(c) == 2 for c in candidates[1:])
+    J = solver.model.poses_and_jacobians(q)[1]
+    null = null_vectors(J.reshape(len(q), -1, J.shape[-1]))
+    assert np.percentile(null[:, candidates[0]], 5) >= 0.5 * np.percentile(null[:, candidates[1]].max(axis=1), 5)
