@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from ik_core.robots import presets as robots
 from ik_core.solvers.dls.solver import DLSSolver
@@ -14,10 +15,12 @@ def solver_for(skeleton) -> DLSSolver:
     return DLSSolver(skeleton, 0, mode="full", tolerance=1e-6, rotation_tolerance=1e-6, restarts=4)
 
 
-def test_null_vectors_span_the_jacobians_null_space() -> None:
-    """Cofactor null vectors are unit, annihilated by J, equal to the SVD's up to sign; rank-deficient J gives 0."""
-    rng = np.random.default_rng(0)
-    J = rng.normal(size=(20, 6, 7))
+@pytest.mark.parametrize("rows", [6, 12])
+def test_null_vectors_span_the_jacobians_null_space(rows: int) -> None:
+    """Null vectors (cofactors for an arm's 6 x 7, QR for a two-arm tree's 12 x 13) are unit, annihilated by J,
+    equal to the SVD's up to sign; rank-deficient J gives 0."""
+    rng = np.random.default_rng(rows)
+    J = rng.normal(size=(20, rows, rows + 1))
     n = null_vectors(J)
     np.testing.assert_allclose(np.linalg.norm(n, axis=-1), 1.0)
     np.testing.assert_allclose(n, np.abs(np.linalg.svd(J)[2][:, -1, :]), atol=1e-12)
@@ -26,6 +29,20 @@ def test_null_vectors_span_the_jacobians_null_space() -> None:
     J[0, :, 1] = J[0, :, 0]  # two equal columns and another dependency: rank 5
     J[0, :, 2] = J[0, :, 3]
     assert np.all(null_vectors(J[:1]) == 0.0)
+
+
+def test_null_vectors_by_qr_equal_the_cofactors() -> None:
+    """Above _CRAMER_ROWS rows the QR route gives the normalised maximal minors, and zeros where they vanish."""
+    rng = np.random.default_rng(5)
+    J = rng.normal(size=(30, 12, 13)) * rng.uniform(0.01, 10.0, size=(30, 1, 1))
+    J[0, :, 4] = 2.0 * J[0, :, 7]  # rank 11 with columns 4 and 7 dependent
+    J[0, :, 9] = J[0, :, 1]
+    drop = np.array([[j for j in range(13) if j != i] for i in range(13)])
+    minors = np.abs(np.linalg.det(np.moveaxis(J[..., drop], -2, -3)))
+    expected = minors / np.linalg.norm(minors, axis=-1, keepdims=True)
+    n = null_vectors(J)
+    np.testing.assert_allclose(n[1:], expected[1:], atol=1e-12)
+    assert np.all(n[0] == 0.0)
 
 
 def test_held_pair_covers_the_folds_of_each_variable_on_the_iiwa() -> None:
