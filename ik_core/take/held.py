@@ -123,24 +123,27 @@ class HeldSolver:
         conv = (pe <= s.tolerance) & (re <= s.rotation_tolerance)
         act = np.flatnonzero(~conv)
         ew, Jw, E = ew[act], Jw[act], E[act]
+        # The held variable never moves: its Jacobian column is zeroed once per evaluation, in
+        # place, rather than a zeroed copy made for every step.
+        Jw[np.arange(len(act)), :, held[act]] = 0.0
         lam = s.damping * np.minimum(E, 1.0) * 1e-2 + s.min_damping
         # Error (0.5 |ew|^2) of a configuration _HOPELESS_ERROR times the tolerance off its target.
         hopeless = 0.5 * (_HOPELESS_ERROR * s.tolerance) ** 2
         for iteration in range(iterations):
             if not len(act):
                 break
-            Jh = Jw.copy()
-            Jh[np.arange(len(act)), :, held[act]] = 0.0
-            q_new = s._step(q[act], ew, Jh, E, lam)
+            q_new = s._step(q[act], ew, Jw, E, lam)
             ew2, Jw2, E2, pe2, re2 = s._evaluate(q_new, tp[act], None if tr is None else tr[act])
             take = E2 < E
             rate = E2 / np.maximum(E, 1e-300)
             q[act[take]] = q_new[take]
             done = take & (pe2 <= s.tolerance) & (re2 <= s.rotation_tolerance)
             conv[act[done]] = True
-            ew = np.where(take[:, None], ew2, ew)
-            Jw = np.where(take[:, None, None], Jw2, Jw)
-            E = np.where(take, E2, E)
+            moved = np.flatnonzero(take)
+            ew[moved] = ew2[moved]
+            Jw[moved] = Jw2[moved]
+            Jw[moved, :, held[act[moved]]] = 0.0
+            E[moved] = E2[moved]
             lam = np.where(take, np.maximum(lam * 0.2, s.min_damping), lam * 8.0)
             keep = ~done
             if iteration >= _HOPELESS_AFTER:
@@ -149,5 +152,6 @@ class HeldSolver:
                 # iteration left (a grid value the target cannot be reached from) stops now.
                 left = iterations - 1 - iteration
                 keep &= ~(take & (E2 * rate**left > hopeless))
-            act, ew, Jw, E, lam = act[keep], ew[keep], Jw[keep], E[keep], lam[keep]
+            if not keep.all():
+                act, ew, Jw, E, lam = act[keep], ew[keep], Jw[keep], E[keep], lam[keep]
         return q, conv
