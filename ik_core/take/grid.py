@@ -183,20 +183,8 @@ def track_grid(
             q[slow], conv[slow] = gs.run(q[slow], held_rows[slow], tps[slow], None if trs is None else trs[slow],
                                          _SEED_ITERATIONS)
         q, conv = q.reshape(m, S, dof), conv.reshape(m, S)
-        near = grids.nearest_true(conv)
-        gap = np.abs(near - np.arange(S)[None, :])
-        # The reachable part of a grid grows by a few values per frame at most: only values
-        # next to one that has its target are worth a restart, from that one moved to their own.
-        lost = ~conv & conv[np.arange(m)[:, None], near] & (gap <= _REACH + 1)
-        if lost.any():
-            f, k = np.nonzero(lost)
-            seed = q[f, near[f, k]].copy()
-            seed[np.arange(len(k)), hv[k]] = vv[k]
-            tpl = tps.reshape(m, S, *tp.shape[1:])[f, k]
-            trl = None if trs is None else trs.reshape(m, S, *tr.shape[1:])[f, k]
-            q2, conv2 = gs.run(seed, hv[k], tpl, trl, _SEED_ITERATIONS)
-            q[f[conv2], k[conv2]] = q2[conv2]
-            conv[f[conv2], k[conv2]] = True
+        _restart_lost(gs, grids, q, conv, tps.reshape(m, S, *tp.shape[1:]),
+                      None if trs is None else trs.reshape(m, S, *tr.shape[1:]))
         if layers > 1:
             _seed_crossings(gs, grids, q, conv, tps.reshape(m, S, *tp.shape[1:]),
                             None if trs is None else trs.reshape(m, S, *tr.shape[1:]), max_jump)
@@ -216,6 +204,47 @@ def track_grid(
         ok = np.concatenate([ok, np.asarray(incumbent_ok, dtype=bool)[:, None]], axis=1)
     D, back = _shortest_paths(Q, ok, grids, start, max_jump, steps_of)
     return candidate_paths(Q, ok, D, back, incumbent is not None)
+
+
+def _restart_lost(gs, grids: _Grids, q: np.ndarray, conv: np.ndarray, tp: np.ndarray, tr: np.ndarray | None) -> None:
+    """Restart the grid values just past the reached part of their grid, in place.
+
+    The reachable part of a grid grows by a few values per frame at most: only values up to
+    ``_REACH + 1`` from the nearest value that has its target are worth a restart, each from
+    that one's configuration moved to its own value. The reached values of a grid form
+    intervals, and a value further out is almost never reached where the next value past the
+    interval is not, so the next value is restarted first, and the values beyond it only
+    where it was reached: where an interval does not grow, one restart per end and frame,
+    not ``_REACH + 1``.
+
+    Args:
+        gs: The held-variable Gauss-Newton solver.
+        grids: The grids.
+        q: (m, S, dof) the segment's states, updated in place.
+        conv: (m, S) which of them reach their targets, updated in place.
+        tp: (m, S, ...) their position targets.
+        tr: (m, S, ...) their rotation targets, or None without rotations.
+    """
+    m, S = conv.shape
+    states = np.arange(S)[None, :]
+    near = grids.nearest_true(conv)
+    gap = np.abs(near - states)
+    lost = ~conv & conv[np.arange(m)[:, None], near] & (gap <= _REACH + 1)
+    f, k = np.nonzero(lost)
+    gap, source = gap[f, k], near[f, k]
+    # The next value past the reached one on the same side.
+    next_out = source + np.sign(k - source)
+    for first in (True, False):
+        pick = gap == 1 if first else (gap > 1) & conv[f, next_out]
+        if not pick.any():
+            return
+        fp, kp = f[pick], k[pick]
+        seed = q[fp, source[pick]]  # fancy indexing: a copy
+        seed[np.arange(len(kp)), grids.state_held[kp]] = grids.state_value[kp]
+        q2, conv2 = gs.run(seed, grids.state_held[kp], tp[fp, kp], None if tr is None else tr[fp, kp],
+                           _SEED_ITERATIONS)
+        q[fp[conv2], kp[conv2]] = q2[conv2]
+        conv[fp[conv2], kp[conv2]] = True
 
 
 def _seed_crossings(gs, grids, q, conv, tp, tr, max_jump: float) -> None:
