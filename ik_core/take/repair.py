@@ -24,6 +24,11 @@ _LEAD = 600
 _AFTER = 400
 # Stretches searched per take at most.
 _ROUNDS = 6
+# Frames before the first and after the last jump that an earlier search of a stretch left where
+# the next search of it looks first (a single held variable's fold: the pair only needs room to
+# move the self-motion across it).
+_NEAR_LEAD = 120
+_NEAR_AFTER = 80
 
 
 def search_repair(
@@ -35,7 +40,10 @@ def search_repair(
     frame to a reached frame is found; from ``_LEAD`` frames before it to ``_AFTER`` after,
     ``search`` finds the smoothest paths: by default :func:`track_grid` over a one-redundant
     chain's self-motion (holding the variable sets of :func:`held_candidates` in turn, until
-    one leaves no jump). A path that ends back on the old answer keeps the old rest of the
+    one leaves no jump). Once a search has left jumps in the stretch (a single held variable
+    whose grid folds there), the next first searches from ``_NEAR_LEAD`` frames before them to
+    ``_NEAR_AFTER`` after, from that search's answer, and only where that leaves jumps the
+    whole stretch again. A path that ends back on the old answer keeps the old rest of the
     take; otherwise ``track`` tracks the rest on from the path's last frame. The new take
     replaces the old when it misses no more frames and its steps above ``max_jump`` up to the
     stretch's end are fewer with a smaller total excess (or the same, and so over the whole
@@ -75,31 +83,29 @@ def search_repair(
         i = int(bad[0])
         a, b = max(i - _LEAD, 0), min(i + _AFTER, n)
         frm = b  # each stretch is searched once; the next round looks past it
-        before = q[a - 1] if a > 0 else (q[0] if start is None else start)
         best = None
         if search is None:
             searches = [partial(track_grid, held=held) for held in held_candidates(solver, q[a:b:10])]
         else:
             searches = [search]
         for find in searches:
-            paths = find(solver, targets[a:b], before, max_jump, steps_of=pair, incumbent=q[a:b], incumbent_ok=ok[a:b])
-            for qg, _ in paths:
-                # The search's answer, measured (and any frame it missed retried) by the solver.
-                part = solver.solve(targets[a:b], qg, radius=max_jump)
-                head = {f: np.concatenate([v[:a], np.asarray(getattr(part, f))]) for f, v in fields.items()}
-                if b < n:
-                    # The cheapest path goes on frame by frame; the one back on the incumbent keeps its rest.
-                    rejoined = np.array_equal(qg[-1], q[b - 1])
-                    rest = None if rejoined else track(targets[b:], part.q[-1])
-                    tail = {f: (v[b:] if rest is None else np.asarray(getattr(rest, f))) for f, v in fields.items()}
-                    cand = {f: np.concatenate([head[f], tail[f]]) for f in fields}
-                else:
-                    cand = head
-                if np.count_nonzero(cand["converged"]) < np.count_nonzero(ok):
-                    continue
-                score = _scores(skeleton, cand["q"], start, max_jump, b)
-                if best is None or score < best[0]:
-                    best = (score, cand)
+            # After a search that left jumps (a single held variable folding), the next first
+            # searches only around them, from that search's answer: where that clears them, the
+            # whole stretch is not searched again.
+            spans = [(a, b, fields)]
+            if best is not None:
+                near = _around_jumps(skeleton, best[1], start, max_jump, a, b)
+                if near is not None:
+                    spans.insert(0, (*near, best[1]))
+            for lo, hi, base in spans:
+                for cand in _candidates(solver, find, targets, base, lo, hi, start, max_jump, track, pair):
+                    if np.count_nonzero(cand["converged"]) < np.count_nonzero(ok):
+                        continue
+                    score = _scores(skeleton, cand["q"], start, max_jump, b)
+                    if best is None or score < best[0]:
+                        best = (score, cand)
+                if best is not None and best[0][0][0] == 0:
+                    break
             if best is not None and best[0][0][0] == 0:
                 break
         if best is None or not _better(best[0], _scores(skeleton, q, start, max_jump, b)):
@@ -113,6 +119,47 @@ def search_repair(
             fields[f][:] = initial[1][f]
         replaced = False
     return replaced
+
+
+def _candidates(solver, find, targets, base: dict, lo: int, hi: int, start, max_jump: float, track, steps_of):
+    """The takes ``find`` proposes: ``base`` with frames ``lo`` .. ``hi`` - 1 replaced by each path it finds.
+
+    Each path is measured by the solver (and any frame it missed retried); the rest of the take
+    after ``hi`` is ``base``'s where the path ends back on it, else tracked on from its last frame.
+    """
+    n = len(base["q"])
+    q = base["q"]
+    before = q[lo - 1] if lo > 0 else (q[0] if start is None else start)
+    out = []
+    paths = find(solver, targets[lo:hi], before, max_jump, steps_of=steps_of, incumbent=q[lo:hi],
+                 incumbent_ok=base["converged"][lo:hi])
+    for qg, _ in paths:
+        # The search's answer, measured (and any frame it missed retried) by the solver.
+        part = solver.solve(targets[lo:hi], qg, radius=max_jump)
+        head = {f: np.concatenate([v[:lo], np.asarray(getattr(part, f))]) for f, v in base.items()}
+        if hi < n:
+            # The cheapest path goes on frame by frame; the one back on the incumbent keeps its rest.
+            rest = None if np.array_equal(qg[-1], q[hi - 1]) else track(targets[hi:], part.q[-1])
+            tail = {f: (v[hi:] if rest is None else np.asarray(getattr(rest, f))) for f, v in base.items()}
+            out.append({f: np.concatenate([head[f], tail[f]]) for f in base})
+        else:
+            out.append(head)
+    return out
+
+
+def _around_jumps(skeleton, fields: dict, start, max_jump: float, a: int, b: int) -> tuple[int, int] | None:
+    """Frames ``_NEAR_LEAD`` before the first to ``_NEAR_AFTER`` after the last jump of a take within a .. b - 1.
+
+    None when it has none there, or when that span is most of the stretch (no cheaper search).
+    """
+    q, ok = fields["q"], fields["converged"]
+    steps = take_steps(skeleton, q, start)
+    reached_pair = ok & np.concatenate([[True], ok[:-1]])
+    jumps = np.flatnonzero((steps[a:b] > max_jump) & reached_pair[a:b]) + a
+    if not len(jumps):
+        return None
+    lo, hi = max(int(jumps[0]) - _NEAR_LEAD, a), min(int(jumps[-1]) + _NEAR_AFTER, b)
+    return (lo, hi) if hi - lo < 0.75 * (b - a) else None
 
 
 def _scores(skeleton, q: np.ndarray, start, max_jump: float, end: int) -> tuple[tuple[int, float], tuple[int, float]]:

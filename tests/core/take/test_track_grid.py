@@ -13,7 +13,7 @@ from ik_core.robots import presets as robots
 from ik_core.robots.model import RobotModel
 from ik_core.solvers.base import IKResult
 from ik_core.solvers.dls.solver import DLSSolver
-from ik_core.take import grid
+from ik_core.take import grid, repair
 from ik_core.take.grid import _REACH, _Grids, _shortest_paths, track_grid
 from ik_core.take.held import held_candidates, null_vectors
 from ik_core.take.paths import MISS_PENALTY, candidate_paths, max_step, step_cost
@@ -357,3 +357,37 @@ def test_restarts_past_the_next_value_only_where_it_was_reached(monkeypatch) -> 
     assert counts["reference"] > 0
     assert counts["restarted"] < 0.7 * counts["reference"]
     assert counts["differ"] <= 0.01 * counts["reference"]
+
+
+def test_pair_searches_only_around_the_fold_a_single_variable_left(monkeypatch) -> None:
+    """The robot bench's rail-arm take: the single held variable's search leaves one jump (its grid folds); the
+    pair then searches only around it, from that answer, and the take ends without a jump, every frame reached,
+    in a fraction of the whole stretch's frames."""
+    model = RobotModel.from_urdf(rail_arm_urdf())
+    sk = model.skeleton
+    (tool,) = model.default_tools()
+    rng = np.random.default_rng(14)  # bench/bench_robot_bake.py's rail case
+    lo, hi = np.maximum(sk.lower, -2.0), np.minimum(sk.upper, 2.0)
+    start = rng.uniform(lo + 0.3 * (hi - lo), hi - 0.3 * (hi - lo))
+    q_path = smooth_joint_path(sk.lower, sk.upper, 500, seed=14, start=start, amplitude=0.15)
+    names = list(sk.moving_joint_names)
+    q_path[:, names.index("rail")] = np.linspace(-0.6, 0.6, 500)
+    q_path[:, names.index("turn")] = np.linspace(0.4, 7.4, 500)
+    q_path[:, names.index("shoulder")] = np.linspace(0.8, 4.6, 500)
+    targets = effector_poses(sk, q_path, tool)
+    solver = DLSSolver(sk, tool, mode="full", tolerance=1e-5, rotation_tolerance=1e-5)
+    searched = []
+    real = repair.track_grid
+
+    def spy(solver, targets, before, max_jump, held, **kwargs):
+        paths = real(solver, targets, before, max_jump, held, **kwargs)
+        searched.append((held, len(targets), min(jump_score(sk, q, before, max_jump)[0] for q, _ in paths)))
+        return paths
+
+    monkeypatch.setattr(repair, "track_grid", spy)
+    res = solve_track(solver, targets, q_path[0], max_jump=MAX_JUMP, look_ahead=True)
+    assert res.converged.all()
+    assert jump_score(sk, res.q, q_path[0], MAX_JUMP) == (0, 0.0)
+    (single, frames, single_jumps), (pair, near_frames, pair_jumps) = searched[:2]
+    assert len(single) == 1 and single_jumps > 0  # the fold this search exists for
+    assert len(pair) == 2 and pair_jumps == 0 and near_frames < 0.5 * frames
