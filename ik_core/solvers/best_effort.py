@@ -412,11 +412,14 @@ class BestEffort:
         k = min(starts, len(configs))
         # Nearest library effectors (summed over effectors) to each open target.
         gap = np.add.reduce(np.add.reduce((positions[None] - tp[open_rows][:, None]) ** 2, -1), -1)
+        if beyond is not None and beyond[open_rows].any():
+            far = np.flatnonzero(beyond[open_rows])
+            gap[far] = self._radial_gaps(positions, tp[open_rows[far]])
         pick = np.argpartition(gap, k - 1, axis=1)[:, :k]
         if beyond is not None:
-            # A target beyond reach keeps its local answer unless some start's effector lies
-            # within GLOBAL_RANGE of its distance: the stretched chain is nearer than every
-            # library pose, and descents from those would rarely end nearer.
+            # A target beyond reach keeps its local answer unless some start's effector, moved
+            # out to the target's distance, lies within GLOBAL_RANGE of its distance: no library
+            # pose points its way, and descents from those would rarely end nearer.
             nearest = np.sqrt(np.take_along_axis(gap, pick, axis=1).min(axis=1))
             worth = ~beyond[open_rows] | (nearest < GLOBAL_RANGE * d_local[open_rows])
             open_rows, pick, gap = open_rows[worth], pick[worth], gap[worth]
@@ -462,6 +465,25 @@ class BestEffort:
         q_local[rows] = Xq[better, choice[better]]
         d_local[rows] = best_d[better]
         return self._finish(q, q_local, d_local, tp, tr, q_warm)
+
+    def _radial_gaps(self, positions: np.ndarray, tp: np.ndarray) -> np.ndarray:
+        """(F, L) squared gaps (summed over effectors) of targets beyond reach to library poses pointing their way.
+
+        Beyond reach the closest pose is a stretched one, so the promising starts are the
+        library poses whose effectors point where the target lies from the effector's base
+        point, not those nearest it (all of them far short of it): each library effector is
+        moved out along its ray from the base to the target's distance before measuring.
+
+        Args:
+            positions: (L, E, 3) library effector positions [m].
+            tp: (F, E, 3) target positions [m].
+        """
+        rel_t = tp - self._reach.bases
+        rel_p = positions - self._reach.bases
+        radius = np.sqrt(np.add.reduce(rel_t * rel_t, -1))  # (F, E)
+        length = np.maximum(np.sqrt(np.add.reduce(rel_p * rel_p, -1)), 1e-12)  # (L, E)
+        moved = rel_p[None] * (radius[:, None] / length[None])[..., None]  # (F, L, E, 3)
+        return np.add.reduce(np.add.reduce((moved - rel_t[:, None]) ** 2, -1), -1)
 
     def _leaders(self, tp: np.ndarray, tr: np.ndarray | None) -> np.ndarray:
         """(P,) for each target, the index of the earlier target whose global screening it shares.
