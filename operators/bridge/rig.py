@@ -134,8 +134,10 @@ def foot_bone(arm_obj: bpy.types.Object, tip: bpy.types.PoseBone, name: str = ""
             raise BridgeError(f"armature {arm_obj.name!r} has no foot bone {name!r}; "
                               + name_hint(name, (b.name for b in arm_obj.pose.bones), "bone"))
         if pb.parent != tip:
+            children = ", ".join(repr(c.name) for c in tip.children)
             raise BridgeError(f"foot bone {name!r} is not a child of the chain's tip bone {tip.name!r}; "
-                              f"pick one of {[c.name for c in tip.children]} or clear Foot Bone")
+                              + (f"pick one of {children} or clear Foot Bone" if children else
+                                 f"{tip.name!r} has no child bone: clear Foot Bone"))
         if not pb.bone.use_inherit_rotation:
             raise BridgeError(f"foot bone {name!r} does not inherit its parent's rotation; turn on Inherit "
                               "Rotation or clear Foot Bone")
