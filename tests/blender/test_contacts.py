@@ -50,6 +50,14 @@ def _intervals(chain) -> list[tuple[int, int]]:
     return [(c.frame_start, c.frame_end) for c in chain.contacts]
 
 
+def _mask(chain) -> np.ndarray:
+    """(FRAMES,) True on the frames of the chain's contact intervals."""
+    mask = np.zeros(FRAMES, dtype=bool)
+    for a, b in _intervals(chain):
+        mask[a - 1:b] = True
+    return mask
+
+
 def test_contacts_are_off_for_new_chains_with_the_cores_thresholds(leg, core):
     """A chain starts without contacts, its thresholds are the core's defaults, its list empty."""
     chain = leg.articulate.chains.add()
@@ -98,9 +106,7 @@ def test_bake_plants_the_target_as_the_core_plants_it(leg, core, tmp_path):
     report = _bake(tmp_path / "r.json")
     assert report["missed_frames"] == []
     path = foot_path(FRAMES)
-    mask = np.zeros(FRAMES, dtype=bool)
-    for a, b in _intervals(chain):
-        mask[a - 1:b] = True
+    mask = _mask(chain)
     planted = core.contacts.plant_targets(path, mask, 1.0 / FPS, blend_time=chain.contact_blend)
     want = core.contacts.keep_above_ground(planted.positions, 0.0, REST)
     tips = _tips(leg)
@@ -152,9 +158,7 @@ def test_a_foot_bone_plants_the_ball_as_plant_foot_does(leg_with_foot, core, tmp
     report = _bake(tmp_path / "r.json")
     assert report["missed_frames"] == []
     path = foot_path(FRAMES)
-    mask = np.zeros(FRAMES, dtype=bool)
-    for a, b in _intervals(chain):
-        mask[a - 1:b] = True
+    mask = _mask(chain)
     R = foot_before[:, :3, :3]
     ball = np.array([0.0, np.linalg.norm(BALL), 0.0])  # the ball in the foot bone's frame: its tail
     ball_rest = float(np.percentile((path + R @ ball)[:, 2], 5))
@@ -227,9 +231,7 @@ def test_hips_lower_where_a_planted_target_is_out_of_reach(leg, addon_module, tm
     chain = leg.articulate.chains[0]
     assert _detect() == {"FINISHED"}
     plain = _bake(tmp_path / "plain.json")
-    mask = np.zeros(FRAMES, dtype=bool)
-    for a, b in _intervals(chain):
-        mask[a - 1:b] = True
+    mask = _mask(chain)
     assert set(plain["missed_frames"]) & set(np.flatnonzero(mask) + 1)  # out of reach without the drop
     chain.hips, chain.hips_bone = leg, "Hips"
     report = _bake(tmp_path / "r.json")

@@ -152,6 +152,14 @@ def _played(character, feet: list[str], targets: list) -> tuple[np.ndarray, np.n
     return np.array(frames).transpose(1, 0, 2, 3), np.array(aims).transpose(1, 0, 2)
 
 
+def _line(label: str, m: dict) -> str:
+    """One joint's skate ratio, weighted skate and penetration before -> after."""
+    before, after = m["before"], m["after"]
+    return (f"{label}: skate ratio {before['skate_ratio']:.3%} -> {after['skate_ratio']:.3%}, skate "
+            f"{before['skate_m_per_frame'] * 1e3:.3g} -> {after['skate_m_per_frame'] * 1e3:.3g} mm/frame, "
+            f"penetration {before['penetration_m'] * 1e3:.3g} -> {after['penetration_m'] * 1e3:.3g} mm")
+
+
 def _inside(intervals, frames: np.ndarray) -> np.ndarray:
     return np.any([(frames >= a) & (frames <= b) for a, b in intervals], axis=0)
 
@@ -186,10 +194,7 @@ def test_planted_mocap_feet_skate_less_and_stay_above_the_floor(mocap_blend, tmp
     for entry in report["chains"]:
         contacts = entry["contacts"]
         before, after = contacts["before"], contacts["after"]
-        lines.append(f"{entry['chain']}: skate ratio {before['skate_ratio']:.3%} -> {after['skate_ratio']:.3%}, "
-                     f"skate {before['skate_m_per_frame'] * 1e3:.3g} -> {after['skate_m_per_frame'] * 1e3:.3g} "
-                     f"mm/frame, penetration {before['penetration_m'] * 1e3:.3g} -> "
-                     f"{after['penetration_m'] * 1e3:.3g} mm")
+        lines.append(_line(entry["chain"], contacts))
         # Contacts start under 10 cm/s, so the animated target rarely slides over them already: the share of
         # contact frames sliding never rises and meets issue 27's chain-bake goal; the weighted skate falls.
         assert after["skate_ratio"] <= min(before["skate_ratio"], 0.005), lines[-1]
@@ -199,10 +204,7 @@ def test_planted_mocap_feet_skate_less_and_stay_above_the_floor(mocap_blend, tmp
         assert not inside, f"{entry['chain']}: contact frames missed: {inside[:10]}"
         ball = contacts["ball"]
         before, after = ball["before"], ball["after"]
-        lines.append(f"{entry['chain']} ball ({ball['bone']}): skate ratio {before['skate_ratio']:.3%} -> "
-                     f"{after['skate_ratio']:.3%}, skate {before['skate_m_per_frame'] * 1e3:.3g} -> "
-                     f"{after['skate_m_per_frame'] * 1e3:.3g} mm/frame, penetration "
-                     f"{before['penetration_m'] * 1e3:.3g} -> {after['penetration_m'] * 1e3:.3g} mm")
+        lines.append(_line(f"{entry['chain']} ball ({ball['bone']})", ball))
         assert ball["bone"] == feet["LR".index(entry["chain"][-1])], lines[-1]
         assert after["skate_ratio"] <= 0.005 and after["contact_frames"] > 100, lines[-1]
         assert after["skate_m_per_frame"] < before["skate_m_per_frame"], lines[-1]
