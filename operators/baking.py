@@ -778,7 +778,10 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
     report["warnings"] = pole_warnings(prepared) + planting.empty_list_warnings(
         [p.settings for p in prepared] if plans is not None else []) + [
         w for name, sources in moved_by.items() if name not in shown
-        for w in playback.override_warnings(f"chain {name!r}", sources)]
+        for w in playback.override_warnings(f"chain {name!r}", sources)] + [
+        w for p in prepared if plans and p.settings.name in plans and plans[p.settings.name].foot is not None
+        for w in playback.override_warnings(f"chain {p.settings.name!r}'s foot",
+                                            playback.overriding(arm, [p.source.foot_bone]))]
     for name, fixed in corrections.items():
         still = np.isin(frames, by_name[name]["overridden_frames"])
         report.setdefault("notes", []).append(

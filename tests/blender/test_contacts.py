@@ -182,6 +182,15 @@ def test_a_foot_bone_plants_the_ball_as_plant_foot_does(leg_with_foot, core, tmp
     assert ball_report["after"]["skate_m_per_frame"] == pytest.approx(measure.skate, abs=1e-5)
 
 
+def test_a_foot_its_constraints_turn_is_warned_about(leg_with_foot, tmp_path):
+    """A Copy Rotation on the foot overrides its keys in playback: the bake says so, naming the constraint."""
+    con = leg_with_foot.pose.bones["Sole"].constraints.new("COPY_ROTATION")
+    con.target = bpy.data.objects["Foot"]
+    assert _detect() == {"FINISHED"}
+    report = _bake(tmp_path / "r.json")
+    assert any(w.startswith("chain 'Foot''s foot: Sole follows") and con.name in w for w in report["warnings"])
+
+
 def test_plant_foot_off_plants_the_target_alone(leg_with_foot, addon_module, tmp_path):
     """Plant Foot off: no foot keys, no ball in the report, the ankle as a chain without a foot has it."""
     chain = leg_with_foot.articulate.chains[0]
