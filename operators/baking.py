@@ -164,11 +164,21 @@ def prepare_chains(
                 )
             owner.setdefault(pb.name, chain.name)
         check_target(arm, chain, {b.name for b in bones})
+        try:
+            foot = "" if aim else planting.foot_name(arm, chain, bones[-1])
+        except planting.PlantingFailed as err:
+            raise BakeFailed(str(err)) from None
         source = aiming.chain_source(arm, bones, chain) if aim else bridge.ChainSource(
             arm, bones[0], chain.target, chain.target_bone, chain.pole, chain.pole_bone,
-            tip_bone=bones[-1].name, use_tail=chain.use_tail, influence=(chain, "influence"))
+            tip_bone=bones[-1].name, use_tail=chain.use_tail, influence=(chain, "influence"),
+            foot_bone=foot)
         prepared.append(PreparedChain(chain, bones, skeleton, source, name, requested=solver))
     for p in prepared:
+        if p.source.foot_bone in owner:  # another chain's bone: its keys are that chain's
+            if p.settings.foot_bone:
+                raise BakeFailed(f"chain {p.settings.name!r}: foot bone {p.source.foot_bone!r} is moved by chain "
+                                 f"{owner[p.source.foot_bone]!r}; clear Foot Bone or pick a bone of no chain")
+            p.source.foot_bone = ""
         mine = {b.name for b in p.bones}
         p.shares_with = tuple(o.settings.name for o in prepared
                               if o is not p and mine & {b.name for b in o.bones})
@@ -263,7 +273,8 @@ def _sample_units(scene, frames, units: Sequence[SolveUnit], prepared,
         for u, group in zip(units, out):
             for k, s in zip(u.members, group):
                 try:
-                    plan = planting.plant(scene, prepared[k].settings, s, frames, depsgraph)
+                    plan = planting.plant(scene, prepared[k].settings, s, frames, depsgraph,
+                                          prepared[k].source.foot_bone)
                 except planting.PlantingFailed as err:
                     raise BakeFailed(str(err)) from None
                 if plan is not None:
@@ -716,6 +727,8 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
                     corrections |= _correct_overrides(scene, arm, [units[k] for k in batch], prepared,
                                                       [samples[k] for k in batch], results, frames, moved_by,
                                                       [stretches[k] is None for k in batch])
+        if plans:
+            _write_feet(scene, arm, plans, frames)
     except ArticulateError as err:
         raise BakeFailed(str(err)) from None
     finally:
@@ -765,7 +778,10 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
     report["warnings"] = pole_warnings(prepared) + planting.empty_list_warnings(
         [p.settings for p in prepared] if plans is not None else []) + [
         w for name, sources in moved_by.items() if name not in shown
-        for w in playback.override_warnings(f"chain {name!r}", sources)]
+        for w in playback.override_warnings(f"chain {name!r}", sources)] + [
+        w for p in prepared if plans and p.settings.name in plans and plans[p.settings.name].foot is not None
+        for w in playback.override_warnings(f"chain {p.settings.name!r}'s foot",
+                                            playback.overriding(arm, [p.source.foot_bone]))]
     for name, fixed in corrections.items():
         still = np.isin(frames, by_name[name]["overridden_frames"])
         report.setdefault("notes", []).append(
@@ -857,15 +873,32 @@ def _lower_hips(scene, arm, units, prepared, samples, plans: dict[str, planting.
     return notes
 
 
+def _write_feet(scene, arm, plans: dict[str, planting.ContactPlan], frames) -> None:
+    """Key each planted foot's rotation: its planned world rotation under its leg as solved and keyed."""
+    feet = [plan.foot for plan in plans.values() if plan.foot is not None]
+    if not feet:
+        return
+    names = [f.bone for f in feet]
+    local = bridge.sample_local_rotations(scene, list(frames), arm, names,
+                                          world=np.stack([f.rotations for f in feet], axis=1))
+    bridge.write_bone_rotations(arm, [arm.pose.bones[n] for n in names], np.asarray(frames, dtype=float), local,
+                                replace=(frames[0], frames[-1]))
+
+
 def _report_contacts(scene, arm, prepared, plans: dict[str, planting.ContactPlan], frames, report: dict) -> None:
-    """Per chain with Contacts, skate and penetration of its target before and of its tip in playback after."""
+    """Per chain with Contacts, skate and penetration of its target (and ball of the foot) before and of its tip
+    (and ball) in playback after."""
     chains = [p for p in prepared if p.settings.name in plans]
+    feet = [p for p in chains if plans[p.settings.name].foot is not None]
     sources = [bridge.TipSource(arm, p.bones[-1].name, p.settings.use_tail, p.settings.target, p.settings.target_bone)
-               for p in chains]
+               for p in chains] + [bridge.TipSource(arm, plans[p.settings.name].foot.bone, True, p.settings.target,
+                                                    p.settings.target_bone) for p in feet]
     tips = bridge.sample_tips(scene, list(frames), sources)
+    balls = {p.settings.name: ball[:, :3, 3] for p, (ball, _target) in zip(feet, tips[len(chains):])}
     by_name = {e["chain"]: e for e in report["chains"]}
     for p, (tip, _target) in zip(chains, tips):
-        by_name[p.settings.name]["contacts"] = plans[p.settings.name].report(tip[:, :3, 3], frames)
+        by_name[p.settings.name]["contacts"] = plans[p.settings.name].report(tip[:, :3, 3], frames,
+                                                                             balls.get(p.settings.name))
 
 
 def _levels(prepared: Sequence[PreparedChain]) -> list[int]:

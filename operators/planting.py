@@ -5,7 +5,10 @@ A bake of a chain with **Contacts** on plants its sampled target during each con
 of its list (``ik_core.contacts.plant_targets``: held where it landed, eased out), keeps it above
 the ground (a plane, or a collection's meshes measured by ray casts through the bridge) on every
 frame, and reports foot skate and ground penetration before and after
-(``ik_core.contacts.foot_skate``, the measure of ``bench/bench_contacts.py``).
+(``ik_core.contacts.foot_skate``, the measure of ``bench/bench_contacts.py``). A leg chain with a
+foot bone below its tip (**Plant Foot**) is planted by ``ik_core.contacts.plant_foot`` instead:
+the ankle as above, and the ball of the foot (the foot bone's tail) held through the heel rise
+by the foot's rotation, which the bake keys; the report measures the ball as well.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from ..ik_core.contacts import (
     contact_intervals,
     foot_skate,
     keep_above_ground,
+    plant_foot,
     plant_targets,
     root_drop_for_reach,
 )
@@ -97,6 +101,42 @@ def stored_mask(chain, frames: Sequence[int]) -> np.ndarray:
     return mask
 
 
+def foot_name(arm: bpy.types.Object, chain, tip: bpy.types.PoseBone) -> str:
+    """The chain's foot bone, planted with its target ("" for none: Contacts or Plant Foot off, no foot found).
+
+    Raises:
+        PlantingFailed: A Foot Bone that is missing or no child of the tip (the message names it).
+    """
+    if not (chain.use_contacts and chain.use_foot and chain.use_tail):
+        return ""
+    try:
+        pb = bridge.foot_bone(arm, tip, chain.foot_bone)
+    except bridge.BridgeError as err:
+        raise PlantingFailed(f"chain {chain.name!r}: {err}") from None
+    return pb.name if pb is not None else ""
+
+
+@dataclass
+class FootPlan:
+    """What planting did to the ball of a chain's foot.
+
+    Attributes:
+        bone: The foot bone.
+        contact: (N,) the ball's contact frames (detected on its path with the chain's thresholds).
+        rest: The ball's height above the ground when resting [m].
+        before: (N, 3) the ball as animated: on the animated target, the foot as it played [m].
+        after: (N, 3) the ball on the planted target with the planted foot [m].
+        rotations: (N, 3, 3) planted world rotations of the foot bone (keyed by the bake).
+    """
+
+    bone: str
+    contact: np.ndarray
+    rest: float
+    before: np.ndarray
+    after: np.ndarray
+    rotations: np.ndarray
+
+
 @dataclass
 class ContactPlan:
     """What planting did to one chain's target over a bake.
@@ -109,6 +149,7 @@ class ContactPlan:
         before: (N, 3) the target's positions as animated [m].
         after: (N, 3) the planted targets, above the ground [m].
         frame_time: Seconds between samples.
+        foot: The ball of the foot's planting, or None (no foot bone).
     """
 
     chain: str
@@ -118,34 +159,50 @@ class ContactPlan:
     before: np.ndarray
     after: np.ndarray
     frame_time: float
+    foot: FootPlan | None = None
 
-    def report(self, tips: np.ndarray | None, frames: Sequence[int]) -> dict:
-        """The report's ``contacts`` entry: intervals, and skate and penetration before and after.
-
-        ``tips``: (N, 3) the chain's tip in playback after the bake, or None (not keyed).
-        """
-        level = self.ground + self.rest
+    def _measures(self, contact: np.ndarray, rest: float, before: np.ndarray, after: np.ndarray,
+                  played: np.ndarray | None, frames: Sequence[int]) -> dict:
+        """Intervals, and skate and penetration of one joint before, as planned and (``played``) in playback."""
+        level = self.ground + rest
 
         def measure(p: np.ndarray) -> dict:
-            m = foot_skate(p, self.frame_time, level, self.contact)
+            m = foot_skate(p, self.frame_time, level, contact)
             return {"skate_m_per_frame": m.skate, "skate_ratio": m.skate_ratio, "near_ratio": m.near_ratio,
                     "contact_frames": m.contact_frames, "penetration_m": m.penetration}
 
         entry = {
-            "intervals": [[int(frames[a]), int(frames[b - 1])] for a, b in contact_intervals(self.contact)],
-            "rest_height_m": self.rest,
-            "ground_m": [float(self.ground.min()), float(self.ground.max())],
-            "before": measure(self.before),
-            "planted_target": measure(self.after),
+            "intervals": [[int(frames[a]), int(frames[b - 1])] for a, b in contact_intervals(contact)],
+            "rest_height_m": rest,
+            "before": measure(before),
+            "planted_target": measure(after),
         }
-        if tips is not None:
-            entry["after"] = {**measure(tips), "measured_by": "playback"}
+        if played is not None:
+            entry["after"] = {**measure(played), "measured_by": "playback"}
+        return entry
+
+    def report(self, tips: np.ndarray | None, frames: Sequence[int], balls: np.ndarray | None = None) -> dict:
+        """The report's ``contacts`` entry: intervals, and skate and penetration before and after.
+
+        ``tips``: (N, 3) the chain's tip in playback after the bake, or None (not keyed).
+        ``balls``: (N, 3) the ball of the foot in playback after the bake, or None. With a foot,
+        ``ball`` holds the same measures of the ball over its own contacts.
+        """
+        entry = self._measures(self.contact, self.rest, self.before, self.after, tips, frames)
+        entry["ground_m"] = [float(self.ground.min()), float(self.ground.max())]
+        if self.foot is not None:
+            f = self.foot
+            entry["ball"] = {"bone": f.bone, **self._measures(f.contact, f.rest, f.before, f.after, balls, frames)}
         return entry
 
 
 def plant(scene: bpy.types.Scene, chain, samples: bridge.ChainSamples, frames: range,
-          depsgraph: bpy.types.Depsgraph) -> ContactPlan | None:
+          depsgraph: bpy.types.Depsgraph, foot_bone: str = "") -> ContactPlan | None:
     """Plant a chain's sampled target during its contacts and keep it above the ground (in place).
+
+    With ``foot_bone`` (sampled into ``samples.foot`` and ``samples.ball``), the ball of the foot
+    is planted too (:func:`ik_core.contacts.plant_foot`); the plan's ``foot`` holds the foot's
+    rotations to key.
 
     Returns:
         What was done, or None for a chain without Contacts (its samples untouched).
@@ -163,11 +220,14 @@ def plant(scene: bpy.types.Scene, chain, samples: bridge.ChainSamples, frames: r
     rest = rest_height(chain, p, ground)
     scale = np.linalg.norm(M[:, :3, :3], axis=-2, keepdims=True)
     R = M[:, :3, :3] / scale if chain.use_rotation else None
+    foot = None
     try:
         planted = plant_targets(p, contact, ft, rotations=R, blend_time=chain.contact_blend)
         # Above the ground under each frame: the clamp runs on heights above it, then they are put back.
         lift = np.column_stack([np.zeros((len(p), 2)), ground])
         after = keep_above_ground(planted.positions - lift, 0.0, rest) + lift
+        if foot_bone and samples.foot is not None:
+            after, foot = _plant_ball(chain, foot_bone, samples, p, lift, contact, ft, rest)
     except ArticulateError as err:
         raise PlantingFailed(f"chain {chain.name!r}: {err}") from None
     out = M.copy()
@@ -175,7 +235,26 @@ def plant(scene: bpy.types.Scene, chain, samples: bridge.ChainSamples, frames: r
     if planted.rotations is not None:
         out[:, :3, :3] = planted.rotations * scale
     samples.target = out
-    return ContactPlan(chain.name, contact, ground, rest, p, after, ft)
+    return ContactPlan(chain.name, contact, ground, rest, p, after, ft, foot)
+
+
+def _plant_ball(chain, foot_bone: str, samples: bridge.ChainSamples, p: np.ndarray, lift: np.ndarray,
+                contact: np.ndarray, ft: float, rest: float) -> tuple[np.ndarray, FootPlan]:
+    """The ankle targets (N, 3) and the foot of :func:`ik_core.contacts.plant_foot` for a chain with a foot bone.
+
+    The foot's animated rotation is its world rotation as the frame played before the bake; the
+    ball's offset is its tail from the chain's end then, in the foot's frame; the ground under
+    the ankle is taken for the ball's too.
+    """
+    Rf = samples.foot
+    b = np.mean(np.einsum("nji,nj->ni", Rf, samples.ball - samples.free_tip[:, :3, 3]), axis=0)
+    before = p + Rf @ b
+    ball_rest = max(0.0, float(np.percentile(before[:, 2] - lift[:, 2], 5)))
+    planted = plant_foot(p - lift, Rf, b, ft, 0.0, rest, ball_rest, options(chain), chain.contact_blend,
+                         contact=contact)
+    after = planted.ankle + lift
+    return after, FootPlan(foot_bone, planted.ball_contact, ball_rest, before,
+                           after + planted.rotations @ b, planted.rotations)
 
 
 # Share of a leg's length a planted target may be from its hip: a knee never snaps fully straight.
@@ -214,10 +293,12 @@ def summary(report: dict) -> str:
         contacts = entry.get("contacts")
         if contacts is None:
             continue
-        before, after = contacts["before"], contacts.get("after", contacts["planted_target"])
-        parts.append(f"{entry['chain']}: skate {before['skate_m_per_frame'] * 1000:.3g} -> "
-                     f"{after['skate_m_per_frame'] * 1000:.3g} mm/frame, penetration "
-                     f"{before['penetration_m'] * 1000:.3g} -> {after['penetration_m'] * 1000:.3g} mm")
+        joints = [("", contacts)] + ([("ball: ", contacts["ball"])] if "ball" in contacts else [])
+        parts.append(f"{entry['chain']}: " + ", ".join(
+            f"{label}skate {m['before']['skate_m_per_frame'] * 1000:.3g} -> "
+            f"{m.get('after', m['planted_target'])['skate_m_per_frame'] * 1000:.3g} mm/frame, penetration "
+            f"{m['before']['penetration_m'] * 1000:.3g} -> "
+            f"{m.get('after', m['planted_target'])['penetration_m'] * 1000:.3g} mm" for label, m in joints))
     return "; ".join(parts)
 
 

@@ -184,6 +184,10 @@ class ARTICULATE_PT_contacts(_Panel, bpy.types.Panel):
         col.prop(chain, "hips")
         if chain.hips is not None and chain.hips.type == "ARMATURE":
             col.prop_search(chain, "hips_bone", chain.hips.pose, "bones")
+        col.prop(chain, "use_foot")
+        sub = col.column()
+        sub.active = chain.use_foot
+        sub.prop_search(chain, "foot_bone", arm.pose, "bones")
         layout.operator("articulate.contacts_detect", icon="SNAP_FACE")
         row = layout.row()
         row.template_list("ARTICULATE_UL_contacts", "", chain, "contacts", chain, "active_contact", rows=3)

@@ -178,6 +178,16 @@ class ARTICULATE_PG_chain(bpy.types.PropertyGroup):
     hips_bone: bpy.props.StringProperty(
         name="Hips Bone", description="The bone of Lower Hips to lower (its location is keyed); empty: the object"
     )
+    use_foot: bpy.props.BoolProperty(
+        name="Plant Foot", default=True,
+        description="A leg chain whose tip bone has a foot below it: also hold the ball of the foot (the foot "
+                    "bone's tail) through the heel rise, turning the foot about the ankle (its rotation is keyed)",
+    )
+    foot_bone: bpy.props.StringProperty(
+        name="Foot Bone",
+        description="The bone below the chain's tip whose tail is the ball of the foot; empty: found (a child at "
+                    "the tip's tail reaching forward, e.g. foot.L, ORG-foot.L, LeftAnkle)",
+    )
 
 
 class ARTICULATE_PG_role(bpy.types.PropertyGroup):

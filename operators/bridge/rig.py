@@ -105,6 +105,58 @@ def chain_bones(arm_obj: bpy.types.Object, chain) -> list[bpy.types.PoseBone]:
     return pose_bone_chain(arm_obj, chain.tip_bone, chain.chain_length, chain.root_bone)
 
 
+def _prefix(name: str) -> str:
+    """A generated rig's role prefix of a bone name ("ORG", "DEF", "MCH"; "" for a plain name)."""
+    head, dash, _rest = name.partition("-")
+    return head if dash and head.isupper() else ""
+
+
+def foot_bone(arm_obj: bpy.types.Object, tip: bpy.types.PoseBone, name: str = "") -> bpy.types.PoseBone | None:
+    """The foot of a leg chain ending at ``tip``: the bone whose tail is the ball of the foot.
+
+    ``name`` picks it; empty finds it: a child of ``tip`` whose head lies at ``tip``'s tail
+    (within a tenth of its length) and that reaches further forward than down (a foot, not the
+    next segment of a split shin such as Rigify's ``DEF-shin.L.001``); of several, one with
+    the tip's role prefix (``ORG-``, ``DEF-``, ``MCH-``), then the longest reach forward.
+    Plain rigs (``foot.L``), Rigify's (``ORG-foot.L`` under ``ORG-shin.L``) and BVH skeletons
+    (CMU's ``LeftAnkle`` under ``LeftKnee``, its tail the ``LeftToe`` joint) all match.
+
+    Returns:
+        The foot's pose bone, or None when no child fits (the chain is planted by its tip alone).
+
+    Raises:
+        BridgeError: A named foot that is missing, is not a child of ``tip``, or does not inherit
+            its rotation (its keys could not keep the ball where it is planted).
+    """
+    if name:
+        pb = arm_obj.pose.bones.get(name)
+        if pb is None:
+            raise BridgeError(f"armature {arm_obj.name!r} has no foot bone {name!r}; "
+                              + name_hint(name, (b.name for b in arm_obj.pose.bones), "bone"))
+        if pb.parent != tip:
+            children = ", ".join(repr(c.name) for c in tip.children)
+            raise BridgeError(f"foot bone {name!r} is not a child of the chain's tip bone {tip.name!r}; "
+                              + (f"pick one of {children} or clear Foot Bone" if children else
+                                 f"{tip.name!r} has no child bone: clear Foot Bone"))
+        if not pb.bone.use_inherit_rotation:
+            raise BridgeError(f"foot bone {name!r} does not inherit its parent's rotation; turn on Inherit "
+                              "Rotation or clear Foot Bone")
+        return pb
+    tail = np.array(tip.bone.tail_local)
+    best, rank = None, None
+    for child in tip.children:
+        b = child.bone
+        v = np.array(b.tail_local) - np.array(b.head_local)
+        forward = float(np.hypot(v[0], v[1]))
+        if (np.linalg.norm(np.array(b.head_local) - tail) > 0.1 * tip.bone.length or forward <= abs(v[2])
+                or not b.use_inherit_rotation):
+            continue
+        r = (_prefix(child.name) == _prefix(tip.name), forward)
+        if rank is None or r > rank:
+            best, rank = child, r
+    return best
+
+
 def bone_limit(pb: bpy.types.PoseBone) -> SwingTwistLimit | EulerLimit | None:
     """The rotation limit of a pose bone: its IK limits intersected with Limit Rotation constraints.
 

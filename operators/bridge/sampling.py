@@ -49,6 +49,10 @@ class ChainSamples:
         influence: (N,) the chain's influence on every frame, or None.
         full_target: (N, 4, 4) the target itself where ``target`` was replaced by the goal of a
             chain at partial influence (see ``operators.baking``), else None.
+        foot: (N, 3, 3) world rotation of the chain's foot bone as the frame plays before the
+            bake, or None (no foot bone).
+        ball: (N, 3) world position of the ball of the foot (the foot bone's tail) before the
+            bake, or None.
     """
 
     base: np.ndarray
@@ -57,6 +61,8 @@ class ChainSamples:
     free_tip: np.ndarray | None = None
     influence: np.ndarray | None = None
     full_target: np.ndarray | None = None
+    foot: np.ndarray | None = None
+    ball: np.ndarray | None = None
 
 
 @dataclass
@@ -72,6 +78,7 @@ class ChainSource:
     tip_bone: str = ""  # the chain's end, sampled as ``free_tip`` ("" skips it)
     use_tail: bool = True
     influence: tuple | None = None  # (owner, attribute) read on every frame, e.g. (chain settings, "influence")
+    foot_bone: str = ""  # the foot below the tip, sampled as ``foot`` and ``ball`` ("" skips it)
 
 
 def _pose_buffer(arm_obj: bpy.types.Object, attr: str = "matrix") -> np.ndarray:
@@ -143,16 +150,25 @@ def sample_bones(
     return {name: world[arm.name] @ poses[arm.name][:, index[name]] for name in names}
 
 
+def _unscaled(R: np.ndarray) -> np.ndarray:
+    """Rotation matrices (..., 3, 3) with each axis' (uniform) scale divided out."""
+    return R / np.linalg.norm(R, axis=-2, keepdims=True)
+
+
 def sample_local_rotations(
-    scene: bpy.types.Scene, frames: Sequence[int], arm: bpy.types.Object, names: Sequence[str]
+    scene: bpy.types.Scene, frames: Sequence[int], arm: bpy.types.Object, names: Sequence[str],
+    world: np.ndarray | None = None,
 ) -> np.ndarray:
     """(N, B, 3, 3) each named bone's local rotation as playback evaluates it, constraints included.
 
     The rotation a bone's pose channels would need to give its evaluated matrix: relative to its
     rest, in its parent's evaluated frame (the armature's for a root bone). Scale is divided out
     (uniform scale only). One pass of :func:`_sample`; the current frame is restored.
+
+    ``world``: (N, B, 3, 3) world rotations wanted instead of the evaluated ones: the local
+    rotations that give them under each bone's evaluated parent (a bone that inherits rotation).
     """
-    _world, poses, bone_index, _values = _sample(scene, frames, {}, {arm.name: arm})
+    W, poses, bone_index, _values = _sample(scene, frames, {}, {arm.name: arm})
     P, index = poses[arm.name], bone_index[arm.name]
     out = np.empty((len(frames), len(names), 3, 3))
     for k, name in enumerate(names):
@@ -160,8 +176,12 @@ def sample_local_rotations(
         rest = matrix_to_array(bone.matrix_local)
         if bone.parent is not None:
             rest = P[:, index[bone.parent.name]] @ np.linalg.inv(matrix_to_array(bone.parent.matrix_local)) @ rest
-        local = (np.linalg.inv(rest) @ P[:, index[name]])[..., :3, :3]
-        out[:, k] = local / np.linalg.norm(local, axis=-2, keepdims=True)
+        pose = P[:, index[name]]
+        if world is not None:  # in armature space, with the evaluated bone's scale
+            pose = pose.copy()
+            pose[:, :3, :3] = (np.swapaxes(_unscaled(W[arm.name][:, :3, :3]), -1, -2) @ world[:, k]
+                               * np.linalg.norm(pose[:, :3, :3], axis=-2, keepdims=True))
+        out[:, k] = _unscaled((np.linalg.inv(rest) @ pose)[..., :3, :3])
     return out
 
 
@@ -235,6 +255,10 @@ def sample_chains(
                 free_tip[:, :3, 3] += arm.pose.bones[src.tip_bone].bone.length * free_tip[:, :3, 1]
         influence = values[:, next(column)].copy() if src.influence is not None else None
         out.append(ChainSamples(base, world_of(src.target, src.target_bone).copy(), pole, free_tip, influence))
+        if src.foot_bone:
+            foot = world_of(arm, src.foot_bone)
+            out[-1].foot = _unscaled(foot[:, :3, :3])
+            out[-1].ball = foot[:, :3, 3] + arm.pose.bones[src.foot_bone].bone.length * foot[:, :3, 1]
     return out
 
 

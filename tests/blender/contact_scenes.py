@@ -34,9 +34,14 @@ def foot_path(frames: int, jitter: float = 0.003, seed: int = 3, dips: tuple[int
     return out
 
 
-def build_leg_scene(addon_module, frames: int = 60, hips_keys: bool = True) -> bpy.types.Object:
-    """A fresh file: armature "Leg" (Hips > Thigh > Shin, ankle at the shin's tail) walking +x at 0.5 m/s
-    (its Hips bone keyed), empty "Foot" on :func:`foot_path`, and chain "Foot" (Shin, two bones, to Foot)."""
+# The foot bone of :func:`build_leg_scene` with ``foot``: from the ankle forward and down to the ball.
+BALL = (0.14, 0.0, -0.06)
+
+
+def build_leg_scene(addon_module, frames: int = 60, hips_keys: bool = True, foot: bool = False) -> bpy.types.Object:
+    """A fresh file: armature "Leg" (Hips > Thigh > Shin, ankle at the shin's tail; with ``foot`` a bone "Sole"
+    under the Shin from the ankle to the ball of the foot, :data:`BALL`) walking +x at 0.5 m/s (its Hips bone
+    keyed), empty "Foot" on :func:`foot_path`, and chain "Foot" (Shin, two bones, to Foot)."""
     bridge = addon_module("operators.bridge")
     compat = addon_module("operators.compat")
     bpy.ops.wm.read_homefile(use_empty=True)
@@ -45,7 +50,11 @@ def build_leg_scene(addon_module, frames: int = 60, hips_keys: bool = True) -> b
     scene.frame_start, scene.frame_end = 1, frames
     heads = np.array([[0.0, 0.1, HIP], [0.0, 0.1, HIP], [0.03, 0.1, HIP / 2]])
     tails = np.array([[0.0, 0.1, HIP + 0.15], [0.03, 0.1, HIP / 2], [0.0, 0.1, 0.0]])
-    arm = bridge.create_armature("Leg", heads, tails, [-1, 0, 1], ["Hips", "Thigh", "Shin"])
+    names, parents = ["Hips", "Thigh", "Shin"], [-1, 0, 1]
+    if foot:
+        heads, tails = np.vstack([heads, tails[2]]), np.vstack([tails, tails[2] + BALL])
+        names, parents = names + ["Sole"], parents + [2]
+    arm = bridge.create_armature("Leg", heads, tails, parents, names)
     if hips_keys:  # the hips move forward: the Hips bone points up (+z), so world +x is its local +x
         t = np.arange(frames, dtype=float)
         channels = [compat.Channel(compat.bone_data_path("Hips", "location"), i, "Hips") for i in range(3)]

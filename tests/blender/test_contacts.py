@@ -11,7 +11,7 @@ import json
 import bpy
 import numpy as np
 import pytest
-from contact_scenes import FPS, REST, build_leg_scene, foot_path
+from contact_scenes import BALL, FPS, REST, build_leg_scene, foot_path
 from strict_layout import draw_panel, drawn_operators, drawn_props
 from test_operator_failures import differences, fingerprint
 
@@ -48,6 +48,14 @@ def _tips(arm) -> np.ndarray:
 
 def _intervals(chain) -> list[tuple[int, int]]:
     return [(c.frame_start, c.frame_end) for c in chain.contacts]
+
+
+def _mask(chain) -> np.ndarray:
+    """(FRAMES,) True on the frames of the chain's contact intervals."""
+    mask = np.zeros(FRAMES, dtype=bool)
+    for a, b in _intervals(chain):
+        mask[a - 1:b] = True
+    return mask
 
 
 def test_contacts_are_off_for_new_chains_with_the_cores_thresholds(leg, core):
@@ -98,9 +106,7 @@ def test_bake_plants_the_target_as_the_core_plants_it(leg, core, tmp_path):
     report = _bake(tmp_path / "r.json")
     assert report["missed_frames"] == []
     path = foot_path(FRAMES)
-    mask = np.zeros(FRAMES, dtype=bool)
-    for a, b in _intervals(chain):
-        mask[a - 1:b] = True
+    mask = _mask(chain)
     planted = core.contacts.plant_targets(path, mask, 1.0 / FPS, blend_time=chain.contact_blend)
     want = core.contacts.keep_above_ground(planted.positions, 0.0, REST)
     tips = _tips(leg)
@@ -120,6 +126,80 @@ def test_bake_plants_the_target_as_the_core_plants_it(leg, core, tmp_path):
     assert after["skate_ratio"] < before["skate_ratio"]
     measure = core.contacts.foot_skate(tips, 1.0 / FPS, REST, mask)
     assert after["skate_m_per_frame"] == pytest.approx(measure.skate, abs=1e-5)
+    assert "ball" not in contacts  # no bone below the shin: planted by its target alone, as before
+
+
+@pytest.fixture
+def leg_with_foot(empty_scene, addon_module):
+    """The walking leg with a foot bone "Sole" under the shin (ankle to the ball of the foot)."""
+    arm = build_leg_scene(addon_module, FRAMES, foot=True)
+    chain = arm.articulate.chains[0]
+    chain.rest_height_auto, chain.rest_height = False, REST
+    return arm
+
+
+def _bone_frames(arm, name: str) -> np.ndarray:
+    """(FRAMES, 4, 4) a bone's world frame in playback."""
+    out = []
+    for f in range(1, FRAMES + 1):
+        bpy.context.scene.frame_set(f)
+        out.append(np.array(arm.matrix_world @ arm.pose.bones[name].matrix))
+    return np.array(out)
+
+
+def test_a_foot_bone_plants_the_ball_as_plant_foot_does(leg_with_foot, core, tmp_path):
+    """The bone under the shin is found as the foot; in playback the ankle and the foot's rotation are plant_foot's
+    of the target's path and the foot's rotation before the bake (keyed on the foot), its ball skates less and
+    stays above the ground; frames outside both contacts keep the foot's rotation; the report measures the ball."""
+    arm = leg_with_foot
+    chain = arm.articulate.chains[0]
+    assert _detect() == {"FINISHED"}
+    foot_before = _bone_frames(arm, "Sole")
+    report = _bake(tmp_path / "r.json")
+    assert report["missed_frames"] == []
+    path = foot_path(FRAMES)
+    mask = _mask(chain)
+    R = foot_before[:, :3, :3]
+    ball = np.array([0.0, np.linalg.norm(BALL), 0.0])  # the ball in the foot bone's frame: its tail
+    ball_rest = float(np.percentile((path + R @ ball)[:, 2], 5))
+    want = core.contacts.plant_foot(path, R, ball, 1.0 / FPS, 0.0, REST, ball_rest,
+                                    core.contacts.ContactOptions(), chain.contact_blend, contact=mask)
+    foot_after = _bone_frames(arm, "Sole")
+    assert np.abs(_tips(arm) - want.ankle).max() < 2e-4
+    assert np.abs(foot_after[:, :3, :3] - want.rotations).max() < 1e-4  # float32 keys
+    assert want.ball_contact.sum() > mask.sum() / 2
+    free = ~mask & ~want.ball_contact & np.all(want.ankle == path, axis=1)
+    assert free.sum() >= 10 and np.abs(foot_after[free, :3, :3] - R[free]).max() < 1e-4
+    contacts = report["chains"][0]["contacts"]
+    ball_report = contacts["ball"]
+    assert ball_report["bone"] == "Sole" and ball_report["after"]["measured_by"] == "playback"
+    assert [tuple(i) for i in ball_report["intervals"]] == [
+        (int(a) + 1, int(b)) for a, b in core.contacts.contact_intervals(want.ball_contact)]
+    assert ball_report["after"]["skate_m_per_frame"] < 0.6 * ball_report["before"]["skate_m_per_frame"]
+    assert ball_report["after"]["penetration_m"] <= 1e-3
+    played = foot_after[:, :3, 3] + foot_after[:, :3, 1] * np.linalg.norm(BALL)
+    measure = core.contacts.foot_skate(played, 1.0 / FPS, ball_rest, want.ball_contact)
+    assert ball_report["after"]["skate_m_per_frame"] == pytest.approx(measure.skate, abs=1e-5)
+
+
+def test_a_foot_its_constraints_turn_is_warned_about(leg_with_foot, tmp_path):
+    """A Copy Rotation on the foot overrides its keys in playback: the bake says so, naming the constraint."""
+    con = leg_with_foot.pose.bones["Sole"].constraints.new("COPY_ROTATION")
+    con.target = bpy.data.objects["Foot"]
+    assert _detect() == {"FINISHED"}
+    report = _bake(tmp_path / "r.json")
+    assert any(w.startswith("chain 'Foot''s foot: Sole follows") and con.name in w for w in report["warnings"])
+
+
+def test_plant_foot_off_plants_the_target_alone(leg_with_foot, addon_module, tmp_path):
+    """Plant Foot off: no foot keys, no ball in the report, the ankle as a chain without a foot has it."""
+    chain = leg_with_foot.articulate.chains[0]
+    assert _detect() == {"FINISHED"}
+    chain.use_foot = False
+    report = _bake(tmp_path / "r.json")
+    assert "ball" not in report["chains"][0]["contacts"]
+    fcurves = addon_module("operators.compat").iter_fcurves(leg_with_foot)
+    assert not any('"Sole"' in fc.data_path for fc in fcurves)
 
 
 def test_a_chain_without_contacts_bakes_as_before(leg, tmp_path):
@@ -160,9 +240,7 @@ def test_hips_lower_where_a_planted_target_is_out_of_reach(leg, addon_module, tm
     chain = leg.articulate.chains[0]
     assert _detect() == {"FINISHED"}
     plain = _bake(tmp_path / "plain.json")
-    mask = np.zeros(FRAMES, dtype=bool)
-    for a, b in _intervals(chain):
-        mask[a - 1:b] = True
+    mask = _mask(chain)
     assert set(plain["missed_frames"]) & set(np.flatnonzero(mask) + 1)  # out of reach without the drop
     chain.hips, chain.hips_bone = leg, "Hips"
     report = _bake(tmp_path / "r.json")
@@ -237,6 +315,8 @@ def _refused(op, match: str) -> None:
     ("nothing_under", "has no surface under the target on any frame"),
     ("connected_hips", "bone 'Shin' is connected to its parent"),
     ("locked_hips", "bone 'Hips' has its location locked"),
+    ("missing_foot", "has no foot bone 'Toe'"),
+    ("foot_of_another_bone", "foot bone 'Thigh' is not a child of the chain's tip bone 'Shin'"),
 ])
 def test_bad_contact_settings_are_refused_and_change_nothing(leg, case, match):
     """Each bad setting is named by the bake, which leaves keys, markers and settings as they were."""
@@ -255,6 +335,10 @@ def test_bad_contact_settings_are_refused_and_change_nothing(leg, case, match):
             obj.location.x = 50.0
     elif case == "connected_hips":
         chain.hips, chain.hips_bone = leg, "Shin"
+    elif case == "missing_foot":
+        chain.foot_bone = "Toe"
+    elif case == "foot_of_another_bone":
+        chain.foot_bone = "Thigh"
     else:
         chain.hips, chain.hips_bone = leg, "Hips"
         leg.pose.bones["Hips"].lock_location[2] = True
