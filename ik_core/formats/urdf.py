@@ -40,22 +40,36 @@ __all__ = [
 ]
 
 
-def _number(elem: ET.Element | None, attr: str, default: float, where: str) -> float:
-    text = None if elem is None else elem.get(attr)
+def _number(elem: ET.Element, attr: str, default: float, name: str) -> float:
+    text = elem.get(attr)
     if text is None:
         return default
+    value = _finite_float(text)
+    if value is None:
+        try:
+            float(text)
+            problem = "must be a finite number"
+        except ValueError:
+            problem = "is not a number"
+        raise URDFError(f"joint {name!r}: <{elem.tag} {attr}='{text}'> {problem}")
+    return value
+
+
+# This and _three_floats are cached: files repeat their numbers thousands of times (the limits of
+# like joints, "0 0 0", "0 0 1"), and a hit skips the parse and the finiteness checks in Python.
+@functools.lru_cache(maxsize=4096)
+def _finite_float(text: str) -> float | None:
+    """``text`` as a finite float, or None."""
     try:
         value = float(text)
     except ValueError:
-        raise URDFError(f"{where}: <{elem.tag} {attr}='{text}'> is not a number") from None
-    if not math.isfinite(value):
-        raise URDFError(f"{where}: <{elem.tag} {attr}='{text}'> must be a finite number")
-    return value
+        return None
+    return value if math.isfinite(value) else None
 
 
 @functools.lru_cache(maxsize=4096)
 def _three_floats(text: str) -> tuple[float, float, float] | None:
-    """``"x y z"`` as 3 finite floats, or None; cached: files repeat "0 0 0" and "0 0 1" thousands of times."""
+    """``"x y z"`` as 3 finite floats, or None."""
     try:
         x, y, z = map(float, text.split())
     except ValueError:  # not numbers, or not three of them
@@ -63,82 +77,76 @@ def _three_floats(text: str) -> tuple[float, float, float] | None:
     return (x, y, z) if math.isfinite(x) and math.isfinite(y) and math.isfinite(z) else None
 
 
-def _vector(elem: ET.Element | None, attr: str, default: tuple[float, ...], where: str) -> tuple[float, ...]:
+_ZERO = (0.0, 0.0, 0.0)
+_X = (1.0, 0.0, 0.0)
+
+
+def _vector(elem: ET.Element | None, attr: str, default: tuple[float, ...], name: str) -> tuple[float, ...]:
     text = None if elem is None else elem.get(attr)
     if text is None:
         return default
     values = _three_floats(text)
     if values is None:
-        raise URDFError(f"{where}: <{elem.tag} {attr}='{text}'> needs 3 finite numbers")
+        raise URDFError(f"joint {name!r}: <{elem.tag} {attr}='{text}'> needs 3 finite numbers")
     return values
 
 
-def _link_ref(elem: ET.Element, tag: str, where: str) -> str:
+def _link_ref(elem: ET.Element, tag: str, name: str) -> str:
     ref = elem.find(tag)
-    if ref is None:
-        raise URDFError(f"{where}: missing <{tag} link='...'> element")
-    if not ref.get("link"):
-        raise URDFError(f"{where}: <{tag}> has no link attribute")
-    return ref.get("link")
-
-
-def _parse_joint(elem: ET.Element, number: int, notes: list[str]) -> UrdfJoint:
-    name = elem.get("name")
-    if not name:
-        raise URDFError(f"<joint> number {number} (counting from 1) has no name attribute")
-    try:
-        return _joint_fields(elem, name, notes)
-    except URDFElementError:
-        raise
-    except URDFError as e:
-        raise URDFElementError("joint", name, str(e)) from None
+    link = None if ref is None else ref.get("link")
+    if not link:
+        problem = f"missing <{tag} link='...'> element" if ref is None else f"<{tag}> has no link attribute"
+        raise URDFError(f"joint {name!r}: {problem}")
+    return link
 
 
 def _joint_fields(elem: ET.Element, name: str, notes: list[str]) -> UrdfJoint:
-    where, jtype = f"joint {name!r}", elem.get("type")
+    # Run once per joint (100,000 times in a big file): the message prefix "joint 'name'" is
+    # only written when something is wrong, and children are found with C-level find().
+    jtype = elem.get("type")
     if jtype not in URDF_JOINT_TYPES:
         raise URDFError(unsupported_type_message(name, jtype))
-    parent, child = _link_ref(elem, "parent", where), _link_ref(elem, "child", where)
-    origin, axis_elem, limit = elem.find("origin"), elem.find("axis"), elem.find("limit")
-    xyz = _vector(origin, "xyz", (0.0, 0.0, 0.0), where)
-    rpy = _vector(origin, "rpy", (0.0, 0.0, 0.0), where)
-    axis = (1.0, 0.0, 0.0)
+    parent, child = _link_ref(elem, "parent", name), _link_ref(elem, "child", name)
+    origin = elem.find("origin")
+    xyz, rpy = (_ZERO, _ZERO) if origin is None else (
+        _vector(origin, "xyz", _ZERO, name), _vector(origin, "rpy", _ZERO, name))
+    axis, lower, upper, velocity, effort = _X, -math.inf, math.inf, math.inf, math.inf
     if jtype in MOVING_JOINT_TYPES:  # fixed joints often carry a meaningless axis="0 0 0"
-        axis = _vector(axis_elem, "xyz", axis, where)
+        axis_elem, limit = elem.find("axis"), elem.find("limit")
+        axis = _vector(axis_elem, "xyz", _X, name)
         norm = math.sqrt(axis[0] * axis[0] + axis[1] * axis[1] + axis[2] * axis[2])
         if norm < 1e-12:
-            raise URDFError(f"{where}: <axis xyz='{axis_elem.get('xyz')}'> must be a non-zero vector")
+            raise URDFError(f"joint {name!r}: <axis xyz='{axis_elem.get('xyz')}'> must be a non-zero vector")
         if norm != 1.0:
             axis = (axis[0] / norm, axis[1] / norm, axis[2] / norm)
-    lower, upper, velocity, effort = -math.inf, math.inf, math.inf, math.inf
-    if jtype == "revolute" or jtype == "prismatic":
-        if limit is None:
-            raise URDFError(
-                f"{where}: a {jtype} joint needs a <limit> element with lower, upper, effort and "
-                "velocity (URDF spec); use type 'continuous' for an unlimited revolute joint"
-            )
-        lower, upper = _number(limit, "lower", 0.0, where), _number(limit, "upper", 0.0, where)
-        if lower > upper:
-            raise URDFError(
-                f"{where}: <limit lower='{limit.get('lower')}' upper='{limit.get('upper')}'> "
-                "has lower > upper"
-            )
-    if jtype in MOVING_JOINT_TYPES and limit is not None:
-        velocity = _number(limit, "velocity", math.inf, where)
-        effort = _number(limit, "effort", math.inf, where)
-        if velocity < 0 or effort < 0:  # urdfdom reads them as written; a limit cannot be negative
-            bad = "velocity" if velocity < 0 else "effort"
-            notes.append(f"{where}: <limit {bad}='{limit.get(bad)}'> is negative; read as unknown")
-            velocity, effort = (math.inf if velocity < 0 else velocity), (math.inf if effort < 0 else effort)
-        velocity = velocity if velocity > 0 else math.inf  # generators write 0 for "unspecified"
+        if jtype != "continuous":
+            if limit is None:
+                raise URDFError(
+                    f"joint {name!r}: a {jtype} joint needs a <limit> element with lower, upper, effort "
+                    "and velocity (URDF spec); use type 'continuous' for an unlimited revolute joint"
+                )
+            lower, upper = _number(limit, "lower", 0.0, name), _number(limit, "upper", 0.0, name)
+            if lower > upper:
+                raise URDFError(
+                    f"joint {name!r}: <limit lower='{limit.get('lower')}' upper='{limit.get('upper')}'> "
+                    "has lower > upper"
+                )
+        if limit is not None:
+            velocity = _number(limit, "velocity", math.inf, name)
+            effort = _number(limit, "effort", math.inf, name)
+            if velocity < 0 or effort < 0:  # urdfdom reads them as written; a limit cannot be negative
+                bad = "velocity" if velocity < 0 else "effort"
+                notes.append(f"joint {name!r}: <limit {bad}='{limit.get(bad)}'> is negative; read as unknown")
+                velocity, effort = (math.inf if velocity < 0 else velocity), (math.inf if effort < 0 else effort)
+            velocity = velocity if velocity > 0 else math.inf  # generators write 0 for "unspecified"
     mimic, mimic_elem = None, elem.find("mimic")
     if mimic_elem is not None:
         if not mimic_elem.get("joint"):
-            raise URDFError(f"{where}: <mimic> has no joint attribute")
+            raise URDFError(f"joint {name!r}: <mimic> has no joint attribute")
         mimic = Mimic(
             mimic_elem.get("joint"),
-            _number(mimic_elem, "multiplier", 1.0, where),
-            _number(mimic_elem, "offset", 0.0, where),
+            _number(mimic_elem, "multiplier", 1.0, name),
+            _number(mimic_elem, "offset", 0.0, name),
         )
     return UrdfJoint(name, jtype, parent, child, xyz, rpy, axis, lower, upper, velocity, effort, mimic)
 
@@ -291,11 +299,20 @@ def _parse_document(document: _Document) -> UrdfModel:
     try:
         if root.tag != "robot":
             raise URDFError(f"the root element is <{root.tag}>, expected <robot>")
-        links = [elem.get("name") for elem in root.iterfind("link")]
+        # findall of a plain tag runs in C, over the root's children only (iterfind would run in Python).
+        links = [elem.get("name") for elem in root.findall("link")]
         if not all(links):
             number = [bool(n) for n in links].index(False) + 1
             raise URDFError(f"<link> number {number} (counting from 1) has no name attribute")
-        parsed = [_parse_joint(elem, n, notes) for n, elem in enumerate(root.iterfind("joint"), 1)]
+        parsed = []
+        for number, elem in enumerate(root.findall("joint"), 1):
+            name = elem.get("name")
+            if not name:
+                raise URDFError(f"<joint> number {number} (counting from 1) has no name attribute")
+            try:
+                parsed.append(_joint_fields(elem, name, notes))
+            except URDFError as e:
+                raise URDFElementError("joint", name, str(e)) from None
         joints, mimic_notes = usable_mimics(parsed)
         notes.extend(mimic_notes)
         for j in joints:

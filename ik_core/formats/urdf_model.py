@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -13,6 +15,7 @@ import numpy as np
 
 from ..errors import SkeletonError, UnknownNameError, URDFError
 from ..model.skeleton import Effector, Joint, JointKind, Mimic, Skeleton
+from .urdf_tree import LinkTree
 
 MOVING_JOINT_TYPES: tuple[str, ...] = ("revolute", "continuous", "prismatic")
 # Joint types a skeleton represents as they are; floating and planar joints are read (urdfdom
@@ -22,6 +25,7 @@ HELD_JOINT_TYPES: tuple[str, ...] = ("floating", "planar")
 URDF_JOINT_TYPES: tuple[str, ...] = (*SUPPORTED_JOINT_TYPES, *HELD_JOINT_TYPES)
 _KINDS = {t: JointKind(t) for t in SUPPORTED_JOINT_TYPES}
 _URDF_TYPE_SET = frozenset(URDF_JOINT_TYPES)
+_TYPE, _PARENT, _CHILD = operator.attrgetter("type"), operator.attrgetter("parent"), operator.attrgetter("child")
 
 
 class URDFElementError(URDFError):
@@ -131,12 +135,18 @@ class UrdfModel:
     @cached_property
     def root_link(self) -> str:
         """The link that is no joint's child."""
-        children = self._by_child
-        return next(link for link in self.links if link not in children)
+        return self.links[int(np.argmin(self.tree.has_joint))]
 
     @cached_property
-    def _link_set(self) -> frozenset[str]:
-        return frozenset(self.links)
+    def _link_index(self) -> dict[str, int]:
+        return {name: k for k, name in enumerate(self.links)}
+
+    @cached_property
+    def _joint_links(self) -> tuple[np.ndarray, np.ndarray]:
+        """(J,) parent and (J,) child link index of each joint; -1 for a name that is no link."""
+        get, count, none = self._link_index.get, len(self.joints), itertools.repeat(-1)
+        return (np.fromiter(map(get, map(_PARENT, self.joints), none), np.intp, count),
+                np.fromiter(map(get, map(_CHILD, self.joints), none), np.intp, count))
 
     @cached_property
     def _by_child(self) -> dict[str, UrdfJoint]:
@@ -149,6 +159,27 @@ class UrdfModel:
     @cached_property
     def _resolved_mimics(self) -> dict[str, Mimic]:
         return resolve_mimics(self.joints)
+
+    @cached_property
+    def tree(self) -> LinkTree:
+        """The links as a tree of indices (:attr:`links` order), for questions asked of every link at once."""
+        return LinkTree(len(self.links), *self._joint_links)
+
+    @cached_property
+    def moving(self) -> np.ndarray:
+        """(J,) bool, whether each joint of :attr:`joints` moves (:attr:`UrdfJoint.moves`)."""
+        return np.fromiter((j.type in MOVING_JOINT_TYPES for j in self.joints), bool, len(self.joints))
+
+    def link_index(self, name: str) -> int:
+        """The index of link ``name`` in :attr:`links` (and in :attr:`tree`).
+
+        Raises:
+            UnknownNameError: If no link has that name; the message lists the links.
+        """
+        index = self._link_index.get(name)
+        if index is None:
+            raise UnknownNameError("link", name, self.links)
+        return index
 
     def leaf_links(self, base_link: str | None = None) -> list[str]:
         """Links without child joints below ``base_link`` (default: the root), depth first."""
@@ -260,8 +291,7 @@ class UrdfModel:
         return order
 
     def _check_link(self, name: str) -> str:
-        if name not in self._link_set:
-            raise UnknownNameError("link", name, self.links)
+        self.link_index(name)
         return name
 
 
@@ -346,18 +376,41 @@ def _names(items: Sequence[str]) -> str:
 def _check_tree(model: UrdfModel) -> None:
     """Raise :class:`URDFError` unless the joints connect the links into exactly one tree.
 
-    Linear in the number of joints and links (sets and dicts, no list scans).
+    O(L log depth): names are checked in sets and dicts, the tree in whole-array steps.
     """
     if not model.links:
         raise URDFError(f"robot {model.name!r} has no <link> element")
-    links = model._link_set
-    for kind, every, unique in (("link", model.links, links), ("joint", model.joints, model._by_name)):
+    for kind, every, unique in (("link", model.links, model._link_index), ("joint", model.joints, model._by_name)):
         if len(unique) != len(every):  # some name is repeated: which ones
             names = every if kind == "link" else [j.name for j in every]
             repeated = sorted(n for n, count in Counter(names).items() if count > 1)
             raise URDFElementError(
                 kind, repeated[0], f"{kind} names must be unique; repeated: {_names(repeated)}", occurrence=1)
-    types = _URDF_TYPE_SET
+    parents, children = model._joint_links
+    if (not _URDF_TYPE_SET.issuperset(map(_TYPE, model.joints)) or (parents < 0).any() or (children < 0).any()
+            or np.bincount(children, minlength=1).max() > 1):
+        _raise_first_bad_joint(model)
+    tree = model.tree
+    roots = [model.links[k] for k in np.flatnonzero(~tree.has_joint).tolist()]
+    if len(roots) > 1:
+        shown = _names(roots[:10]) + (f" and {len(roots) - 10} more" if len(roots) > 10 else "")
+        raise URDFElementError(
+            "link", roots[1],
+            f"robot {model.name!r} has {len(roots)} root links (links that are no joint's child): "
+            f"{shown}; a URDF must form one connected tree: join them with a (fixed) joint",
+        )
+    end, _ = tree.climb()
+    cyclic = [model.links[k] for k in np.flatnonzero(end != (model.link_index(roots[0]) if roots else -1))]
+    if cyclic:
+        raise URDFElementError(
+            "joint", model._by_child[cyclic[0]].name,
+            f"the joints form a cycle through links {_names(cyclic[:10])}; a URDF must form a tree")
+    _check_mimics(model._by_name)
+
+
+def _raise_first_bad_joint(model: UrdfModel) -> None:
+    """Raise about the first joint of a bad type, naming a missing link, or entering a link a joint entered before."""
+    links, types = model._link_index, _URDF_TYPE_SET
     parent_joint: dict[str, UrdfJoint] = {}
     for j in model.joints:
         if j.type not in types:
@@ -373,21 +426,6 @@ def _check_tree(model: UrdfModel) -> None:
                 f"{j.name!r}; a URDF must form a tree",
             )
         parent_joint[j.child] = j
-    roots = [link for link in model.links if link not in parent_joint]
-    if len(roots) > 1:
-        shown = _names(roots[:10]) + (f" and {len(roots) - 10} more" if len(roots) > 10 else "")
-        raise URDFElementError(
-            "link", roots[1],
-            f"robot {model.name!r} has {len(roots)} root links (links that are no joint's child): "
-            f"{shown}; a URDF must form one connected tree: join them with a (fixed) joint",
-        )
-    reached = {roots[0], *(j.child for j in model.joints_below(roots[0]))} if roots else set()
-    cyclic = [link for link in model.links if link not in reached]
-    if cyclic:
-        raise URDFElementError(
-            "joint", parent_joint[cyclic[0]].name,
-            f"the joints form a cycle through links {_names(cyclic[:10])}; a URDF must form a tree")
-    _check_mimics(model._by_name)
 
 
 def _check_mimics(by_name: dict[str, UrdfJoint]) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from .presets import preset_info
 
 SCHEMA = "articulate-robot-model/1"
 _TOOL_NAMES = ("tool", "tcp", "flange", "end_effector", "ee_link", "eef")  # lower-case parts of tool link names
+_TOOL_PATTERN = re.compile("|".join(map(re.escape, _TOOL_NAMES)))
 
 
 def _finite_or_none(value: float) -> float | None:
@@ -177,33 +179,27 @@ class RobotModel:
         return np.clip(q, skeleton.lower, skeleton.upper)
 
     @cached_property
-    def _joint_of_child(self) -> dict:
-        """Link name -> the joint it hangs from (the root link has none)."""
-        return {j.child: j for j in self.urdf.joints}
+    def _nearest_moving(self) -> np.ndarray:
+        """(L,) per link of ``urdf.links``, the nearest moving joint at or above it, or -1.
 
-    @cached_property
-    def _nearest_moving(self) -> dict[str, str | None]:
-        """Link name -> the nearest moving joint at or above it (the one it hangs from, if it moves), or None."""
-        root = self.urdf.root_link
-        nearest: dict[str, str | None] = {root: None}
-        for j in self.urdf.joints_below(root):
-            nearest[j.child] = j.name if j.moves else nearest[j.parent]
-        return nearest
+        That joint is the one the link hangs from, if it moves; it is named by its child link's index.
+        """
+        tree = self.urdf.tree
+        return tree.nearest(tree.child_flags(self.urdf.moving))
 
     def links_below(self, base_link: str | None = None) -> list[str]:
         """Links that can be a tool of a chain from ``base_link``: those below it with a moving joint between.
 
-        Document order; linear in the number of joints.
+        Document order; O(L log depth) in whole-array steps.
 
         Raises:
             UnknownNameError: ``base_link`` is not a link of the robot (the message lists them).
         """
-        base = base_link or self.urdf.root_link
-        self.urdf.leaf_links(base)  # validates the name
-        moved = {base: False}
-        for j in self.urdf.joints_below(base):
-            moved[j.child] = moved[j.parent] or j.moves
-        return [link for link in self.urdf.links if moved.get(link)]
+        base = self.urdf.link_index(base_link or self.urdf.root_link)
+        tree = self.urdf.tree
+        end, moved = tree.climb(tree.child_flags(self.urdf.moving), stop=base)
+        links = self.urdf.links
+        return [links[k] for k in np.flatnonzero(moved & (end == base)).tolist()]
 
     def default_tools(self) -> list[str]:
         """Tool links a new rig gets one chain each for: see :attr:`_default_tools`.
@@ -221,29 +217,30 @@ class RobotModel:
         last wrist joint, a leg's ankle) gets one too, unless a named tool already ends that
         branch or a branch above it (a gripper's fingers under a named tool frame). Of the leaf
         links rigidly attached below a branch end, the tool is the deepest, else the last written.
-        Linear in the number of joints.
+        O(L log depth) in whole-array steps; only leaf names are visited one by one.
         """
-        order = {link: k for k, link in enumerate(self.urdf.links)}
-        nearest = self._nearest_moving
-        leaves = [link for link in self.urdf.leaf_links() if nearest[link] is not None]
-        named = [link for link in leaves if any(key in link.lower() for key in _TOOL_NAMES)]
-        covered = {nearest[link] for link in named}
-        has_moving_child = {nearest[j.parent] for j in self.urdf.joints if j.moves}
-        root = self.urdf.root_link
-        fixed_depth, under_covered = {root: 0}, {root: False}
-        for j in self.urdf.joints_below(root):
-            fixed_depth[j.child] = 0 if j.moves else fixed_depth[j.parent] + 1
-            under_covered[j.child] = under_covered[j.parent] or (j.moves and j.name in covered)
-        best: dict[str, tuple[tuple[int, int], str]] = {}
-        for leaf in leaves:
-            end = nearest[leaf]
-            if leaf in named or end in has_moving_child or under_covered[leaf]:
-                continue
-            score = (fixed_depth[leaf], order[leaf])
-            if end not in best or score > best[end][0]:
-                best[end] = (score, leaf)
-        tools = named + [leaf for _score, leaf in best.values()]
-        return tuple(sorted(tools, key=order.__getitem__))
+        urdf, tree = self.urdf, self.urdf.tree
+        links, nearest = urdf.links, self._nearest_moving  # a moving joint is named by its child link
+        leaves = np.flatnonzero(tree.leaf & (nearest >= 0))
+        named = [k for k in leaves.tolist() if _TOOL_PATTERN.search(links[k].lower())]
+        covered = np.zeros(len(links), bool)
+        covered[nearest[named]] = True
+        _, under_covered = tree.climb(covered)
+        branches = nearest[tree.joint_parent[urdf.moving]]  # moving joints with a moving joint below
+        has_moving_child = np.zeros(len(links), bool)
+        has_moving_child[branches[branches >= 0]] = True
+        is_named = np.zeros(len(links), bool)
+        is_named[named] = True
+        ends = nearest[leaves]
+        keep = ~(is_named[leaves] | has_moving_child[ends] | under_covered[leaves])
+        leaves, ends = leaves[keep], ends[keep]
+        depth = tree.depth()
+        fixed_depth = depth[leaves] - depth[ends]  # fixed joints between the branch end and the leaf
+        order = np.lexsort((leaves, fixed_depth, ends))  # per branch end, the best (deepest, then last) last
+        leaves, ends = leaves[order], ends[order]
+        best = np.ones(len(ends), bool)
+        best[:-1] = ends[1:] != ends[:-1]
+        return tuple(links[k] for k in sorted(named + leaves[best].tolist()))
 
     def serial_tool(self) -> str | None:
         """The tool link when the robot is one serial chain with one clear end, else None.
@@ -254,9 +251,8 @@ class RobotModel:
         is :meth:`default_tools`' single link (the deepest leaf rigidly attached below the
         last moving joint, or a tool-like name); two candidate ends give None.
         """
-        nearest = self._nearest_moving
-        parents = [nearest[j.parent] for j in self.urdf.joints if j.moves]
-        if len(parents) != len(set(parents)):
+        parents = self._nearest_moving[self.urdf.tree.joint_parent[self.urdf.moving]]
+        if len(np.unique(parents)) != len(parents):
             return None
         tools = self._default_tools
         return tools[0] if len(tools) == 1 else None

@@ -154,3 +154,77 @@ def test_tool_candidates_put_the_default_tools_first():
     leaves = set(model.urdf.leaf_links())
     ranks = [0 if c in model.default_tools() else 1 if c in leaves else 2 for c in candidates]
     assert ranks == sorted(ranks)
+
+
+# --- the queries an import makes, against walks of the tree joint by joint ------------------------------------
+def _walk_nearest_moving(urdf):
+    """Link -> the nearest moving joint at or above it, or None: a walk down the tree (the code before issue 26)."""
+    nearest = {urdf.root_link: None}
+    for j in urdf.joints_below(urdf.root_link):
+        nearest[j.child] = j.name if j.moves else nearest[j.parent]
+    return nearest
+
+
+def _walk_links_below(urdf, base):
+    moved = {base: False}
+    for j in urdf.joints_below(base):
+        moved[j.child] = moved[j.parent] or j.moves
+    return [link for link in urdf.links if moved.get(link)]
+
+
+def _walk_default_tools(urdf):
+    order = {link: k for k, link in enumerate(urdf.links)}
+    nearest = _walk_nearest_moving(urdf)
+    leaves = [link for link in urdf.leaf_links() if nearest[link] is not None]
+    named = [link for link in leaves if any(key in link.lower() for key in ("tool", "tcp", "flange", "end_effector",
+                                                                             "ee_link", "eef"))]
+    covered = {nearest[link] for link in named}
+    has_moving_child = {nearest[j.parent] for j in urdf.joints if j.moves}
+    fixed_depth, under_covered = {urdf.root_link: 0}, {urdf.root_link: False}
+    for j in urdf.joints_below(urdf.root_link):
+        fixed_depth[j.child] = 0 if j.moves else fixed_depth[j.parent] + 1
+        under_covered[j.child] = under_covered[j.parent] or (j.moves and j.name in covered)
+    best = {}
+    for leaf in leaves:
+        end = nearest[leaf]
+        if leaf in named or end in has_moving_child or under_covered[leaf]:
+            continue
+        score = (fixed_depth[leaf], order[leaf])
+        if end not in best or score > best[end][0]:
+            best[end] = (score, leaf)
+    return sorted(named + [leaf for _score, leaf in best.values()], key=order.__getitem__)
+
+
+def _walk_serial_tool(urdf):
+    nearest = _walk_nearest_moving(urdf)
+    parents = [nearest[j.parent] for j in urdf.joints if j.moves]
+    tools = _walk_default_tools(urdf)
+    return tools[0] if len(parents) == len(set(parents)) and len(tools) == 1 else None
+
+
+def _random_robot(seed: int, n: int) -> RobotModel:
+    """n links in shuffled document order: random parents, some tool-like names, most joints fixed.
+
+    Fixed joints give branch ends several rigidly attached leaves to choose a tool from.
+    """
+    from ik_core.formats.urdf_model import UrdfJoint, UrdfModel
+
+    rng = np.random.default_rng(seed)
+    names = [f"link{k}" + ("_TCP" if rng.random() < 0.1 else "") for k in range(n)]
+    chain = rng.random() < 0.3
+    joints = [UrdfJoint(f"j{k}", "fixed" if rng.random() < 0.6 else "revolute",
+                        names[k - 1 if chain else int(rng.integers(0, k))], names[k], lower=-1.0, upper=1.0)
+              for k in range(1, n)]
+    links = [names[k] for k in rng.permutation(n)]
+    return RobotModel(UrdfModel(f"random{seed}", tuple(links), tuple(joints[k] for k in rng.permutation(n - 1))))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_tool_queries_equal_walks_of_the_tree(seed):
+    """Tool links, links below any base and the serial check, on whole arrays, equal the joint-by-joint walks."""
+    model = _random_robot(seed, int(np.random.default_rng(seed).integers(2, 60)))
+    urdf = model.urdf
+    assert model.default_tools() == _walk_default_tools(urdf)
+    assert model.serial_tool() == _walk_serial_tool(urdf)
+    for base in urdf.links:
+        assert model.links_below(base) == _walk_links_below(urdf, base)
