@@ -17,13 +17,10 @@ import parity_scenes as ps
 import pytest
 
 SLACK_MM = 1.0  # Articulate may trail Blender's median and p95 residual by this much [mm]
-GAPS = {
-    ("residuals", "copy_limit_after"): (
-        "ours median 0.043 mm, p95 323.2 mm vs Blender 208.5 mm, 308.8 mm: the Copy Rotation (local, "
-        "influence 0.5) and Limit Rotation after the IK; ours keys around them on 48 of the 57 frames its "
-        "solver reaches, the other 9 need a rotation the half copy and the limit cannot pass (reported "
-        "overridden), Blender's visual keys get the copy twice"),
-}
+# Known gaps (check, scene) -> the measured numbers, marked strict xfail; none is open: the last,
+# copy_limit_after (p95 323.2 vs Blender's 308.8 mm), closed when a redundant chain's frames started
+# from the frame before (p95 9.1 mm).
+GAPS: dict[tuple[str, str], str] = {}
 
 
 def _scenes(check: str) -> list:
