@@ -37,10 +37,19 @@ def keep_above_ground(positions: np.ndarray, ground: float = 0.0, clearance: flo
     return p
 
 
-def _tip_offsets(base: np.ndarray, rotations: np.ndarray, tip: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The checked ``base`` (N, 3), ``rotations`` (N, 3, 3) and the tip's world offsets from the base (N, 3) [m]."""
+def _segment_over_ground(
+    base: np.ndarray, rotations: np.ndarray, tip: np.ndarray, ground: float, clearance: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """A segment's checked inputs and the lowest height its tip may take.
+
+    Returns:
+        ``base`` (N, 3), ``rotations`` (N, 3, 3), the tip's world offsets from the base (N, 3)
+        [m] and the tip's lowest height ``ground + clearance`` [m].
+    """
     B, R, t = as_segment("base", base, rotations, "tip", tip, nonzero=False)
-    return B, R, np.einsum("nij,j->ni", R, t)
+    check_finite("ground", ground)
+    check_non_negative("clearance", clearance)
+    return B, R, np.einsum("nij,j->ni", R, t), ground + clearance
 
 
 def lift_above_ground(
@@ -73,11 +82,9 @@ def lift_above_ground(
     Raises:
         InvalidInputError: On wrong shapes, NaN or infinite values, or a negative clearance.
     """
-    B, _, v = _tip_offsets(base, rotations, tip)
-    check_finite("ground", ground)
-    check_non_negative("clearance", clearance)
+    B, _, v, floor = _segment_over_ground(base, rotations, tip, ground, clearance)
     out = B.copy()
-    depth = ground + clearance - (B[:, 2] + v[:, 2])
+    depth = floor - (B[:, 2] + v[:, 2])
     out[:, 2] = np.where(depth > 0.0, B[:, 2] + depth, B[:, 2])
     return out
 
@@ -112,11 +119,9 @@ def pitch_above_ground(
     Raises:
         InvalidInputError: On wrong shapes, NaN or infinite values, or a negative clearance.
     """
-    B, R, v = _tip_offsets(base, rotations, tip)
-    check_finite("ground", ground)
-    check_non_negative("clearance", clearance)
+    B, R, v, floor = _segment_over_ground(base, rotations, tip, ground, clearance)
     out = R.copy()
-    low = B[:, 2] + v[:, 2] < ground + clearance
+    low = B[:, 2] + v[:, 2] < floor
     length = float(np.linalg.norm(tip))
     if not low.any() or length < 1e-12:
         return out
@@ -125,7 +130,7 @@ def pitch_above_ground(
     # Pitch about the horizontal axis across the segment: its elevation grows, its heading stays.
     axis = np.stack([-v_low[:, 1], v_low[:, 0], np.zeros(len(v_low))], axis=1) / np.maximum(flat, 1e-12)[:, None]
     now = np.arctan2(v_low[:, 2], flat)
-    want = np.arcsin(np.clip((ground + clearance - B[low, 2]) / length, -1.0, 1.0))
+    want = np.arcsin(np.clip((floor - B[low, 2]) / length, -1.0, 1.0))
     lift = rotvec_to_matrix(-axis * (want - now)[:, None])
     out[low] = lift @ R[low]
     return out

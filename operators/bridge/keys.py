@@ -94,6 +94,14 @@ def rotation_channel_values(bones: Sequence[bpy.types.PoseBone], R: np.ndarray) 
     return np.concatenate(columns, axis=1) if columns else np.zeros((len(R), 0))
 
 
+def keyed_values(obj: bpy.types.ID, path: str, index: int, frames: Sequence[float], static: float) -> np.ndarray:
+    """(N,) the values of the channel ``path[index]`` at ``frames`` as its F-curve plays them; ``static`` unkeyed."""
+    fc = compat.find_fcurve(obj, path, index)
+    if fc is None:
+        return np.full(len(frames), float(static))
+    return np.array([fc.evaluate(float(f)) for f in frames])
+
+
 def write_bone_rotations(
     arm_obj: bpy.types.Object,
     bones: Sequence[bpy.types.PoseBone],

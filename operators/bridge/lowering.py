@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import compat
 from .errors import BridgeError
+from .keys import keyed_values
 from .rig import matrix_to_array
 from .sampling import sample_targets
 
@@ -43,11 +44,7 @@ def _current_locations(obj: bpy.types.Object, bone: str, frames: Sequence[int]) 
     """(N, 3) the location channels as their F-curves give them on ``frames`` (unkeyed: the current value)."""
     path = compat.bone_data_path(bone, "location") if bone else "location"
     static = obj.pose.bones[bone].location if bone else obj.location
-    out = np.empty((len(frames), 3))
-    for i in range(3):
-        fc = compat.find_fcurve(obj, path, i)
-        out[:, i] = [fc.evaluate(f) for f in frames] if fc is not None else static[i]
-    return out
+    return np.stack([keyed_values(obj, path, i, frames, static[i]) for i in range(3)], axis=1)
 
 
 def lower_location(

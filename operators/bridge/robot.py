@@ -18,6 +18,7 @@ from ...ik_core.formats.xacro_files import description_source
 from ...ik_core.robots.model import RobotModel
 from .build import sphere_mesh_data
 from .errors import BridgeError
+from .keys import keyed_values
 from .meshes import DEFAULT_PAINT, colour_material, import_mesh_file
 from .stored import (  # noqa: F401 (robot_model: read here by callers too)
     INFO_KEY,
@@ -615,18 +616,13 @@ def joint_channel(joint: dict):
 
 def read_joint_values(arm: bpy.types.Object, frames: np.ndarray) -> np.ndarray:
     """(N, J) joint values of a robot rig at ``frames``, evaluated from its keys (or its pose)."""
-    from ..compat import find_fcurve
-
     joints = robot_info(arm)["joints"]
     out = np.empty((len(frames), len(joints)))
     for k, joint in enumerate(joints):
         path, index = joint_channel(joint)
-        fc = find_fcurve(arm, path, index)
-        if fc is None:
-            pb = arm.pose.bones[joint["name"]]
-            out[:, k] = pb.location[1] if joint["kind"] == "prismatic" else pb.rotation_euler[1]
-        else:
-            out[:, k] = [fc.evaluate(float(f)) for f in frames]
+        pb = arm.pose.bones[joint["name"]]
+        static = pb.location[1] if joint["kind"] == "prismatic" else pb.rotation_euler[1]
+        out[:, k] = keyed_values(arm, path, index, frames, static)
     return out
 
 
