@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..errors import InvalidInputError
+from .cadence import CadenceOptions, StepSchedule
 from .geometry import gaussian_smooth
 
 __all__ = ["FootPlan", "GaitOptions", "plan_steps"]
@@ -33,6 +34,8 @@ class GaitOptions:
         still_speed: Below this ground speed of the body it counts as standing still [m/s].
         still_horizon: A step that lands at most this long before the body stands still goes
             straight to where the foot will stand then [s].
+        cadence: Step timing read from the head's bob while walking (:func:`step_schedule`);
+            None: every step is triggered by the body's drift.
     """
 
     step_distance: float = 0.16
@@ -48,6 +51,7 @@ class GaitOptions:
     settle_time: float = 0.4
     still_speed: float = 0.08
     still_horizon: float = 1.0
+    cadence: CadenceOptions | None = field(default_factory=CadenceOptions)
 
     def __post_init__(self) -> None:
         for name in ("step_distance", "step_turn", "swing_time", "max_step"):
@@ -89,7 +93,13 @@ def _wrap(a: np.ndarray) -> np.ndarray:
     return (a + np.pi) % (2.0 * np.pi) - np.pi
 
 
-def plan_steps(neutral: np.ndarray, heading: np.ndarray, frame_time: float, options: GaitOptions) -> FootPlan:
+def plan_steps(
+    neutral: np.ndarray,
+    heading: np.ndarray,
+    frame_time: float,
+    options: GaitOptions,
+    schedule: StepSchedule | None = None,
+) -> FootPlan:
     """Plan footholds and swings for a whole take.
 
     A foot stays planted until, looking ``anticipation`` ahead, it is farther than
@@ -99,11 +109,17 @@ def plan_steps(neutral: np.ndarray, heading: np.ndarray, frame_time: float, opti
     where it will stand then), one foot at a time. The loop runs once per step, each
     iteration vectorised over a window of frames.
 
+    Where a ``schedule`` times the steps of a walk (:func:`step_schedule`), its steps replace
+    the triggers over the walk's frames: each foot lifts and lands on its scheduled frames and
+    lands where it would stand on average over the stance that follows (the body passes over
+    a planted foot), so it stays planted while the performer's does.
+
     Args:
         neutral: (N, 2, 2) where each foot would stand under the body [m] (left, right).
         heading: (N,) body heading [rad], unwrapped.
         frame_time: Seconds per frame.
         options: Stepping parameters.
+        schedule: Timed steps of the take's walks; None: every step is triggered.
 
     Returns:
         The plan.
@@ -123,47 +139,71 @@ def plan_steps(neutral: np.ndarray, heading: np.ndarray, frame_time: float, opti
     speed = np.linalg.norm(np.gradient(center, axis=0), axis=-1) / frame_time if n > 1 else np.zeros(n)
     still = speed < o.still_speed
     horizon = int(round(o.still_horizon / frame_time))
+    walking = np.zeros(n, dtype=bool) if schedule is None else schedule.walking
+    steps = 0 if schedule is None else len(schedule)
+    q = 0  # next scheduled step
     t = 0
     # Triggers are searched in windows so a long take costs O(frames), not O(frames x steps).
     window = max(int(round(10.0 / frame_time)), settle + 1)
     while t < n:
-        stop = min(t + window, n)
-        idx = np.minimum(np.arange(t, stop) + ahead, n - 1)
-        dist = np.linalg.norm(neutral[idx] - cur[None], axis=-1)
-        turn = np.abs(_wrap(heading[idx, None] - cur_yaw[None]))
-        reach = o.step_distance + o.stride_gain * speed[idx, None]
-        score = np.maximum(dist / reach, turn / o.step_turn)
-        trigger = np.any(score > 1.0, axis=1)
-        if settle > 0:
-            off = np.cumsum(np.concatenate([np.zeros((1, 2)), dist > o.settle_distance]), axis=0)
-            lasting = np.zeros_like(trigger)
-            lasting[settle - 1 :] = np.any(off[settle:] - off[:-settle] >= settle, axis=1)
-            trigger |= lasting
-        over = np.flatnonzero(trigger)
-        if over.size == 0:
+        while q < steps and schedule.land[q] <= t:
+            q += 1  # a step whose landing a triggered step overran
+        due = max(int(schedule.lift[q]), t) if q < steps else n  # a late step lifts at once
+        stop = min(t + window, n, due)
+        k = None
+        if stop > t:
+            idx = np.minimum(np.arange(t, stop) + ahead, n - 1)
+            dist = np.linalg.norm(neutral[idx] - cur[None], axis=-1)
+            turn = np.abs(_wrap(heading[idx, None] - cur_yaw[None]))
+            reach = o.step_distance + o.stride_gain * speed[idx, None]
+            score = np.maximum(dist / reach, turn / o.step_turn)
+            trigger = np.any(score > 1.0, axis=1)
+            if settle > 0:
+                off = np.cumsum(np.concatenate([np.zeros((1, 2)), dist > o.settle_distance]), axis=0)
+                lasting = np.zeros_like(trigger)
+                lasting[settle - 1 :] = np.any(off[settle:] - off[:-settle] >= settle, axis=1)
+                trigger |= lasting
+            trigger &= ~walking[t:stop]  # a walk's steps are the schedule's
+            over = np.flatnonzero(trigger)
+            if over.size:
+                k = int(over[0])
+        if k is None and stop == due and q < steps:
+            # The scheduled step: its own frames, landing where the foot stands on average
+            # over its stance (the body passes over a planted foot).
+            foot = int(schedule.foot[q])
+            lift_at, land = due, int(schedule.land[q])
+            stance = slice(land, max(int(schedule.stance_end[q]), land + 1))
+            goal = neutral[stance, foot].mean(axis=0)
+            goal_yaw = float(np.mean(heading[stance]))
+            q += 1
+        elif k is None:
             pos[t:stop], yaw[t:stop] = cur, cur_yaw
             if stop == n:
                 break
-            t = stop - settle  # re-scan the tail so a settle condition may span windows
+            t = stop - settle if stop < due else stop  # re-scan the tail so a settle may span windows
             continue
-        k = int(over[0])
-        foot = int(np.argmax(score[k]))
-        lift_at = t + k
+        else:
+            foot = int(np.argmax(score[k]))
+            lift_at = t + k
+            land_est = lift_at + int(round(o.swing_time / frame_time))
+            aim = min(land_est + look, n - 1)
+            ahead_still = np.flatnonzero(still[land_est : land_est + horizon])
+            if ahead_still.size:
+                aim = min(land_est + int(ahead_still[0]), n - 1)
+            goal = neutral[aim, foot].copy()
+            goal_yaw = float(heading[aim])
+            land = -1
         pos[t : lift_at + 1], yaw[t : lift_at + 1] = cur, cur_yaw
-        land_est = lift_at + int(round(o.swing_time / frame_time))
-        aim = min(land_est + look, n - 1)
-        ahead_still = np.flatnonzero(still[land_est : land_est + horizon])
-        if ahead_still.size:
-            aim = min(land_est + int(ahead_still[0]), n - 1)
-        goal = neutral[aim, foot].copy()
-        goal_yaw = float(heading[aim])
         goal = _keep_apart(goal, cur[1 - foot], goal_yaw, foot, o.min_width)
         stride = goal - cur[foot]
         length = float(np.linalg.norm(stride))
-        if length > o.max_step:
+        if length > o.max_step and land < 0:  # a scheduled step is as long as the walk makes it
             goal = cur[foot] + stride * (o.max_step / length)
             length = o.max_step
-        frames = max(int(round(o.swing_time * np.sqrt(max(length, 0.05) / 0.5) / frame_time)), 2)
+        if land < 0:
+            frames = max(int(round(o.swing_time * np.sqrt(max(length, 0.05) / 0.5) / frame_time)), 2)
+        else:
+            frames = max(land - lift_at, 1)
         land = min(lift_at + frames, n - 1)
         s = np.arange(1, land - lift_at + 1) / frames
         ease = s**3 * (10.0 - 15.0 * s + 6.0 * s * s)  # minimum-jerk profile

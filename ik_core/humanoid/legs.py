@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..contacts import aim_tip, detect_contacts, keep_above_ground, pitch_above_ground, plant_targets
+from .cadence import step_schedule
 from .calibration import Body, Limb
 from .gait import plan_steps
 from .geometry import gaussian_smooth, mv, normalize, rot_z
@@ -77,7 +78,10 @@ def solve_legs(
     neutral = np.stack(
         [P[:, 0, :2] + mv(Q, body.positions[leg.end] - pelvis_ref)[:, :2] for leg in body.legs], axis=1
     )
-    plan = plan_steps(neutral, heading, frame_time, o.gait)
+    schedule = None
+    if o.gait.cadence is not None:
+        schedule = step_schedule(target["head"][:, :3, 3], P[:, 0], heading, frame_time, o.gait.cadence)
+    plan = plan_steps(neutral, heading, frame_time, o.gait, schedule)
     contacts = plan.planted.copy()
     pelvis_fwd = mv(D[:, 0], body.forward)
     pelvis_fwd[:, 2] = 0.0
