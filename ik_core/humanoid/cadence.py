@@ -18,8 +18,8 @@ class CadenceOptions:
     """Thresholds of the step timing.
 
     Attributes:
-        bob_depth: Smallest rise of the head between two of its minima for both to count as
-            heel strikes [m] (a walking head bobs 2-5 cm; tracker jitter is well below 1 cm).
+        impact: Smallest fall of the head's vertical acceleration between two of its peaks for
+            both to count as heel strikes [m/s^2].
         walk_speed: Smallest horizontal speed of the body at a minimum for it to count as a
             heel strike [m/s]: a head that bobs in place (standing, bouncing, a hop on the
             spot) forces no steps.
@@ -28,28 +28,34 @@ class CadenceOptions:
             ends the walk (the feet then step as the body needs, see :func:`plan_steps`).
         double_support: Share of the time between two heel strikes that both feet are on the
             ground after each strike (the trailing foot's toe-off) [0, 0.6].
+        swing_time: How long a foot swings between its toe-off and its heel strike [s].
         strike_lead: Share of the time between two strikes by which a heel strike precedes the
             head's minimum (the head is lowest in the middle of double support, later in a
             slow walk's longer double support) [0, 0.5].
-        smoothing: Gaussian sigma that removes jitter from the head height [s].
-        window: Gaussian sigma of the head height's slow part (crouching, slopes), removed
-            before the minima are sought [s].
+        sway_time: Time after a strike over which the head's sideways sway says which foot
+            landed [s].
+        same_foot_cost: Evidence (in typical sways, at most 2 per strike) it takes to land the
+            same foot twice in a row instead of alternating.
+        smoothing: Gaussian sigma that removes jitter from the head height before its
+            acceleration is taken [s].
     """
 
-    bob_depth: float = 0.006
+    impact: float = 0.5
     walk_speed: float = 0.15
     min_half_cycle: float = 0.25
     max_half_cycle: float = 1.0
     double_support: float = 0.2
+    swing_time: float = 0.38
     strike_lead: float = 0.1
-    smoothing: float = 0.03
-    window: float = 0.4
+    sway_time: float = 1.0
+    same_foot_cost: float = 1.5
+    smoothing: float = 0.05
 
     def __post_init__(self) -> None:
-        for name in ("bob_depth", "min_half_cycle", "max_half_cycle", "window"):
+        for name in ("impact", "min_half_cycle", "max_half_cycle", "sway_time", "swing_time"):
             if not getattr(self, name) > 0.0:
                 raise InvalidInputError(f"CadenceOptions.{name} must be > 0, got {getattr(self, name)}")
-        for name in ("walk_speed", "smoothing"):
+        for name in ("walk_speed", "smoothing", "same_foot_cost"):
             if not getattr(self, name) >= 0.0:
                 raise InvalidInputError(f"CadenceOptions.{name} must be >= 0, got {getattr(self, name)}")
         if not 0.0 <= self.double_support <= 0.6:
@@ -88,44 +94,61 @@ class StepSchedule:
         return int(self.lift.size)
 
 
-def _bob_minima(height: np.ndarray, speed: np.ndarray, frame_time: float, o: CadenceOptions) -> list[int]:
-    """Frames of the head's bob minima that are heel strikes (deep enough, apart enough, moving)."""
+def _impacts(height: np.ndarray, speed: np.ndarray, frame_time: float, o: CadenceOptions) -> list[int]:
+    """Frames of the head's upward acceleration peaks that are heel strikes (strong, apart, moving)."""
     z = gaussian_smooth(height, o.smoothing / frame_time)
-    bob = z - gaussian_smooth(height, o.window / frame_time)
-    inner = np.flatnonzero((bob[1:-1] < bob[:-2]) & (bob[1:-1] <= bob[2:])) + 1
+    acc = np.gradient(np.gradient(z)) / frame_time**2
+    inner = np.flatnonzero((acc[1:-1] > acc[:-2]) & (acc[1:-1] >= acc[2:])) + 1
     gap = max(int(round(o.min_half_cycle / frame_time)), 1)
     kept: list[int] = []
     for c in inner:
         if kept:
             k = kept[-1]
-            rise = float(bob[k : c + 1].max()) - max(bob[k], bob[c])
-            if c - k < gap or rise < o.bob_depth:
-                if bob[c] < bob[k]:
-                    kept[-1] = int(c)  # the deeper of two minima that are one dip
+            dip = min(acc[k], acc[c]) - float(acc[k : c + 1].min())
+            if c - k < gap or dip < o.impact:
+                if acc[c] > acc[k]:
+                    kept[-1] = int(c)  # the stronger of two peaks that are one impact
                 continue
         kept.append(int(c))
     return [k for k in kept if speed[k] >= o.walk_speed]
 
 
-def _first_foot(strikes: np.ndarray, head: np.ndarray, heading: np.ndarray, frame_time: float) -> int:
-    """Which foot (0 left, 1 right) lands at the first strike of a walk, by the head's sway.
+def _landing_feet(
+    strikes: np.ndarray, head: np.ndarray, heading: np.ndarray, frame_time: float, o: CadenceOptions
+) -> np.ndarray:
+    """Which foot (0 left, 1 right) lands at each strike of a walk: the head's sway, feet mostly alternating.
 
-    Between two strikes the foot that landed at the first carries the body, and the head
-    sways over it (balance demands it, whatever the walk's style). The head's sideways offset
-    from its own smoothed path is averaged over each half cycle and summed with alternating
-    signs (the feet alternate), so a slow drift to one side cancels out. Arm swing is not
-    used: it is against the legs in an ordinary walk but with them in many styled ones (the
-    CMU 131 walks swing each arm with its own leg).
+    After a strike the landed foot carries the body and the head sways over it (balance
+    demands it, whatever the walk's style). The head's sideways offset from its own smoothed
+    path over the ``sway_time`` after each strike votes for a foot; a Viterbi pass over the
+    strikes weighs the votes (each scaled by the walk's typical sway) against the feet
+    alternating, so a weak vote follows the rhythm and a strike the detector added or missed
+    costs one step, not the rest of the walk. Arm swing is not used: it is against the legs
+    in an ordinary walk but with them in many styled ones (the CMU 131 walks swing each arm
+    with its own leg).
     """
     right = np.stack([np.cos(heading), np.sin(heading)], axis=-1)  # heading 0 faces +y
     path = gaussian_smooth(head[:, :2], 0.5 / frame_time)
     sway = np.sum((head[:, :2] - path) * right, axis=-1)
-    a, b = strikes[:-1], strikes[1:]
     csum = np.concatenate([[0.0], np.cumsum(sway)])
-    mean = (csum[b] - csum[a]) / np.maximum(b - a, 1)
-    alternate = np.where(np.arange(len(a)) % 2 == 0, 1.0, -1.0)  # +1 where the first foot carries
-    # A head to the right of its path while the first foot carries: that foot is the right one.
-    return 1 if float(np.sum(mean * alternate)) > 0.0 else 0
+    stop = np.minimum(strikes + max(int(round(o.sway_time / frame_time)), 1), sway.size)
+    stop[:-1] = np.minimum(stop[:-1], strikes[1:])  # the landed foot carries until the next strike
+    vote = (csum[stop] - csum[strikes]) / np.maximum(stop - strikes, 1)
+    scale = float(np.median(np.abs(vote)))
+    evidence = np.clip(vote / scale, -2.0, 2.0) if scale > 1e-9 else np.zeros(len(vote))
+    # Scores of "the right foot landed" (+evidence) and "the left" (-evidence), best paths.
+    score = np.array([-evidence[0], evidence[0]])
+    back = np.zeros((len(strikes), 2), dtype=int)
+    for i in range(1, len(strikes)):
+        stay = score - o.same_foot_cost  # the same foot again (a re-plant), or a strike too many
+        keep = np.array([max(stay[0], score[1]), max(stay[1], score[0])])
+        back[i] = [0 if stay[0] >= score[1] else 1, 1 if stay[1] >= score[0] else 0]
+        score = keep + np.array([-evidence[i], evidence[i]])
+    feet = np.empty(len(strikes), dtype=int)
+    feet[-1] = int(np.argmax(score))
+    for i in range(len(strikes) - 1, 0, -1):
+        feet[i - 1] = back[i, feet[i]]
+    return feet
 
 
 def step_schedule(
@@ -177,7 +200,7 @@ def step_schedule(
         return StepSchedule(empty, empty, empty, empty, walking)
     path = gaussian_smooth(pelvis[:, :2], 0.1 / frame_time)
     speed = np.linalg.norm(np.gradient(path, axis=0), axis=-1) / frame_time
-    strikes = _bob_minima(head[:, 2], speed, frame_time, o)
+    strikes = _impacts(head[:, 2], speed, frame_time, o)
     longest = int(round(o.max_half_cycle / frame_time))
     walks: list[list[int]] = []
     for s in strikes:
@@ -190,16 +213,19 @@ def step_schedule(
         if len(w) < 3:
             continue  # one or two dips are no rhythm: the body's drift decides
         s = np.asarray(w)
-        first = _first_foot(s, head, heading, frame_time)
+        feet = _landing_feet(s, head, heading, frame_time, o)
         half = np.diff(s)
         s = s - np.round(o.strike_lead * np.r_[half[0], half]).astype(int)
-        lifts = np.empty(len(s), dtype=int)
-        lifts[1:] = s[:-1] + np.round(o.double_support * half).astype(int)
-        lifts[0] = max(s[0] - int(round((1.0 - o.double_support) * half[0])), 0)
-        feet = (first + np.arange(len(s))) % 2
-        # A foot lifts again two steps later; the last two landings of a walk stand a stride.
+        # A swing takes about the same time at any pace (a slower walk stands longer), and at
+        # most the half cycle less the double support.
+        swing = np.minimum(o.swing_time, (1.0 - o.double_support) * np.r_[half[0], half] * frame_time)
+        lifts = np.maximum(s - np.round(swing / frame_time).astype(int), 0)
+        lifts[1:] = np.maximum(lifts[1:], s[:-1] + 1)
+        # A foot lifts again at its own next step; the last landings of a walk stand a stride.
         ends = np.full(len(s), min(int(s[-1] + 2 * half[-1]), n - 1))
-        ends[:-2] = lifts[2:]
+        for f in (0, 1):
+            mine = np.flatnonzero(feet == f)
+            ends[mine[:-1]] = lifts[mine[1:]]
         ok = lifts < s
         lift.append(lifts[ok])
         land.append(s[ok])

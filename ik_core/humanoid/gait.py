@@ -194,7 +194,8 @@ def plan_steps(
             goal_yaw = float(heading[aim])
             land = -1
         pos[t : lift_at + 1], yaw[t : lift_at + 1] = cur, cur_yaw
-        goal = _keep_apart(goal, cur[1 - foot], goal_yaw, foot, o.min_width)
+        if land < 0:  # a scheduled step stands where the body passes over it, crossing or not
+            goal = _keep_apart(goal, cur[1 - foot], goal_yaw, foot, o.min_width)
         stride = goal - cur[foot]
         length = float(np.linalg.norm(stride))
         if length > o.max_step and land < 0:  # a scheduled step is as long as the walk makes it
