@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Tests of the step timing read from the head (heel strikes, which foot) and of the legs it drives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_fullbody import synthetic, trackers_for
+
+from ik_core.errors import InvalidInputError
+from ik_core.humanoid import GaitOptions, SolveOptions, calibrate, solve_body
+from ik_core.humanoid.cadence import CadenceOptions, step_schedule
+from ik_core.model.rotations import rotvec_to_matrix
+
+HALF = 0.55  # time between heel strikes [s]
+SPEED = 1.2  # walking speed [m/s]
+WIDTH = 0.1  # each foot's distance from the walking line [m]
+
+
+def walk(frame_time: float, seconds: float, heading: float, first: int, speed: float = SPEED):
+    """A synthetic walk facing ``heading`` (0 faces +y): head and pelvis paths and the true feet.
+
+    The head rides an inverted-pendulum arc over each stance (lowest, with a cusp, at each heel
+    strike) and sways over the foot that carries it. Returns (head (N, 3), pelvis (N, 3),
+    heading (N,), strikes (K,) frames, feet (K,) 0 left / 1 right, footholds (K, 2)).
+    """
+    n = int(round(seconds / frame_time))
+    t = np.arange(n) * frame_time
+    fwd = np.array([-np.sin(heading), np.cos(heading)])
+    right = np.array([np.cos(heading), np.sin(heading)])
+    strike_times = np.arange(HALF / 2, seconds, HALF)
+    k = np.clip(np.searchsorted(strike_times, t, side="right") - 1, 0, None)
+    phase = np.clip((t - strike_times[k]) / HALF, 0.0, 1.0)
+    phase = np.where(t < strike_times[0], (t - strike_times[0]) / HALF + 1.0, phase)
+    feet = (first + np.arange(len(strike_times))) % 2
+    carrier = np.where(t < strike_times[0], 1 - feet[0], feet[k])
+    side = np.where(carrier == 1, 1.0, -1.0)
+    ground = speed * t[:, None] * fwd
+    pelvis = np.zeros((n, 3))
+    pelvis[:, :2] = ground + (0.03 * side * np.sin(np.pi * phase))[:, None] * right
+    pelvis[:, 2] = 1.0 + 0.025 * np.sin(np.pi * phase)
+    head = pelvis + [0.0, 0.0, 0.6]
+    # A foot stands where the body passes over it: the pelvis's ground point in the middle of
+    # its stance (from its strike to its toe-off, 0.1 s after the other foot's strike), beside
+    # the walking line.
+    mid = strike_times + (HALF + 0.1) / 2
+    holds = speed * mid[:, None] * fwd + np.where(feet == 1, WIDTH, -WIDTH)[:, None] * right
+    strikes = np.round(strike_times / frame_time).astype(int)
+    return head, pelvis, np.full(n, heading), strikes, feet, holds
+
+
+@pytest.mark.parametrize("frame_time", [1 / 120, 1 / 30])
+@pytest.mark.parametrize("heading", [0.0, 2.2])
+@pytest.mark.parametrize("first", [0, 1])
+def test_strikes_and_feet_of_a_synthetic_walk(frame_time: float, heading: float, first: int) -> None:
+    """Every heel strike of a walk is found near its frame, with the foot that lands, in any direction."""
+    head, pelvis, hd, strikes, feet, _ = walk(frame_time, 6.0, heading, first)
+    o = CadenceOptions()
+    s = step_schedule(head, pelvis, hd, frame_time, o)
+    tolerance = o.strike_lead * HALF / frame_time + 0.05 / frame_time + 1
+    found = np.array([np.argmin(np.abs(strikes - land)) for land in s.land])
+    assert len(s) >= len(strikes) - 2  # the edges of the take may lose a strike
+    assert len(set(found.tolist())) == len(s)  # one step per strike
+    assert np.all(np.abs(strikes[found] - s.land) <= tolerance)
+    assert np.array_equal(s.foot, feet[found])
+    assert np.all(s.lift < s.land) and np.all(s.stance_end > s.land)
+    assert s.walking[s.lift[0] : s.land[-1] + 1].all()
+
+
+def test_no_steps_without_travel() -> None:
+    """A head that bobs and sways in place (bouncing, a hop on the spot) forces no steps."""
+    ft = 1 / 120
+    head, pelvis, hd, *_ = walk(ft, 4.0, 0.3, 0, speed=0.0)
+    assert len(step_schedule(head, pelvis, hd, ft)) == 0
+    hop = head.copy()
+    hop[:, 2] += 0.1 * np.abs(np.sin(np.pi * np.arange(len(hop)) * ft / 0.4))  # hard landings
+    s = step_schedule(hop, pelvis, hd, ft)
+    assert len(s) == 0 and not s.walking.any()
+
+
+def test_schedule_input_errors() -> None:
+    """Wrong shapes and bad options are refused with the expected shapes named."""
+    head, pelvis, hd, *_ = walk(1 / 60, 2.0, 0.0, 0)
+    with pytest.raises(InvalidInputError, match="head \\(N, 3\\)"):
+        step_schedule(head[:, :2], pelvis, hd, 1 / 60)
+    with pytest.raises(InvalidInputError, match="frame_time"):
+        step_schedule(head, pelvis, hd, 0.0)
+    with pytest.raises(InvalidInputError, match="double_support"):
+        CadenceOptions(double_support=0.9)
+    with pytest.raises(InvalidInputError, match="max_half_cycle"):
+        CadenceOptions(min_half_cycle=1.0, max_half_cycle=0.5)
+
+
+def _solve_walk(options: SolveOptions, heading: float):
+    """The synthetic rig walking (head and hands carried along the walk), solved; with the true feet."""
+    ft = 1 / 120
+    roles, ref, offs = synthetic()
+    body = calibrate(roles, ref, trackers_for(ref, roles, offs))
+    # The rig faces -y; the walk's heading 0 faces +y, so the rig turns by heading + pi.
+    head, pelvis, hd, strikes, feet, holds = walk(ft, 5.0, heading, 0)
+    base = trackers_for(ref, roles, offs)
+    W = np.broadcast_to(np.eye(4), (len(head), 4, 4)).copy()
+    W[:, :3, :3] = rotvec_to_matrix(np.array([0.0, 0.0, heading + np.pi]))
+    start = ref[roles["pelvis"]][:3, 3]
+    W[:, :3, 3] = pelvis - W[0, :3, :3] @ start
+    trk = W[:, None] @ base[None]
+    res = solve_body(body, trk, ft, options)
+    return body, res, strikes, feet, holds, ft
+
+
+@pytest.mark.parametrize("heading", [0.0, -1.0])
+def test_walk_feet_land_on_the_footholds_and_stay(heading: float) -> None:
+    """With the cadence the stance feet stand near the true footholds and never slide; without it they miss.
+
+    The stance of each foot is the true one (from its strike to the other foot's next strike,
+    less the blend at its ends); the footholds are where the body passes over the foot.
+    """
+    errors = {}
+    for label, gait in (("cadence", GaitOptions()), ("drift", GaitOptions(cadence=None))):
+        body, res, strikes, feet, holds, ft = _solve_walk(SolveOptions(gait=gait), heading)
+        err, slid, frames = [], 0, 0
+        for i in range(1, len(strikes) - 2):
+            a, b = strikes[i] + 6, strikes[i + 1] - 6
+            ankle = res.positions[a:b, body.index(f"foot_{'lr'[feet[i]]}"), :2]
+            err.append(np.linalg.norm(ankle - ankle.mean(axis=0), axis=-1).max())
+            err.append(float(np.linalg.norm(ankle.mean(axis=0) - holds[i])))
+            speed = np.linalg.norm(np.diff(ankle, axis=0), axis=-1) / ft
+            slid += int(np.count_nonzero(speed > 0.2))
+            frames += len(speed)
+        errors[label] = (max(err), slid / frames)
+        if label == "cadence":
+            assert np.max(res.tracker_error) < 1e-3
+    placement, sliding = errors["cadence"]
+    assert sliding == 0.0, errors
+    assert placement < 0.08, errors
+    # The drift-triggered steps of the old solver land elsewhere and at other times.
+    assert errors["drift"][0] > 0.15 or errors["drift"][1] > 0.1, errors
