@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Step timing read from the head: heel strikes at its bob minima, which foot from its sway."""
+"""Step timing read from the head: heel strikes from its vertical impacts, which foot from its sway."""
 
 from __future__ import annotations
 
@@ -20,18 +20,18 @@ class CadenceOptions:
     Attributes:
         impact: Smallest fall of the head's vertical acceleration between two of its peaks for
             both to count as heel strikes [m/s^2].
-        walk_speed: Smallest horizontal speed of the body at a minimum for it to count as a
+        walk_speed: Smallest horizontal speed of the body at an impact for it to count as a
             heel strike [m/s]: a head that bobs in place (standing, bouncing, a hop on the
             spot) forces no steps.
         min_half_cycle: Shortest time between two heel strikes [s].
         max_half_cycle: Longest time between two heel strikes of one walk [s]; a longer gap
             ends the walk (the feet then step as the body needs, see :func:`plan_steps`).
-        double_support: Share of the time between two heel strikes that both feet are on the
-            ground after each strike (the trailing foot's toe-off) [0, 0.6].
+        double_support: Smallest share of the time between two heel strikes that both feet
+            are on the ground after each strike (a swing never takes more than the rest) [0, 0.6].
         swing_time: How long a foot swings between its toe-off and its heel strike [s].
         strike_lead: Share of the time between two strikes by which a heel strike precedes the
-            head's minimum (the head is lowest in the middle of double support, later in a
-            slow walk's longer double support) [0, 0.5].
+            head's impact peak (the load reaches the head as the weight comes onto the
+            landed leg, after its heel touched) [0, 0.5].
         sway_time: Time after a strike over which the head's sideways sway says which foot
             landed [s].
         same_foot_cost: Evidence (in typical sways, at most 2 per strike) it takes to land the
@@ -160,13 +160,15 @@ def step_schedule(
 ) -> StepSchedule:
     """Time the steps of a take from its head tracker.
 
-    A walking head bobs twice per stride: it is lowest in double support, just as a heel
-    strikes, and highest over the stance leg. The bob's minima on frames where the body moves
-    are taken as heel strikes; strikes closer than ``max_half_cycle`` form one walk, whose feet
-    alternate (which foot first from the head's sideways sway). The foot
-    landing at strike i lifted ``double_support`` of the half cycle after strike i-1 (the
-    trailing foot's toe-off); the first strike of a walk is the landing of a step that took one
-    half cycle less that share.
+    A walking head rides an arc over each stance leg and is turned upward sharply as the next
+    leg takes the weight: its vertical acceleration peaks once per step, just after each heel
+    strike (more sharply than its lowest point, which a slow walk's long double support
+    blurs). Those peaks, on frames where the body moves, are the heel strikes (``strike_lead``
+    of the half cycle earlier); strikes closer than ``max_half_cycle`` form one walk (three
+    strikes at least: fewer are no rhythm, and the body's drift decides those steps). Which
+    foot lands at each strike comes from the head's sway over it, the feet mostly
+    alternating (:func:`_landing_feet`). Each foot swings for ``swing_time`` before its strike
+    (less in a quick walk, so both feet share ``double_support`` of each half cycle).
 
     Args:
         head: (N, 3) world head positions [m], z up.

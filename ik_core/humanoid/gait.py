@@ -112,7 +112,9 @@ def plan_steps(
     Where a ``schedule`` times the steps of a walk (:func:`step_schedule`), its steps replace
     the triggers over the walk's frames: each foot lifts and lands on its scheduled frames and
     lands where it would stand on average over the stance that follows (the body passes over
-    a planted foot), so it stays planted while the performer's does.
+    a planted foot), so it stays planted while the performer's does; such a step is as long
+    as the walk makes it and may cross the other foot's line (``max_step`` and ``min_width``
+    bound triggered steps only).
 
     Args:
         neutral: (N, 2, 2) where each foot would stand under the body [m] (left, right).
