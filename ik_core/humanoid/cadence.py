@@ -45,8 +45,8 @@ class CadenceOptions:
     min_half_cycle: float = 0.25
     max_half_cycle: float = 1.0
     double_support: float = 0.2
-    swing_time: float = 0.38
-    strike_lead: float = 0.1
+    swing_time: float = 0.3
+    strike_lead: float = 0.15
     sway_time: float = 1.0
     same_foot_cost: float = 1.5
     smoothing: float = 0.05
