@@ -34,6 +34,8 @@ class GaitOptions:
         still_speed: Below this ground speed of the body it counts as standing still [m/s].
         still_horizon: A step that lands at most this long before the body stands still goes
             straight to where the foot will stand then [s].
+        swing_accel: Largest peak horizontal acceleration of a scheduled swing [m/s^2]; a
+            longer step lifts earlier.
         cadence: Step timing read from the head's bob while walking (:func:`step_schedule`);
             None: every step is triggered by the body's drift.
     """
@@ -51,10 +53,11 @@ class GaitOptions:
     settle_time: float = 0.4
     still_speed: float = 0.08
     still_horizon: float = 1.0
+    swing_accel: float = 40.0
     cadence: CadenceOptions | None = field(default_factory=CadenceOptions)
 
     def __post_init__(self) -> None:
-        for name in ("step_distance", "step_turn", "swing_time", "max_step"):
+        for name in ("step_distance", "step_turn", "swing_time", "max_step", "swing_accel"):
             if not getattr(self, name) > 0.0:
                 raise InvalidInputError(f"GaitOptions.{name} must be > 0, got {getattr(self, name)}")
         for name in (
@@ -195,8 +198,7 @@ def plan_steps(
             goal = neutral[aim, foot].copy()
             goal_yaw = float(heading[aim])
             land = -1
-        pos[t : lift_at + 1], yaw[t : lift_at + 1] = cur, cur_yaw
-        if land < 0:  # a scheduled step stands where the body passes over it, crossing or not
+        if land < 0:  # triggered steps keep the feet apart; a scheduled one lands where the body passes
             goal = _keep_apart(goal, cur[1 - foot], goal_yaw, foot, o.min_width)
         stride = goal - cur[foot]
         length = float(np.linalg.norm(stride))
@@ -206,7 +208,12 @@ def plan_steps(
         if land < 0:
             frames = max(int(round(o.swing_time * np.sqrt(max(length, 0.05) / 0.5) / frame_time)), 2)
         else:
+            # A minimum-jerk swing of length L over T peaks at 5.77 L / T^2: a long step lifts
+            # earlier (never before the last landing) rather than whipping the foot.
+            need = int(np.ceil(np.sqrt(5.77 * length / o.swing_accel) / frame_time))
+            lift_at = min(lift_at, max(land - need, t))
             frames = max(land - lift_at, 1)
+        pos[t : lift_at + 1], yaw[t : lift_at + 1] = cur, cur_yaw
         land = min(lift_at + frames, n - 1)
         s = np.arange(1, land - lift_at + 1) / frames
         ease = s**3 * (10.0 - 15.0 * s + 6.0 * s * s)  # minimum-jerk profile
