@@ -34,6 +34,8 @@ class GaitOptions:
         still_speed: Below this ground speed of the body it counts as standing still [m/s].
         still_horizon: A step that lands at most this long before the body stands still goes
             straight to where the foot will stand then [s].
+        push_off: Share of a scheduled swing over which the foot only rises (the heel lifts
+            while the ball pushes off) before it moves forward, in [0, 0.8].
         swing_accel: Largest peak horizontal acceleration of a scheduled swing [m/s^2]; a
             longer step lifts earlier.
         cadence: Step timing read from the head's bob while walking (:func:`step_schedule`);
@@ -53,10 +55,13 @@ class GaitOptions:
     settle_time: float = 0.4
     still_speed: float = 0.08
     still_horizon: float = 1.0
+    push_off: float = 0.2
     swing_accel: float = 40.0
     cadence: CadenceOptions | None = field(default_factory=CadenceOptions)
 
     def __post_init__(self) -> None:
+        if not 0.0 <= self.push_off <= 0.8:
+            raise InvalidInputError(f"GaitOptions.push_off must be in [0, 0.8], got {self.push_off}")
         for name in ("step_distance", "step_turn", "swing_time", "max_step", "swing_accel"):
             if not getattr(self, name) > 0.0:
                 raise InvalidInputError(f"GaitOptions.{name} must be > 0, got {getattr(self, name)}")
@@ -84,12 +89,15 @@ class FootPlan:
         yaw: (N, 2) foot heading [rad].
         lift: (N, 2) ankle lift above its standing height [m].
         planted: (N, 2) True while the foot stands still on the floor.
+        ball: (N, 2) True while the ball of the foot is on the floor: where ``planted``, and
+            while the heel rises before a scheduled step moves forward (``push_off``).
     """
 
     position: np.ndarray
     yaw: np.ndarray
     lift: np.ndarray
     planted: np.ndarray
+    ball: np.ndarray
 
 
 def _wrap(a: np.ndarray) -> np.ndarray:
@@ -135,6 +143,7 @@ def plan_steps(
     yaw = np.empty((n, 2))
     lift = np.zeros((n, 2))
     planted = np.ones((n, 2), dtype=bool)
+    ball = np.ones((n, 2), dtype=bool)
     cur = neutral[0].copy()
     cur_yaw = np.array([heading[0], heading[0]])
     ahead = max(int(round(o.anticipation / frame_time)), 0)
@@ -198,6 +207,7 @@ def plan_steps(
             goal = neutral[aim, foot].copy()
             goal_yaw = float(heading[aim])
             land = -1
+        scheduled = land >= 0
         if land < 0:  # triggered steps keep the feet apart; a scheduled one lands where the body passes
             goal = _keep_apart(goal, cur[1 - foot], goal_yaw, foot, o.min_width)
         stride = goal - cur[foot]
@@ -210,13 +220,17 @@ def plan_steps(
         else:
             # A minimum-jerk swing of length L over T peaks at 5.77 L / T^2: a long step lifts
             # earlier (never before the last landing) rather than whipping the foot.
-            need = int(np.ceil(np.sqrt(5.77 * length / o.swing_accel) / frame_time))
+            need = int(np.ceil(np.sqrt(5.77 * length / o.swing_accel) / frame_time / (1.0 - o.push_off)))
             lift_at = min(lift_at, max(land - need, t))
             frames = max(land - lift_at, 1)
         pos[t : lift_at + 1], yaw[t : lift_at + 1] = cur, cur_yaw
         land = min(lift_at + frames, n - 1)
         s = np.arange(1, land - lift_at + 1) / frames
-        ease = s**3 * (10.0 - 15.0 * s + 6.0 * s * s)  # minimum-jerk profile
+        # A walking foot's heel rises while its ball still pushes off: a scheduled step's foot
+        # rises first and moves forward only over the rest of its swing.
+        push = o.push_off if scheduled else 0.0
+        h = np.clip((s - push) / (1.0 - push), 0.0, 1.0)
+        ease = h**3 * (10.0 - 15.0 * h + 6.0 * h * h)  # minimum-jerk profile
         seg = slice(lift_at + 1, land + 1)
         pos[seg, 1 - foot] = cur[1 - foot]
         yaw[seg, 1 - foot] = cur_yaw[1 - foot]
@@ -224,11 +238,12 @@ def plan_steps(
         yaw[seg, foot] = cur_yaw[foot] + ease * _wrap(goal_yaw - cur_yaw[foot])
         lift[seg, foot] = o.step_height * np.sqrt(min(length, 0.5) / 0.5) * 16.0 * (s * (1.0 - s)) ** 2
         planted[seg, foot] = s >= 1.0
+        ball[seg, foot] = (s >= 1.0) | (s <= push)
         cur[foot], cur_yaw[foot] = goal, cur_yaw[foot] + _wrap(goal_yaw - cur_yaw[foot])
         t = land + 1 if land == lift_at + frames else n
         if t < n:
             pos[land], yaw[land] = cur, cur_yaw
-    return FootPlan(pos, yaw, lift, planted)
+    return FootPlan(pos, yaw, lift, planted, ball)
 
 
 def _keep_apart(goal: np.ndarray, other: np.ndarray, heading: float, foot: int, width: float) -> np.ndarray:

@@ -122,13 +122,17 @@ def solve_legs(
         if toe in body.names and o.plant:
             j = body.index(toe)
             clearance = max(float(body.positions[j, 2]) - body.floor, 0.0)
+            # The ball of the foot stays planted while its heel rises, and the foot pivots
+            # about the ankle to keep it: over a tracked foot's own ball contacts, or a planned
+            # foot's push-off, outside the ankle's contacts (while the ankle is held the foot
+            # is flat).
+            ball = sol.end + mv(D_foot, body.offsets[j])
             if tracker is not None:
-                # The ball of a tracked foot stays planted while its heel rises: its own
-                # contacts outside the ankle's (while the ankle is held the foot is flat) are
-                # found and held, and the foot pivots about the ankle to keep it.
-                ball = sol.end + mv(D_foot, body.offsets[j])
                 ball_contact = detect_contacts(ball, frame_time, body.floor, clearance, o.contacts)
-                ball_contact &= ~contacts[:, k]
+            else:
+                ball_contact = plan.ball[:, k].copy()
+            ball_contact &= ~contacts[:, k]
+            if ball_contact.any():
                 held = plant_targets(ball, ball_contact, frame_time, blend_time=o.plant_blend)
                 D_foot = aim_tip(sol.end, D_foot, body.offsets[j], held.positions)
             # A tracked foot tipped toe-down (or a tracker's jitter) must not push the toe
