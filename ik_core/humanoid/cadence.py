@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..contacts.inputs import check_non_negative, check_positive
 from ..errors import InvalidInputError
 from .geometry import gaussian_smooth
 
@@ -53,11 +54,9 @@ class CadenceOptions:
 
     def __post_init__(self) -> None:
         for name in ("impact", "min_half_cycle", "max_half_cycle", "sway_time", "swing_time"):
-            if not getattr(self, name) > 0.0:
-                raise InvalidInputError(f"CadenceOptions.{name} must be > 0, got {getattr(self, name)}")
+            check_positive(f"CadenceOptions.{name}", getattr(self, name))
         for name in ("walk_speed", "smoothing", "same_foot_cost"):
-            if not getattr(self, name) >= 0.0:
-                raise InvalidInputError(f"CadenceOptions.{name} must be >= 0, got {getattr(self, name)}")
+            check_non_negative(f"CadenceOptions.{name}", getattr(self, name))
         if not 0.0 <= self.double_support <= 0.6:
             raise InvalidInputError(f"CadenceOptions.double_support must be in [0, 0.6], got {self.double_support}")
         if not 0.0 <= self.strike_lead <= 0.5:
