@@ -8,7 +8,7 @@ import pytest
 from test_fullbody import synthetic, trackers_for
 
 from ik_core.errors import InvalidInputError
-from ik_core.humanoid import GaitOptions, SolveOptions, calibrate, solve_body
+from ik_core.humanoid import GaitOptions, SolveOptions, calibrate, plan_steps, solve_body
 from ik_core.humanoid.cadence import CadenceOptions, step_schedule
 from ik_core.model.rotations import rotvec_to_matrix
 
@@ -135,3 +135,32 @@ def test_walk_feet_land_on_the_footholds_and_stay(heading: float) -> None:
     assert placement < 0.08, errors
     # The drift-triggered steps of the old solver land elsewhere and at other times.
     assert errors["drift"][0] > 0.15 or errors["drift"][1] > 0.1, errors
+
+
+def test_plan_follows_the_schedule() -> None:
+    """Scheduled steps lift and land on their frames, stand still between, and the ball stays down at push-off."""
+    ft = 1 / 120
+    head, pelvis, hd, *_ = walk(ft, 5.0, 0.7, 1)
+    s = step_schedule(head, pelvis, hd, ft)
+    right = np.array([np.cos(0.7), np.sin(0.7)])
+    neutral = pelvis[:, None, :2] + np.array([-WIDTH, WIDTH])[None, :, None] * right
+    plan = plan_steps(neutral, hd, ft, GaitOptions(), s)
+    assert np.all(np.isfinite(plan.position)) and np.all(np.isfinite(plan.lift))
+    last_land = 0
+    for lift, land, foot in zip(s.lift, s.land, s.foot):
+        assert plan.planted[land, foot] and not plan.planted[land - 1, foot]
+        # The swing ends on the strike and starts no later than scheduled (a long step
+        # lifts earlier, so as not to whip the foot), never before the last landing.
+        start = land - np.flatnonzero(plan.planted[: land, foot][::-1])[0]
+        assert last_land <= start - 1 <= lift
+        assert not plan.planted[start:land, foot].any()
+        assert plan.planted[start - 1 : land + 1, 1 - foot].all()  # one foot at a time
+        assert plan.ball[start, foot] and not plan.ball[land - 1, foot]
+        last_land = land
+    moved = np.linalg.norm(np.diff(plan.position, axis=0), axis=-1)
+    held = plan.planted[1:] & plan.planted[:-1]
+    assert np.max(moved[held]) < 1e-12
+    # Pushing off, the foot rises but stays put horizontally.
+    pushing = plan.ball & ~plan.planted
+    assert np.all(plan.lift[pushing] > 0.0)
+    assert np.max(moved[pushing[1:] & pushing[:-1]]) < 1e-12
