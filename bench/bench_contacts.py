@@ -11,7 +11,11 @@ them. Each is calibrated on frame 0 (the performer stands, floor at z = 0) and s
 
 - ``capture``: the motion capture itself, the reference (its own skate and dips).
 - ``before``: the three-tracker body with its feet as planned, no contact planting.
-- ``after``: the same with contacts detected on the feet and planted (``SolveOptions.plant``).
+- ``drift``: planted as ``after``, but every step triggered by the body's drift from the feet
+  (``GaitOptions(cadence=None)``: the solve before the step timing was read from the head);
+  three-tracker variants only (tracked feet do not step by plan).
+- ``after``: the same with contacts detected on the feet and planted (``SolveOptions.plant``),
+  the walks' steps timed from the head (``GaitOptions.cadence``).
 
 And per take a chain-bake variant, ``retarget`` (see :func:`retarget_rows`): the capture copied
 onto longer legs, feet sliding (``before``); its root's path warped to the legs, feet only kept
@@ -72,7 +76,7 @@ from ik_core.contacts import (  # noqa: E402
 )
 from ik_core.contacts.measures import BAND as H  # noqa: E402  (near-ground band of the skate measure [m])
 from ik_core.contacts.measures import SLIDE_SPEED  # noqa: E402  (a near-ground foot faster than this slides [m/s])
-from ik_core.humanoid import TRACKERS, SolveOptions, calibrate, solve_body  # noqa: E402
+from ik_core.humanoid import TRACKERS, GaitOptions, SolveOptions, calibrate, solve_body  # noqa: E402
 
 POP_FACTOR = 1.5  # a pop: a velocity change beyond this many times the capture's largest
 FOOT_ROLES = ("foot_l", "toe_l", "foot_r", "toe_r")
@@ -90,10 +94,14 @@ CHAIN_GOALS = {
 }
 
 
-def solve_options(planted: bool) -> SolveOptions | None:
-    """The body solve's options for the ``before`` and ``after`` rows (None: the row is skipped)."""
+def solve_options(planted: bool, cadence: bool = True) -> SolveOptions | None:
+    """The body solve's options for the ``before``, ``drift`` and ``after`` rows (None: the row is skipped)."""
     if "plant" not in SolveOptions.__dataclass_fields__:
         return SolveOptions() if not planted else None
+    if not cadence:
+        if "cadence" not in GaitOptions.__dataclass_fields__:
+            return None
+        return SolveOptions(plant=planted, gait=GaitOptions(cadence=None))
     return SolveOptions(plant=planted)
 
 
@@ -130,6 +138,11 @@ def joint_errors(take: Take, positions: np.ndarray) -> dict[str, float]:
     return {"mpjpe_cm": 100.0 * float(err.mean()), "lower_cm": 100.0 * float(err[:, lower].mean())}
 
 
+def pose_trackers(take: Take) -> tuple[str, ...]:
+    """Names of the trackers a take wears (those with a finite pose on frame 0)."""
+    return tuple(n for n, T in zip(TRACKERS, take.trackers[0]) if np.all(np.isfinite(T)))
+
+
 def run_variant(take: Take) -> list[dict]:
     """The capture, before and after rows of one take variant."""
     worn = {n: T for n, T in zip(TRACKERS, take.trackers[0]) if np.all(np.isfinite(T))}
@@ -146,9 +159,9 @@ def run_variant(take: Take) -> list[dict]:
             "fps": float("nan"),
         }
     ]
-    for method, planted in (("before", False), ("after", True)):
-        options = solve_options(planted)
-        if options is None:
+    for method, planted, cadence in (("before", False, True), ("drift", True, False), ("after", True, True)):
+        options = solve_options(planted, cadence)
+        if options is None or (method == "drift" and "foot_l" in pose_trackers(take)):
             continue
         best, pose = np.inf, None
         for _ in range(3):
