@@ -48,6 +48,8 @@ class SolveOptions:
             plant them: held where they landed, flat, blended in and out, never below the floor.
         contacts: Contact detection thresholds of tracked feet, used when ``plant`` is on
             (:data:`TRACKER_CONTACTS`: a looser speed than an animation's, for tracker jitter).
+        foot_smoothing: Gaussian sigma of the foot trackers' paths when ``plant`` is on [s]
+            (0: as tracked).
         plant_blend: Duration of the ease in and out of each plant [s].
         jump_speed: Tracker speed reported as a jump [m/s].
         jump_turn: Tracker angular speed reported as a jump [rad/s].
@@ -71,6 +73,7 @@ class SolveOptions:
     gait: GaitOptions = field(default_factory=GaitOptions)
     plant: bool = True
     contacts: ContactOptions = TRACKER_CONTACTS
+    foot_smoothing: float = 0.02
     plant_blend: float = 0.1
     jump_speed: float = 8.0
     jump_turn: float = 40.0
@@ -97,6 +100,7 @@ class SolveOptions:
             "clavicle_max",
             "clavicle_reach",
             "plant_blend",
+            "foot_smoothing",
         ):
             value = getattr(self, name)
             if not value >= 0.0:

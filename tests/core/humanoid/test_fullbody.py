@@ -282,7 +282,8 @@ def test_tracked_feet_are_planted_over_their_contacts(cmu) -> None:
     b5 = calibrate(b.roles, gt[0], worn)
     ft = 2 / 120
     loose = solve_body(b5, five, ft, SolveOptions(plant=False))
-    res = solve_body(b5, five, ft)
+    # (the trackers' paths as given, so off contacts the two solves can be compared exactly)
+    res = solve_body(b5, five, ft, SolveOptions(foot_smoothing=0.0))
     assert res.contacts.any(axis=0).all() and not res.contacts.all()
     turned_as_tracked = 0
     for k, side in enumerate("lr"):
@@ -317,6 +318,31 @@ def test_tracked_feet_are_planted_over_their_contacts(cmu) -> None:
         assert np.allclose(flat, [0, 0, 1.0], atol=1e-9)
     assert turned_as_tracked > 20
     assert np.max(res.tracker_error[:, :3][res.reachable[:, :3]]) < 1e-9
+
+
+def test_tracked_feet_jitter_is_smoothed(cmu) -> None:
+    """A planted solve low-passes foot trackers: a lifted foot's 2 mm jitter no longer moves it like a slide."""
+    b, gt, trk = cmu
+    names = b.names
+    n = 240
+    standing = np.stack([gt[0, names.index(r)] for r in ("foot_l", "foot_r")])
+    worn = dict(zip(("head", "hand_l", "hand_r", "foot_l", "foot_r"), [*trk[0], *standing]))
+    b5 = calibrate(b.roles, gt[0], worn)
+    feet = np.repeat(standing[None], n, axis=0)
+    feet[:, 0, 2, 3] += 0.2  # the left foot held up: no contact, so no hold either
+    feet[..., :3, 3] += np.random.default_rng(5).normal(0.0, 0.002, feet[..., :3, 3].shape)
+    head_hands = np.repeat(trk[:1], n, axis=0)
+    five = np.concatenate([head_hands, np.full_like(head_hands[:, :1], np.nan), feet], axis=1)
+    ft = 1 / 120
+    j = names.index("foot_l")
+    speeds = {}
+    for sigma in (0.0, SolveOptions().foot_smoothing):
+        res = solve_body(b5, five, ft, SolveOptions(foot_smoothing=sigma))
+        assert not res.contacts[:, 0].any()
+        speeds[sigma] = np.linalg.norm(np.diff(res.positions[:, j], axis=0), axis=-1) / ft
+        assert np.max(np.abs(res.positions[:, j] - feet[:, 0, :3, 3].mean(axis=0))) < 0.01
+    assert np.mean(speeds[0.0] > 0.2) > 0.5  # jitter alone reads as sliding
+    assert np.mean(speeds[SolveOptions().foot_smoothing] > 0.2) < 0.05
 
 
 def test_rigs_without_optional_roles(body) -> None:
