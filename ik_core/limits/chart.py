@@ -69,6 +69,8 @@ class BoxChart:
             infinite: its ellipse bounds it).
         upper: (dof',) upper bounds.
         swing_starts: First chart variable of each swing, whose pair is an ellipse, not a box.
+        swing_axes: (K, 4) semi-axes (w+, w-, u+, u-) [rad] of each swing's quarter ellipses,
+            in the order of ``swing_starts`` (see :func:`~.ball.quadrant_ellipse_project`).
         variable_joint: (dof',) index of the skeleton's joint that owns each chart variable.
     """
 
@@ -87,7 +89,7 @@ class BoxChart:
             self.skeleton = skeleton
             self.lower, self.upper = np.array(skeleton.lower), np.array(skeleton.upper)
             self.swing_starts: list[int] = []
-            self._swing_axes = np.zeros((0, 4))
+            self.swing_axes = np.zeros((0, 4))
             self._copy_source = self._copy_chart = np.arange(skeleton.dof)
             return
         joints: list[Joint] = []
@@ -149,7 +151,7 @@ class BoxChart:
                 self.swing_starts.append(c0)
                 axes.append(np.minimum(coords.swing, _SWING_CAP))
         self.lower, self.upper = lower, upper
-        self._swing_axes = np.array(axes, dtype=float).reshape(-1, 4)
+        self.swing_axes = np.array(axes, dtype=float).reshape(-1, 4)
         # 1-DoF and unlimited ball variables are copied column for column.
         balls = {s for s, _, _ in self._balls}
         src, dst = [], []
@@ -176,7 +178,7 @@ class BoxChart:
         on &= self.lower < self.upper  # a locked variable holds nothing back
         if self.swing_starts:
             s = np.array(self.swing_starts)
-            axes = self._swing_axes
+            axes = self.swing_axes
             a = np.where(x[:, s] >= 0.0, axes[:, 0], axes[:, 1])
             b = np.where(x[:, s + 1] >= 0.0, axes[:, 2], axes[:, 3])
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -205,7 +207,7 @@ class BoxChart:
         if self.swing_starts:
             s = np.array(self.swing_starts)
             P, K = x.shape[0], len(s)
-            axes = np.broadcast_to(self._swing_axes, (P, K, 4)).reshape(-1, 4)
+            axes = np.broadcast_to(self.swing_axes, (P, K, 4)).reshape(-1, 4)
             pw, pu = quadrant_ellipse_project(x[:, s].reshape(-1), x[:, s + 1].reshape(-1), axes)
             x[:, s], x[:, s + 1] = pw.reshape(P, K), pu.reshape(P, K)
         return x

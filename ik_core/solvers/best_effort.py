@@ -68,6 +68,8 @@ _REACH_MIN = 1e-7
 _CATCH_UP = 4.0
 # A variable this close to a bound counts as resting on it [rad or m].
 _ON_BOUND = 1e-9
+# A swing ellipse with a semi-axis below this [rad] is a segment: its rim has no angle to follow.
+_THIN_SWING = 1e-9
 _TURN = 2.0 * np.pi
 # Batched sweeps of a take's follow pass before it goes frame by frame.
 _FOLLOW_SWEEPS = 3
@@ -124,6 +126,11 @@ class BestEffort:
             if j.kind is JointKind.BALL and j.limit is not None and j.dof
         ]
         self._seed = seed
+        # Swing pairs (chart variables s, s + 1) and the semi-axes of their quarter ellipses: a
+        # swing that the descent presses onto its ellipse steps along the rim by its angle there.
+        swings = not self.chart.identity and len(self.chart.swing_starts) > 0
+        self._rim_starts = np.array(self.chart.swing_starts, dtype=int) if swings else None
+        self._rim_axes = np.asarray(self.chart.swing_axes, dtype=float) if swings else None
         self._library: tuple[np.ndarray, np.ndarray] | None = None
         # Variables of rotating 1-DoF joints whose value a whole turn away is the same pose (not
         # sources of mimics, which would turn by their multiplier): a take keeps them on one turn.
@@ -268,7 +275,15 @@ class BestEffort:
             frozen = self._locked | ((qr <= self._lo + _ON_BOUND) & (g < 0)) | ((qr >= self._hi - _ON_BOUND) & (g > 0))
             free = ~frozen
             Jf = Jr * free[:, None, :]
-            if self._balls:
+            # A swing pressed onto its ellipse moves along the rim, by its angle there: a step in
+            # the swing's own coordinates projected back onto the curved rim loses to the
+            # curvature what the linear model promised, and the damping then grows without end.
+            rim = None
+            if self._rim_axes is not None:
+                rim = self._pressed_rims(qr, g)
+                if rim is not None:
+                    Jf, frozen = self._along_rims(Jf, frozen, rim)
+            elif self._balls:
                 Jf = self._slide_on_ball_limits(push[rows], g, Jf)
             gf = np.einsum("pmi,pm->pi", Jf, er)
             A = np.einsum("pmi,pmj->pij", Jf, Jf)
@@ -288,7 +303,12 @@ class BestEffort:
                 dq[None], (t0[None, :, None] * _GRADIENT_STEPS[:, None, None]) * gf[None],
                 (tp0[None, :, None] * _GRADIENT_STEPS[:, None, None]) * gp[None],
             ])
-            stepped = np.minimum(np.maximum(qr[None] + steps, self._lo), self._hi).reshape(-1, dof)
+            stepped = np.minimum(np.maximum(qr[None] + steps, self._lo), self._hi)
+            if rim is not None:
+                # The Gauss-Newton step and the gradient steps of the rim model: their angle steps.
+                model_steps = 1 + len(_GRADIENT_STEPS)
+                self._step_along_rims(stepped[:model_steps], steps[:model_steps], rim)
+            stepped = stepped.reshape(-1, dof)
             trial = self.chart.project(stepped) if self._balls else stepped
             reps = 1 + 2 * len(_GRADIENT_STEPS)
             tpr = np.tile(tp[rows], (reps, 1, 1))
@@ -304,7 +324,10 @@ class BestEffort:
             best = d_try[pick, np.arange(R)]
             # A step must gain beyond rounding: an optimum stays bit for bit what it was.
             ok = best < d[rows] - 1e-12 * (1.0 + d[rows])
-            newton = ok & (pick == 0)
+            # The damping follows the Gauss-Newton trial's own success, whichever trial is kept: a
+            # gradient trial that gains more says nothing of the Gauss-Newton model, and growing
+            # the damping for it shrinks the Gauss-Newton steps to nothing (a crawl).
+            newton = d_try[0] < d_before - 1e-12 * (1.0 + d_before)
             acc, kept = rows[ok], flat[ok]
             if len(kept):
                 J_kept = self.model.jacobians_at(frames_try, kept)
@@ -328,6 +351,68 @@ class BestEffort:
                 left = max_iterations - 1 - iteration
                 active[rows] &= d[rows] - _CATCH_UP * gained * left <= beat[rows]
         return q, d
+
+    def _quadrant_axes(self, pairs: np.ndarray, w: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Semi-axes (a, b) of the quarter ellipse of each swing pair ``pairs`` holding the swing (w, u) (broadcast)."""
+        axes = self._rim_axes[pairs]
+        return np.where(w >= 0.0, axes[..., 0], axes[..., 1]), np.where(u >= 0.0, axes[..., 2], axes[..., 3])
+
+    def _pressed_rims(
+        self, x: np.ndarray, g: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The swings resting on their ellipse that the descent direction presses outward.
+
+        Args:
+            x: (R, dof') chart configurations.
+            g: (R, dof') descent directions J^T e.
+
+        Returns:
+            (rows, pairs, angles), each (K,): the row, the swing pair and its angle on the
+            ellipse [rad] (the swing is (a cos, b sin) of it) of each pressed swing; None when
+            no swing is pressed. Thin ellipses (a semi-axis near 0) are left to the projection.
+        """
+        S = self._rim_starts
+        w, u = x[:, S], x[:, S + 1]
+        a, b = self._quadrant_axes(np.arange(len(S)), w, u)
+        wide = (a > _THIN_SWING) & (b > _THIN_SWING)
+        sa, sb = np.where(wide, a, 1.0), np.where(wide, b, 1.0)
+        on_rim = (w / sa) ** 2 + (u / sb) ** 2 >= 1.0 - 1e-9
+        # The descent points outward where it has a positive part along the rim's normal.
+        pressing = w / (sa * sa) * g[:, S] + u / (sb * sb) * g[:, S + 1] > 0.0
+        rows, pairs = np.nonzero(wide & on_rim & pressing)
+        if not len(rows):
+            return None
+        angles = np.arctan2(u[rows, pairs] / sb[rows, pairs], w[rows, pairs] / sa[rows, pairs])
+        return rows, pairs, angles
+
+    def _along_rims(
+        self, J: np.ndarray, frozen: np.ndarray, rim: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of J (R, m, dof') and frozen (R, dof') with each pressed swing's pair turned into its rim angle.
+
+        The pair's first column becomes the derivative along the angle, (-a sin, b cos) of
+        the two columns; the second is frozen. ``rim`` from :meth:`_pressed_rims`.
+        """
+        rows, pairs, angles = rim
+        S = self._rim_starts[pairs]
+        cos, sin = np.cos(angles), np.sin(angles)
+        a, b = self._quadrant_axes(pairs, cos, sin)
+        J, frozen = J.copy(), frozen.copy()
+        J[rows, :, S] = J[rows, :, S] * (-a * sin)[:, None] + J[rows, :, S + 1] * (b * cos)[:, None]
+        J[rows, :, S + 1] = 0.0
+        frozen[rows, S + 1] = True
+        return J, frozen
+
+    def _step_along_rims(
+        self, stepped: np.ndarray, steps: np.ndarray, rim: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ) -> None:
+        """Trials (T, R, dof') with each pressed swing moved along its rim by the angle step in its first variable."""
+        rows, pairs, angles = rim
+        S = self._rim_starts[pairs]
+        turned = angles[None] + steps[:, rows, S]
+        cos, sin = np.cos(turned), np.sin(turned)
+        a, b = self._quadrant_axes(pairs[None], cos, sin)
+        stepped[:, rows, S], stepped[:, rows, S + 1] = a * cos, b * sin
 
     def _slide_on_ball_limits(self, push: np.ndarray, g: np.ndarray, J: np.ndarray) -> np.ndarray:
         """J with each ball joint's columns confined to its limit's tangent plane where the descent leaves it.

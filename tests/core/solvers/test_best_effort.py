@@ -92,15 +92,18 @@ def auto(skeleton: Skeleton) -> str:
     return resolve_solver("auto", len(skeleton.joints), pole=False, full_pose=False, robot=False, limb=limb)
 
 
+@pytest.mark.parametrize("seed", [3, 5])
 @pytest.mark.parametrize("name", ["auto", "dls", "fabrik", "ccd"])
-def test_a_missed_target_ends_on_a_local_minimum_inside_the_limits(name: str) -> None:
-    """An independent descent inside the limits gains little from any solver's answer to an out-of-limit target.
+def test_a_missed_target_ends_on_a_local_minimum_inside_the_limits(name: str, seed: int) -> None:
+    """An independent descent inside the limits gains no more than 0.01 mm from any solver's answer to an
+    out-of-limit target: the answer is a local minimum (the certificate of issue 23).
 
-    The goal is no gain above 0.01 mm on every answer; measured today: most answers meet it, and the rest
-    (chains whose ball limits curve, where the descent crawls and stops at its iteration cap) stay within 1 mm.
+    Chains whose ball limits curve are among them: a swing pressed onto its ellipse must follow the rim,
+    where a descent that steps and projects back crawls and stops short (0.15-0.42 mm short on these
+    chains before it followed the rim).
     """
-    rng = np.random.default_rng(3)
-    checked, certified = 0, 0
+    rng = np.random.default_rng(seed)
+    checked = 0
     for _ in range(10):
         skeleton = limited_chain(rng, int(rng.integers(2, 8)), zero_length=name != "fabrik")
         solver = make_solver(auto(skeleton) if name == "auto" else name, skeleton, "tip", mode="position")
@@ -111,10 +114,9 @@ def test_a_missed_target_ends_on_a_local_minimum_inside_the_limits(name: str) ->
             if res.converged:
                 continue
             left = res.position_error - distance_after_independent_descent(skeleton, res.q, target)
-            assert left <= 3e-3, (res.position_error, left, res.reason)
+            assert left <= 1e-5, (res.position_error, left, res.reason)
             checked += 1
-            certified += left <= 1e-5
-    assert checked >= 4 and certified >= 0.7 * checked
+    assert checked >= 4
 
 
 def test_best_effort_never_leaves_a_target_farther_than_the_solver_did() -> None:
