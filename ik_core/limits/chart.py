@@ -33,6 +33,45 @@ _UNIT = np.eye(3)
 _SWING_CAP = np.pi - 1e-6
 
 
+# A middle Euler angle whose cosine is below this is at gimbal lock: the outer angles turn about
+# one axis, and only their combination is the pose (matrix_to_euler's own test is tighter).
+_LOCK_COS = 1e-12
+
+
+def _split_at_lock(e: np.ndarray, m: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Chain angles (L, 3) at gimbal lock with the outer pair moved along its pose-keeping line into its ranges.
+
+    Moving (x0, x2) to (x0 + m t, x2 + t) keeps the rotation at lock. The t chosen puts both in
+    their ranges [lo, hi] (modulo 2 pi) where some t does, the nearest such t to 0; elsewhere
+    the angles are left for the clamp.
+
+    Args:
+        e: (L, 3) chain angles [rad] whose middle angle is at lock.
+        m: (L,) +1 or -1: how the outer angle moves with the inner one along the line.
+        lo: (3,) lower ends [rad].
+        hi: (3,) upper ends [rad] (a whole turn above lo for a free angle).
+    """
+    e = e.copy()
+    # t that put each outer angle in its range: intervals (modulo 2 pi) [a, b] and [c, d].
+    a = np.where(m > 0, lo[0] - e[:, 0], e[:, 0] - hi[0])
+    b = a + (hi[0] - lo[0])
+    c, d = lo[2] - e[:, 2], hi[2] - e[:, 2]
+    best = np.full(len(e), np.nan)
+    for shift in (-1.0, 0.0, 1.0):
+        # The outer interval moved by whole turns next to the inner one, then both intersected.
+        k = np.round((0.5 * (c + d) - 0.5 * (a + b)) / (2.0 * np.pi)) + shift
+        start, end = np.maximum(a + 2.0 * np.pi * k, c), np.minimum(b + 2.0 * np.pi * k, d)
+        for turn in (-1.0, 0.0, 1.0):
+            s, f = start + 2.0 * np.pi * turn, end + 2.0 * np.pi * turn
+            t = np.where(start <= end, np.clip(0.0, s, f), np.nan)
+            better = np.isfinite(t) & ~(np.abs(best) <= np.abs(t))
+            best = np.where(better, t, best)
+    fits = np.isfinite(best)
+    e[fits, 0] += m[fits] * best[fits]
+    e[fits, 2] += best[fits]
+    return e
+
+
 def _homogeneous(R: np.ndarray) -> np.ndarray:
     M = np.eye(4)
     M[:3, :3] = R
@@ -220,8 +259,8 @@ class BoxChart:
 
         Returns:
             (P, dof') chart configurations inside the limits. A feasible pose maps to the same
-            pose, except one that an Euler limit admits only through gimbal lock (its outer
-            angles out of range, their combination in it), which is clamped like any other.
+            pose; at gimbal lock an Euler limit's outer angles are shared out (only their
+            combination is the pose) so that both fit their ranges where some split does.
         """
         q = np.asarray(q, dtype=float)
         if self.identity:
@@ -251,8 +290,17 @@ class BoxChart:
         e1 = np.stack([e0[:, 0] + np.pi, np.pi - e0[:, 1], e0[:, 2] + np.pi], axis=1)
         finite = np.isfinite(coords.lower)
         lo, hi = np.where(finite, coords.lower, -np.pi), np.where(finite, coords.upper, np.pi)
-        c0, d0 = circular_clamp(e0, lo, np.where(finite, hi, lo + 2.0 * np.pi))
-        c1, d1 = circular_clamp(e1, lo, np.where(finite, hi, lo + 2.0 * np.pi))
+        hi = np.where(finite, hi, lo + 2.0 * np.pi)
+        # At gimbal lock only a combination of the outer angles is the pose: share it out so
+        # that both fit their ranges where some split does (the tidy split may not).
+        lock = np.abs(np.cos(e0[:, 1])) < _LOCK_COS
+        if lock.any():
+            i, j = a2, a1
+            p = 1.0 if (j - i) % 3 == 1 else -1.0
+            for e in (e0, e1):
+                e[lock] = _split_at_lock(e[lock], p * np.where(np.sin(e[lock, 1]) < 0.0, -1.0, 1.0), lo, hi)
+        c0, d0 = circular_clamp(e0, lo, hi)
+        c1, d1 = circular_clamp(e1, lo, hi)
         return np.where((d1.max(axis=1) < d0.max(axis=1))[:, None], c1, c0)
 
     def from_chart(self, x: np.ndarray) -> np.ndarray:

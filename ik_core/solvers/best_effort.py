@@ -215,7 +215,7 @@ class BestEffort:
     ) -> tuple[np.ndarray, np.ndarray]:
         """The skeleton's configurations of chart answers x, unless the starts q are nearer by more than ``slack``.
 
-        A start the chart had to move (an Euler limit met only through gimbal lock) keeps its
+        A start the chart had to move (an Euler limit met only next to gimbal lock) keeps its
         own pose unless the descent found a nearer one.
         """
         if self.chart.identity:

@@ -615,24 +615,33 @@ def test_projected_swings_of_half_a_turn_are_feasible_poses(limit: object) -> No
     assert limit_violation(skeleton, chart.from_chart(y)).max() <= FEASIBLE
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "LIMITATION (documented in to_chart and solvers/best_effort.py, which keeps the start's own "
-        "pose unless the descent finds a nearer one): at gimbal lock to_chart clamps the tidy Euler split instead "
-        "of a split that fits the ranges. EulerLimit((0.2, 1.0, 0.1), (0.4, 2.0, 0.2), order='XYZ'), "
-        "R = euler(0.3, pi/2, 0.15) is feasible (limit_violation 0) but to_chart gives (z, y, x) = "
-        "(0.1, pi/2, 0.2), a pose 0.05 away, although (0.1, pi/2, 0.25) fits and is the same pose"
-    ),
-)
-def test_feasible_poses_at_gimbal_lock_map_to_the_same_pose() -> None:
-    """A feasible Euler pose at gimbal lock (only the coupled angle fits) keeps its effector pose."""
-    limit = EulerLimit((0.2, 1.0, 0.1), (0.4, 2.0, 0.2), order="XYZ")
+@pytest.mark.parametrize("order, middle", [("XYZ", np.pi / 2), ("XYZ", -np.pi / 2), ("ZYX", np.pi / 2),
+                                           ("YXZ", -np.pi / 2), ("XZY", np.pi / 2)])
+def test_feasible_poses_at_gimbal_lock_map_to_the_same_pose(order: str, middle: float) -> None:
+    """A feasible Euler pose at gimbal lock (only the coupled angle fits) keeps its effector pose.
+
+    The tidy split of the coupled angle (one outer angle 0) fits neither range here: the chart must share
+    it out along the line that keeps the pose, whichever way the outer angles couple.
+    """
+    angles = {"X": 0.3, "Y": 0.3, "Z": 0.3}
+    axes = ["XYZ".index(c) for c in order]
+    # Outer ranges that hold the pose's own outer angles but not 0 (nor the whole coupled angle).
+    lower, upper = np.zeros(3), np.zeros(3)
+    for position, axis in enumerate(axes):
+        if position == 1:
+            lower[axis], upper[axis] = middle - 0.5, middle + 0.5
+            angles["XYZ"[axis]] = middle
+        else:
+            # Ends at uneven distances, so that clamping both outer angles cannot keep their combination.
+            value, below, above = (0.3, 0.01, 0.03) if position == 0 else (0.15, 0.03, 0.01)
+            angles["XYZ"[axis]] = value
+            lower[axis], upper[axis] = value - below, value + above
+    limit = EulerLimit(tuple(lower), tuple(upper), order=order)
     offset = np.eye(4)
     offset[:3, 3] = (0.3, 1.0, 0.2)
     skeleton = Skeleton([Joint("ball", JointKind.BALL, limit=limit)], [Effector("tip", 0, offset)])
-    q = matrix_to_rotvec(euler_to_matrix(np.array([0.3, np.pi / 2, 0.15]), "XYZ"))[None]
-    assert limit_violation(skeleton, q)[0] == 0.0
+    q = matrix_to_rotvec(euler_to_matrix(np.array([angles["X"], angles["Y"], angles["Z"]]), order))[None]
+    assert limit_violation(skeleton, q)[0] <= FEASIBLE
     chart = BoxChart(skeleton)
     x = chart.to_chart(q)
-    assert np.abs(effector_poses(chart.skeleton, x) - effector_poses(skeleton, q)).max() <= POSE_TOL
+    assert np.abs(effector_poses(chart.skeleton, x) - effector_poses(skeleton, q)).max() <= 1e-9
