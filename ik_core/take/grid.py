@@ -33,6 +33,12 @@ _REACH = 4
 # Gauss-Newton iterations per frame while tracking, and when a grid value is (re)seeded.
 _TRACK_ITERATIONS = 3
 _SEED_ITERATIONS = 12
+# ... and when a grid value just past the reached ones is restarted from its neighbour's solution:
+# those that reach their target do so within three iterations but for about 1 % (rail arm's take),
+# while every iteration is one more batched call, whose fixed cost dominates these small batches.
+# (States short of their target after tracking keep _SEED_ITERATIONS: near a singularity they
+# converge slowly, and cutting theirs leaves a jump on the hard iiwa take.)
+_RESTART_ITERATIONS = 4
 # Frames tracked together in one batch, each from the last solved frame moved on at its velocity:
 # short segments keep grid values on their own solution near folds (iiwa: 4 beat 2, 8 and 16) at
 # some cost per frame, so one held variable (a take without such folds) tracks 16 at a time.
@@ -175,13 +181,10 @@ def track_grid(
             live[first_layer_size:] = False  # second layers wait for crossings to seed them
         rows = np.flatnonzero(np.tile(live, m))
         iters = _SEED_ITERATIONS if last is None else _TRACK_ITERATIONS
-        q[rows], conv[rows] = gs.run(q[rows], held_rows[rows], tps[rows], None if trs is None else trs[rows], iters)
-        # Near a singularity Gauss-Newton converges slowly: states short of their target get
-        # more iterations before they are given up.
-        slow = rows[~conv[rows]]
-        if len(slow) and iters < _SEED_ITERATIONS:
-            q[slow], conv[slow] = gs.run(q[slow], held_rows[slow], tps[slow], None if trs is None else trs[slow],
-                                         _SEED_ITERATIONS)
+        # Near a singularity Gauss-Newton converges slowly: states short of their target after
+        # tracking get more iterations before they are given up.
+        q[rows], conv[rows] = gs.run(q[rows], held_rows[rows], tps[rows], None if trs is None else trs[rows], iters,
+                                     retry=_SEED_ITERATIONS if iters < _SEED_ITERATIONS else 0)
         q, conv = q.reshape(m, S, dof), conv.reshape(m, S)
         _restart_lost(gs, grids, q, conv, tps.reshape(m, S, *tp.shape[1:]),
                       None if trs is None else trs.reshape(m, S, *tr.shape[1:]))
@@ -242,7 +245,7 @@ def _restart_lost(gs, grids: _Grids, q: np.ndarray, conv: np.ndarray, tp: np.nda
         seed = q[fp, source[pick]]  # fancy indexing: a copy
         seed[np.arange(len(kp)), grids.state_held[kp]] = grids.state_value[kp]
         q2, conv2 = gs.run(seed, grids.state_held[kp], tp[fp, kp], None if tr is None else tr[fp, kp],
-                           _SEED_ITERATIONS)
+                           _RESTART_ITERATIONS)
         q[fp[conv2], kp[conv2]] = q2[conv2]
         conv[fp[conv2], kp[conv2]] = True
 

@@ -105,12 +105,16 @@ class HeldSolver:
         self.solver._null = False  # the grid decides the self-motion, not a pull
 
     def run(
-        self, q: np.ndarray, held: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, iterations: int
+        self, q: np.ndarray, held: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, iterations: int,
+        retry: int = 0,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Iterate configurations q (P, dof) toward their targets, variable ``held[p]`` of each fixed.
 
         Only configurations still short of their target iterate (an active set), each with
         its own Levenberg-Marquardt damping; a step that does not lower the error is undone.
+        Those still short after ``iterations`` get ``retry`` more from a fresh damping, as a
+        second call on them would give them, in the same loop (one evaluation fewer, and no
+        second pass of the call's fixed costs).
 
         Returns:
             q (P, dof) and converged (P,).
@@ -129,9 +133,15 @@ class HeldSolver:
         lam = s.damping * np.minimum(E, 1.0) * 1e-2 + s.min_damping
         # Error (0.5 |ew|^2) of a configuration _HOPELESS_ERROR times the tolerance off its target.
         hopeless = 0.5 * (_HOPELESS_ERROR * s.tolerance) ** 2
-        for iteration in range(iterations):
+        first = iterations
+        for count in range(first + retry):
             if not len(act):
                 break
+            iteration = count if count < first else count - first
+            if count == first:
+                # The retry starts over, damping and budget, from where the first run left.
+                lam = s.damping * np.minimum(E, 1.0) * 1e-2 + s.min_damping
+                iterations = retry
             q_new = s._step(q[act], ew, Jw, E, lam)
             ew2, Jw2, E2, pe2, re2 = s._evaluate(q_new, tp[act], None if tr is None else tr[act])
             take = E2 < E
