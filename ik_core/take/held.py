@@ -126,10 +126,12 @@ class HeldSolver:
         ew, Jw, E, pe, re = s._evaluate(q, tp, tr)
         conv = (pe <= s.tolerance) & (re <= s.rotation_tolerance)
         act = np.flatnonzero(~conv)
+        # The active rows' targets, held variables and Jacobians, subset only when rows stop.
         ew, Jw, E = ew[act], Jw[act], E[act]
+        tp_a, tr_a, held_a, rows = tp[act], None if tr is None else tr[act], held[act], np.arange(len(act))
         # The held variable never moves: its Jacobian column is zeroed once per evaluation, in
         # place, rather than a zeroed copy made for every step.
-        Jw[np.arange(len(act)), :, held[act]] = 0.0
+        Jw[rows, :, held_a] = 0.0
         lam = s.damping * np.minimum(E, 1.0) * 1e-2 + s.min_damping
         # Error (0.5 |ew|^2) of a configuration _HOPELESS_ERROR times the tolerance off its target.
         hopeless = 0.5 * (_HOPELESS_ERROR * s.tolerance) ** 2
@@ -143,25 +145,30 @@ class HeldSolver:
                 lam = s.damping * np.minimum(E, 1.0) * 1e-2 + s.min_damping
                 iterations = retry
             q_new = s._step(q[act], ew, Jw, E, lam)
-            ew2, Jw2, E2, pe2, re2 = s._evaluate(q_new, tp[act], None if tr is None else tr[act])
+            ew2, Jw2, E2, pe2, re2 = s._evaluate(q_new, tp_a, tr_a)
+            Jw2[rows, :, held_a] = 0.0
             take = E2 < E
-            rate = E2 / np.maximum(E, 1e-300)
-            q[act[take]] = q_new[take]
             done = take & (pe2 <= s.tolerance) & (re2 <= s.rotation_tolerance)
             conv[act[done]] = True
-            moved = np.flatnonzero(take)
-            ew[moved] = ew2[moved]
-            Jw[moved] = Jw2[moved]
-            Jw[moved, :, held[act[moved]]] = 0.0
-            E[moved] = E2[moved]
+            # Bounded work that stops when progress stalls: from _HOPELESS_AFTER on, a configuration
+            # that would still be far off its target after shrinking its error at this step's rate
+            # in every iteration left (a grid value the target cannot be reached from) stops now.
+            check = iteration >= _HOPELESS_AFTER
+            rate = E2 / np.maximum(E, 1e-300) if check else None
+            if take.all():
+                # Every step lowered its error (most iterations): the new evaluation is the state.
+                q[act] = q_new
+                ew, Jw, E = ew2, Jw2, E2
+            else:
+                q[act[take]] = q_new[take]
+                ew[take], Jw[take], E[take] = ew2[take], Jw2[take], E2[take]
             lam = np.where(take, np.maximum(lam * 0.2, s.min_damping), lam * 8.0)
             keep = ~done
-            if iteration >= _HOPELESS_AFTER:
-                # Bounded work that stops when progress stalls: a configuration that would still
-                # be far off its target after shrinking its error at this step's rate in every
-                # iteration left (a grid value the target cannot be reached from) stops now.
+            if check:
                 left = iterations - 1 - iteration
                 keep &= ~(take & (E2 * rate**left > hopeless))
             if not keep.all():
                 act, ew, Jw, E, lam = act[keep], ew[keep], Jw[keep], E[keep], lam[keep]
+                tp_a, held_a, rows = tp_a[keep], held_a[keep], rows[: len(act)]
+                tr_a = None if tr_a is None else tr_a[keep]
         return q, conv
