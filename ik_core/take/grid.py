@@ -34,8 +34,9 @@ _REACH = 4
 _TRACK_ITERATIONS = 3
 _SEED_ITERATIONS = 12
 # ... and when a grid value just past the reached ones is restarted from its neighbour's solution:
-# those that reach their target do so within three iterations but for about 1 % (rail arm's take),
-# while every iteration is one more batched call, whose fixed cost dominates these small batches.
+# those that reach their target do so within three iterations but for 2-4 % (rail-arm takes; they
+# are restarted again at the next frame), while every iteration is one more batched call, whose
+# fixed cost dominates these small batches.
 # (States short of their target after tracking keep _SEED_ITERATIONS: near a singularity they
 # converge slowly, and cutting theirs leaves a jump on the hard iiwa take.)
 _RESTART_ITERATIONS = 4
