@@ -116,6 +116,7 @@ class _Grids:
 def track_grid(
     solver, targets: np.ndarray, start: np.ndarray, max_jump: float, held, steps_of=None,
     incumbent: np.ndarray | None = None, incumbent_ok: np.ndarray | None = None,
+    known: dict | None = None, keep: dict | None = None,
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """The smoothest joint paths over a take among the self-motions of a one-redundant chain.
 
@@ -137,6 +138,11 @@ def track_grid(
         incumbent: (N, dof) an answer to improve on, one more state per frame that the path
             may follow and leave and join again, or None.
         incumbent_ok: (N,) which frames of ``incumbent`` reach their targets.
+        known: {variable: (Q (N, K, dof), ok (N, K))} the states of a first-layer grid of that
+            variable an earlier search of these frames tracked (``keep`` of a search of a
+            stretch holding them, sliced to these frames): taken as they are, neither tracked
+            nor restarted again; None for none.
+        keep: A dict that receives this search's first-layer grids in that form, or None.
 
     Returns:
         Candidate paths, each q (N, dof) and converged (N,): the cheapest, then (with an
@@ -151,6 +157,15 @@ def track_grid(
     layers = 2 if len(held) > 1 else 1
     grids = _Grids(solver._lo, solver._hi, held * layers)
     first_layer_size = grids.first[len(held)] if layers > 1 else grids.size
+    # First-layer grids an earlier search of these frames already tracked (a search around a
+    # jump after the whole stretch's): their states are taken as they are, not tracked again.
+    given = np.zeros(grids.size, dtype=bool)
+    given_states = {}  # first state of the grid -> (Q, ok) over the take
+    for g, h in enumerate(held):
+        if known is not None and h in known:
+            a = grids.first[g]
+            given[a : a + len(grids.values[g])] = True
+            given_states[a] = known[h]
     gs = HeldSolver(solver)
     S, dof = grids.size, len(start)
     hv, vv = grids.state_held, grids.state_value
@@ -180,6 +195,7 @@ def track_grid(
         live = np.ones(S, dtype=bool) if last is None or not ok[lo - 1].any() else ok[lo - 1].copy()
         if last is None:
             live[first_layer_size:] = False  # second layers wait for crossings to seed them
+        live &= ~given
         rows = np.flatnonzero(np.tile(live, m))
         iters = _SEED_ITERATIONS if last is None else _TRACK_ITERATIONS
         # Near a singularity Gauss-Newton converges slowly: states short of their target after
@@ -187,8 +203,11 @@ def track_grid(
         q[rows], conv[rows] = gs.run(q[rows], held_rows[rows], tps[rows], None if trs is None else trs[rows], iters,
                                      retry=_SEED_ITERATIONS if iters < _SEED_ITERATIONS else 0)
         q, conv = q.reshape(m, S, dof), conv.reshape(m, S)
+        for a, (q_given, ok_given) in given_states.items():
+            k = q_given.shape[1]
+            q[:, a : a + k], conv[:, a : a + k] = q_given[lo:hi], ok_given[lo:hi]
         _restart_lost(gs, grids, q, conv, tps.reshape(m, S, *tp.shape[1:]),
-                      None if trs is None else trs.reshape(m, S, *tr.shape[1:]))
+                      None if trs is None else trs.reshape(m, S, *tr.shape[1:]), given)
         if layers > 1:
             _seed_crossings(gs, grids, q, conv, tps.reshape(m, S, *tp.shape[1:]),
                             None if trs is None else trs.reshape(m, S, *tr.shape[1:]), max_jump)
@@ -201,6 +220,10 @@ def track_grid(
         velocity = np.where(both[:, None], step, 0.0)
         last = Q[hi - 1]
         lo = hi
+    if keep is not None:
+        for g, h in enumerate(held):
+            a = grids.first[g]
+            keep[h] = (Q[:, a : a + len(grids.values[g])], ok[:, a : a + len(grids.values[g])])
     if incumbent is not None:
         # The answer so far is one more state per frame: the search keeps it where it is
         # smooth and leaves it only where a grid path does better.
@@ -210,7 +233,8 @@ def track_grid(
     return candidate_paths(Q, ok, D, back, incumbent is not None)
 
 
-def _restart_lost(gs, grids: _Grids, q: np.ndarray, conv: np.ndarray, tp: np.ndarray, tr: np.ndarray | None) -> None:
+def _restart_lost(gs, grids: _Grids, q: np.ndarray, conv: np.ndarray, tp: np.ndarray, tr: np.ndarray | None,
+                  given: np.ndarray | None = None) -> None:
     """Restart the grid values just past the reached part of their grid, in place.
 
     The reachable part of a grid grows by a few values per frame at most: only values up to
@@ -228,12 +252,15 @@ def _restart_lost(gs, grids: _Grids, q: np.ndarray, conv: np.ndarray, tp: np.nda
         conv: (m, S) which of them reach their targets, updated in place.
         tp: (m, S, ...) their position targets.
         tr: (m, S, ...) their rotation targets, or None without rotations.
+        given: (S,) states an earlier search tracked and restarted already (not restarted), or None.
     """
     m, S = conv.shape
     states = np.arange(S)[None, :]
     near = grids.nearest_true(conv)
     gap = np.abs(near - states)
     lost = ~conv & conv[np.arange(m)[:, None], near] & (gap <= _REACH + 1)
+    if given is not None:
+        lost &= ~given
     f, k = np.nonzero(lost)
     gap, source = gap[f, k], near[f, k]
     # The next value past the reached one on the same side.

@@ -40,15 +40,17 @@ def search_repair(
     Round by round, the first frame past the last searched stretch that jumps from a reached
     frame to a reached frame is found; from ``_LEAD`` frames before it to ``_AFTER`` after,
     ``search`` finds the smoothest paths: by default :func:`track_grid` over a one-redundant
-    chain's self-motion (holding the variable sets of :func:`held_candidates` in turn, until
-    one leaves no jump). Once a search has left jumps in the stretch (a single held variable
-    whose grid folds there), the next first searches from ``_NEAR_LEAD`` frames before them to
-    ``_NEAR_AFTER`` after, from that search's answer, and only where that leaves jumps the
-    whole stretch again. A path that ends back on the old answer keeps the old rest of the
-    take; otherwise ``track`` tracks the rest on from the path's last frame. The new take
-    replaces the old when it misses no more frames and its steps above ``max_jump`` up to the
-    stretch's end are fewer with a smaller total excess (or the same, and so over the whole
-    take): a rest the frame-by-frame tracker left worse is for the next rounds to repair.
+    chain's self-motion (holding the variable sets of :func:`held_candidates` in turn, until one
+    leaves no jump). Once a search has left jumps in the stretch (a single held variable whose
+    grid folds there), the next first searches from ``_NEAR_LEAD`` frames before them to
+    ``_NEAR_AFTER`` after, from that search's answer (its grids of variables a search of the
+    whole stretch held are that search's states over those frames, not tracked again), and only
+    where that leaves jumps the whole stretch again. A path that ends back on the old answer
+    keeps the old rest of the take; otherwise ``track`` tracks the rest on from the path's last
+    frame. The new take replaces the old when it misses no more frames and its steps above
+    ``max_jump`` up to the stretch's end are fewer with a smaller total excess (or the same, and
+    so over the whole take): a rest the frame-by-frame tracker left worse is for the next rounds
+    to repair.
     Should the take end up no better than it came, it is restored.
 
     Args:
@@ -88,6 +90,7 @@ def search_repair(
         a, b = max(i - _LEAD, 0), min(i + _AFTER, n)
         frm = b  # each stretch is searched once; the next round looks past it
         best = None
+        tracked = {}  # held variable -> its grid's (Q, ok) over frames a .. b - 1, from a whole-stretch search
         if search is None:
             searches = [partial(track_grid, held=held) for held in held_candidates(solver, q[a:b:10])]
         else:
@@ -102,7 +105,13 @@ def search_repair(
                 if near is not None:
                     spans.insert(0, (*near, best[1]))
             for lo, hi, base in spans:
-                for cand in _candidates(solver, find, targets, base, lo, hi, start, max_jump, track, pair):
+                how = find
+                if search is None:
+                    # A near span's grids reuse what the whole stretch's searches tracked (the same
+                    # values, the same frames); the whole stretch's searches keep theirs.
+                    reuse = {h: (Qh[lo - a : hi - a], okh[lo - a : hi - a]) for h, (Qh, okh) in tracked.items()}
+                    how = partial(find, keep=tracked) if (lo, hi) == (a, b) else partial(find, known=reuse)
+                for cand in _candidates(solver, how, targets, base, lo, hi, start, max_jump, track, pair):
                     if np.count_nonzero(cand["converged"]) < np.count_nonzero(ok):
                         continue
                     score = _scores(skeleton, cand["q"], start, max_jump, b)

@@ -331,7 +331,7 @@ def test_restarts_past_the_next_value_only_where_it_was_reached(monkeypatch) -> 
     counts = {"restarted": 0, "reference": 0, "differ": 0}
     real = grid._restart_lost
 
-    def both(gs, grids, q, conv, tp, tr):
+    def both(gs, grids, q, conv, tp, tr, given=None):
         q_ref, conv_ref, before = q.copy(), conv.copy(), conv.copy()
         reference_restart_lost(gs, grids, q_ref, conv_ref, tp, tr)
         near = grids.nearest_true(before)
@@ -346,7 +346,7 @@ def test_restarts_past_the_next_value_only_where_it_was_reached(monkeypatch) -> 
 
         gs.run = counted
         try:
-            real(gs, grids, q, conv, tp, tr)
+            real(gs, grids, q, conv, tp, tr, given)
         finally:
             del gs.run
         counts["differ"] += int(np.count_nonzero(conv != conv_ref))
@@ -371,13 +371,13 @@ def test_restart_budget_reaches_what_the_seed_budget_reaches(monkeypatch) -> Non
     counts = {"long": 0, "lost": 0, "gained": 0}
     real = grid._restart_lost
 
-    def both(gs, grids, q, conv, tp, tr):
+    def both(gs, grids, q, conv, tp, tr, given=None):
         before = conv.copy()
         q_long, conv_long = q.copy(), conv.copy()
         with monkeypatch.context() as m:
             m.setattr(grid, "_RESTART_ITERATIONS", grid._SEED_ITERATIONS)
-            real(gs, grids, q_long, conv_long, tp, tr)
-        real(gs, grids, q, conv, tp, tr)
+            real(gs, grids, q_long, conv_long, tp, tr, given)
+        real(gs, grids, q, conv, tp, tr, given)
         counts["long"] += int(np.count_nonzero(conv_long & ~before))
         counts["lost"] += int(np.count_nonzero(conv_long & ~conv))
         counts["gained"] += int(np.count_nonzero(conv & ~conv_long))
@@ -422,3 +422,39 @@ def test_pair_searches_only_around_the_fold_a_single_variable_left(monkeypatch) 
     (single, frames, single_jumps), (pair, near_frames, pair_jumps) = searched[:2]
     assert len(single) == 1 and single_jumps > 0  # the fold this search exists for
     assert len(pair) == 2 and pair_jumps == 0 and near_frames < 0.5 * frames
+
+
+def test_a_grid_given_as_known_is_the_grid_the_search_tracks(monkeypatch) -> None:
+    """A paired rail-arm search given, as ``known``, the first-layer grid of one of its variables that the same
+    search kept finds the same paths (that grid is not tracked or restarted again: fewer evaluations), and a
+    single variable's search of a longer stretch gives a grid a search of a part of it reuses (a near search
+    after the whole stretch's, as search_repair runs them)."""
+    q_path, targets, solver = rail_take(80, seed=5, start=[0.1, 0.4, 3.0, 1.0, -1.0, 0.5, 0.3], amplitude=0.15)
+    pair = next(h for h in held_candidates(solver, q_path[::10]) if len(h) == 2)
+    evaluated = [0]
+    evaluate = DLSSolver._evaluate
+
+    def counting(self, q, tp, tr):
+        evaluated[0] += len(q)
+        return evaluate(self, q, tp, tr)
+
+    monkeypatch.setattr(DLSSolver, "_evaluate", counting)
+    kept = {}
+    plain = track_grid(solver, targets, q_path[0], MAX_JUMP, pair, keep=kept)
+    full_cost, evaluated[0] = evaluated[0], 0
+    assert set(kept) == set(pair) and all(Q.shape == (80, len(ok.T), 7) for Q, ok in kept.values())
+    given = track_grid(solver, targets, q_path[0], MAX_JUMP, pair, known={pair[0]: kept[pair[0]]})
+    assert evaluated[0] < 0.8 * full_cost
+    assert len(given) == len(plain)
+    for (q1, ok1), (q2, ok2) in zip(plain, given):
+        np.testing.assert_array_equal(ok1, ok2)
+        np.testing.assert_allclose(q1, q2, rtol=0.0, atol=1e-9)
+
+    # A part of the stretch, from the single search's path: a path without a jump that reaches every target.
+    whole = {}
+    (q_single, _), *_ = track_grid(solver, targets, q_path[0], MAX_JUMP, pair[:1], keep=whole)
+    lo, hi = 30, 80
+    known = {h: (Q[lo:hi], ok[lo:hi]) for h, (Q, ok) in whole.items()}
+    (q_part, ok_part), *_ = track_grid(solver, targets[lo:hi], q_single[lo - 1], MAX_JUMP, pair, known=known)
+    assert ok_part.all()
+    assert jump_score(solver.skeleton, q_part, q_single[lo - 1], MAX_JUMP) == (0, 0.0)
