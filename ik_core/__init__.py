@@ -17,19 +17,76 @@ One concept per folder, each importing only the folders below it:
 - :mod:`.errors`, :mod:`.blas_threads`, :mod:`.bundled`: the error types; numpy's BLAS kept on
   one thread; the pure-Python packages bundled as wheels (xacro, mcap), imported on demand.
 
-The names below are the public API, importable from ``ik_core`` itself.
+The names below are the public API, importable from ``ik_core`` itself. Each is imported from its
+module on first use (:func:`__getattr__`), so importing ``ik_core``, or one of its folders, does not
+import every folder: a command that bakes a chain never loads the URDF reader or the take solver's
+repairs it does not use.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+# Imported at once: small, needed by every command, and ``blas_threads`` names both a module and
+# its function (imported lazily, the module would shadow the function).
 from .blas_threads import blas_threads, limit_blas_threads
 from .errors import ArticulateError, InvalidInputError, LimitError, SkeletonError, UnknownNameError, URDFError
-from .formats.urdf import load_urdf, parse_urdf
-from .limits import ConeTwistLimit, EulerLimit, limit_violation, project_configuration
-from .model.chains import sub_chain
-from .model.kinematics import effector_poses, forward_kinematics, jacobian
-from .model.skeleton import Effector, Joint, JointKind, Mimic, Skeleton
-from .solvers import SOLVER_NAMES, AimResult, AimSolver, IKResult, Solver, make_solver, solve_sequence
-from .take.aim_track import track_aim
-from .take.tracking import solve_track, track_chain
+
+# public name -> the module (relative to this package) that defines it, imported on first use
+_LAZY = {
+    "load_urdf": "formats.urdf",
+    "parse_urdf": "formats.urdf",
+    "ConeTwistLimit": "limits",
+    "EulerLimit": "limits",
+    "limit_violation": "limits",
+    "project_configuration": "limits",
+    "sub_chain": "model.chains",
+    "effector_poses": "model.kinematics",
+    "forward_kinematics": "model.kinematics",
+    "jacobian": "model.kinematics",
+    "Effector": "model.skeleton",
+    "Joint": "model.skeleton",
+    "JointKind": "model.skeleton",
+    "Mimic": "model.skeleton",
+    "Skeleton": "model.skeleton",
+    "SOLVER_NAMES": "solvers",
+    "AimResult": "solvers",
+    "AimSolver": "solvers",
+    "IKResult": "solvers",
+    "Solver": "solvers",
+    "make_solver": "solvers",
+    "solve_sequence": "solvers",
+    "track_aim": "take.aim_track",
+    "solve_track": "take.tracking",
+    "track_chain": "take.tracking",
+}
+
+if TYPE_CHECKING:  # what type checkers and readers see; at run time each name comes from __getattr__
+    from .formats.urdf import load_urdf, parse_urdf
+    from .limits import ConeTwistLimit, EulerLimit, limit_violation, project_configuration
+    from .model.chains import sub_chain
+    from .model.kinematics import effector_poses, forward_kinematics, jacobian
+    from .model.skeleton import Effector, Joint, JointKind, Mimic, Skeleton
+    from .solvers import SOLVER_NAMES, AimResult, AimSolver, IKResult, Solver, make_solver, solve_sequence
+    from .take.aim_track import track_aim
+    from .take.tracking import solve_track, track_chain
+
+
+def __getattr__(name: str) -> object:
+    """A public name, imported from its module on first use (PEP 562) and kept as an attribute."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The module's names, the public ones not imported yet included."""
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "SOLVER_NAMES",

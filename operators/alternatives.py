@@ -3,19 +3,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import bpy
 import numpy as np
 
 from ..ik_core import ArticulateError
 from ..ik_core.model import rotations as rot
 from ..ik_core.solvers import make_solver, solver_class
-from ..ik_core.solvers.alternatives import AlternativePoses, alternative_poses
 from ..ik_core.take.tracking import to_base_frame
 from . import bridge
 from .baking import BakeFailed, PreparedChain, chain_rotations, initial_q, prepare_chains
 from .polls import chain_poll, list_poll
-from .robot_bake import is_model_rig
 from .wording import angles_in_degrees
+
+if TYPE_CHECKING:  # imported by the operators that search (find_alternatives), not on registration
+    from ..ik_core.solvers.alternatives import AlternativePoses
 
 MAX_VALUES = 32  # size of ARTICULATE_PG_alternative.values
 
@@ -46,10 +49,14 @@ def _prepared(arm: bpy.types.Object, chain) -> PreparedChain:
         AlternativesFailed: What the bake would refuse (missing target or bones, ...), a robot
             rig solved on its stored model, or more variables than an alternative stores.
     """
-    try:
-        robot = is_model_rig(arm, [chain])
-    except bridge.BridgeError as err:  # a robot rig's damaged stored model
-        raise AlternativesFailed(str(err)) from None
+    robot = False
+    if "articulate_robot" in arm:  # the robot model (and the URDF reader under it) only for robot rigs
+        from .robot_bake import is_model_rig
+
+        try:
+            robot = is_model_rig(arm, [chain])
+        except bridge.BridgeError as err:  # a robot rig's damaged stored model
+            raise AlternativesFailed(str(err)) from None
     if robot:
         raise AlternativesFailed(f"chain {chain.name!r} belongs to a robot rig solved on its model: use Find IK "
                                  "Branches in the Robot panel")
@@ -76,6 +83,8 @@ def find_alternatives(
     Raises:
         AlternativesFailed: An invalid chain, or samples that are not finite.
     """
+    from ..ik_core.solvers.alternatives import alternative_poses
+
     p = _prepared(arm, chain)
     scale = bridge.check_armature(arm)
     scene = context.scene

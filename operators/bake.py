@@ -12,7 +12,6 @@ from .bridge.stored import robot_info
 from .files import BLEND_RELATIVE, chosen_report_path, report_path_problem, write_report
 from .frames import FrameRangeOptions
 from .polls import armature_poll
-from .robot_bake import bake_robot, is_model_rig
 from .wording import angles_in_degrees, missed_chains
 
 
@@ -67,6 +66,9 @@ def bake(context: bpy.types.Context, arm: bpy.types.Object, chains: list, frames
         raise BakeFailed(f"armature {arm.name!r} has no enabled chain; add one in the Articulate panel "
                          "or enable one in its chain list")
     if "articulate_robot" in arm:
+        # Robot rigs only: the robot model and the URDF reader under it are not imported for characters.
+        from .robot_bake import bake_robot, is_model_rig
+
         try:  # a robot rig's stored description and model, checked before anything is solved or keyed
             robot_info(arm)
             robot = is_model_rig(arm, chains)

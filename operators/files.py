@@ -12,8 +12,6 @@ import bpy
 import numpy as np
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
-from ..ik_core.trajectory import TrajectoryError, frame_rate_parts, sample_rate
-
 # Options of a path property that accepts Blender's "//" (relative to the .blend) prefix. Every
 # path the add-on reads or writes goes through bpy.path.abspath, so all of them do; Blender 4.5+
 # warns "does not support blend relative" on a property that does not say so, 4.2 has no such option.
@@ -117,6 +115,8 @@ class TimedImport(ImportFile):
         waypoints, a single sample or a rate beyond what a scene can hold keep the scene's,
         with a warning.
         """
+        from ..ik_core.trajectory import TrajectoryError, frame_rate_parts, sample_rate  # imports of files only
+
         render = scene.render
         kept = f"kept the scene's {render.fps / render.fps_base:.4g} fps"
         if not self.use_file_timing:
@@ -166,12 +166,19 @@ def stable_numbers(data, decimals: int = REPORT_DECIMALS):
 
     Negative zero becomes zero (rounding noise around 0 gives both signs); ints, bools and
     strings are kept. The ``seconds`` timings are rounded too but still differ from run to run.
+    Rounding is numpy's (scale, round half to even, unscale: the same operations on every CPU), on a
+    whole list of floats at once: a report holds a few per-frame series of thousands of numbers.
     """
     if isinstance(data, float):
-        return round(data, decimals) + 0.0  # + 0.0 turns -0.0 into 0.0
+        return float(np.round(data, decimals)) + 0.0  # + 0.0 turns -0.0 into 0.0
     if isinstance(data, dict):
         return {key: stable_numbers(value, decimals) for key, value in data.items()}
     if isinstance(data, (list, tuple)):
+        kinds = {type(value) for value in data}
+        if kinds == {float}:
+            return (np.round(np.array(data, dtype=float), decimals) + 0.0).tolist()
+        if not any(issubclass(kind, (float, dict, list, tuple)) for kind in kinds):  # ints, bools, strings
+            return list(data)
         return [stable_numbers(value, decimals) for value in data]
     return data
 

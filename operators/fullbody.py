@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import bpy
 import numpy as np
@@ -11,8 +12,6 @@ from mathutils import Matrix
 
 from ..ik_core import ArticulateError
 from ..ik_core.errors import name_hint
-from ..ik_core.humanoid import TRACKER_ROLES, TRACKERS, RoleMap, calibrate, detect_roles, solve_body
-from ..ik_core.trajectory import read_tracker_csv as read_tracker_file
 from . import bridge, compat
 from .baking import BakeFailed
 from .bridge import body_controls
@@ -20,7 +19,10 @@ from .files import BLEND_RELATIVE, TimedImport, chosen_report_path, report_path_
 from .frames import FrameRangeOptions
 from .polls import armature_poll
 
-REQUIRED_TRACKERS = TRACKERS[:3]
+if TYPE_CHECKING:  # the humanoid core is imported by the full-body operators when they run, not on registration
+    from ..ik_core.humanoid import RoleMap
+
+REQUIRED_COUNT = 3  # the first trackers (head, hand_l, hand_r) are required
 
 
 class BodyFailed(Exception):
@@ -43,6 +45,8 @@ def role_map(arm: bpy.types.Object, from_panel: bool = True) -> RoleMap:
         BodyFailed: Missing or duplicate roles, or bones that do not exist (the message names them and
             suggests the nearest bones).
     """
+    from ..ik_core.humanoid import RoleMap, detect_roles
+
     entries = {r.role: r.bone for r in arm.articulate.body.roles if r.bone} if from_panel else {}
     try:
         if not entries:
@@ -76,9 +80,11 @@ def _check_not_driven(arm: bpy.types.Object, roles: RoleMap) -> None:
 
 
 def _tracker_objects(arm: bpy.types.Object) -> dict[str, bpy.types.Object]:
+    from ..ik_core.humanoid import TRACKERS
+
     body = arm.articulate.body
     objs = {name: getattr(body, name) for name in TRACKERS if getattr(body, name) is not None}
-    missing = [t for t in REQUIRED_TRACKERS if t not in objs]
+    missing = [t for t in TRACKERS[:REQUIRED_COUNT] if t not in objs]
     if missing:
         raise BodyFailed(f"set the {', '.join(missing)} tracker(s); head, hand_l and hand_r are required")
     for name, obj in objs.items():
@@ -95,6 +101,8 @@ def bake_body(context: bpy.types.Context, arm: bpy.types.Object, frames: range) 
     Raises:
         BodyFailed: Any invalid input, detected before the scene is changed.
     """
+    from ..ik_core.humanoid import TRACKER_ROLES, TRACKERS, calibrate, solve_body
+
     body_settings = arm.articulate.body
     roles = role_map(arm)
     _check_not_driven(arm, roles)
@@ -317,8 +325,11 @@ def read_tracker_csv(path: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     Raises:
         BodyFailed: Anything the reader refuses, with the file and the line.
     """
+    from ..ik_core.humanoid import TRACKERS
+    from ..ik_core.trajectory import read_tracker_csv as read_tracker_file
+
     try:
-        return read_tracker_file(path, TRACKERS, REQUIRED_TRACKERS)
+        return read_tracker_file(path, TRACKERS, TRACKERS[:REQUIRED_COUNT])
     except ArticulateError as err:
         raise BodyFailed(str(err)) from None
 
@@ -379,6 +390,8 @@ def align_to_trackers(context: bpy.types.Context, arm: bpy.types.Object, by: str
     Raises:
         BodyFailed: No role map, missing trackers, or a rig or trackers without a height or span.
     """
+    from ..ik_core.humanoid import TRACKER_ROLES
+
     body_settings = arm.articulate.body
     roles = role_map(arm)
     trackers = _tracker_objects(arm)

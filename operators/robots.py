@@ -6,48 +6,18 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import bpy
 import numpy as np
 
 from ..ik_core import ArticulateError
 from ..ik_core.errors import name_hint
-from ..ik_core.formats.urdf_visuals import parse_visuals
-from ..ik_core.formats.xacro_files import description_source, parse_xacro_args
-from ..ik_core.model.euler import quat_make_continuous
 from ..ik_core.model.rotations import matrix_to_quat, quat_to_matrix
-from ..ik_core.robots import presets
-from ..ik_core.robots.branches import robot_branches
-from ..ik_core.robots.model import RobotModel
-from ..ik_core.solvers import make_solver
-from ..ik_core.take.tracking import to_base_frame
-from ..ik_core.trajectory import (
-    JointTrajectory,
-    PoseTrajectory,
-    TrajectoryReport,
-    check_trajectory,
-    read_joint_csv,
-    read_joint_json,
-    read_pose_csv,
-    resample,
-    write_joint_csv,
-    write_joint_json,
-)
-from ..ik_core.trajectory.mcap_files import DEFAULT_TOPIC, read_joint_mcap, write_joint_mcap
+from ..ik_core.trajectory.mcap_files import DEFAULT_TOPIC
 from . import bridge, compat
 from .bridge.keys import rotation_part
-from .bridge.robot import (
-    add_robot_chain,
-    build_robot_rig,
-    current_joint_values,
-    read_joint_values,
-    repair_robot,
-    robot_info,
-    robot_model,
-    write_joint_values,
-)
-from .bridge.robot_trajectory import StoredTrajectory, store_trajectory, stored_trajectory
-from .bridge.stored import branch_joints, check_bones
+from .bridge.stored import branch_joints, check_bones, robot_info, robot_model
 from .files import (
     BLEND_RELATIVE,
     ExportFile,
@@ -59,6 +29,13 @@ from .files import (
 )
 from .polls import list_poll, robot_poll
 
+# The robot model, the URDF and trajectory readers and the rig builder are imported by the
+# operators that use them, when they run: registering the add-on (or baking a character) does not load them.
+if TYPE_CHECKING:
+    from ..ik_core.robots.model import RobotModel
+    from ..ik_core.trajectory import JointTrajectory, PoseTrajectory, TrajectoryReport
+    from .bridge.robot_trajectory import StoredTrajectory
+
 CHECK_MARKER = "Robot check"
 
 
@@ -67,6 +44,8 @@ _PRESET_ITEMS: list = []  # Blender reads dynamic enum strings after the callbac
 
 def preset_items(_self, _context) -> list:
     """The robot presets as enum items: id, display name and a line saying what the arm is."""
+    from ..ik_core.robots import presets
+
     items = []
     for name in presets.list_presets():
         info = presets.preset_info(name)
@@ -84,6 +63,7 @@ def _robot(context: bpy.types.Context) -> bpy.types.Object:
     Raises:
         BridgeError: Not a robot rig, damaged stored data, or a rigid robot (the message says why).
     """
+
     obj = context.object
     if not robot_info(obj)["joints"]:  # robot_info raises BridgeError naming any damage
         model = robot_model(obj)
@@ -116,6 +96,11 @@ class ARTICULATE_OT_robot_add(bpy.types.Operator):
     preset: bpy.props.EnumProperty(name="Robot", items=preset_items, description="The robot arm to add")
 
     def execute(self, context: bpy.types.Context) -> set[str]:
+        from ..ik_core.formats.urdf_visuals import parse_visuals
+        from ..ik_core.robots import presets
+        from ..ik_core.robots.model import RobotModel
+        from .bridge.robot import build_robot_rig
+
         try:
             model = RobotModel.from_preset(self.preset)
             info = presets.preset_info(self.preset)
@@ -143,6 +128,9 @@ _IMPORT_MODELS: dict = {}  # (path, mtime) -> RobotModel or None: the dialog red
 
 def _file_model(op) -> RobotModel | None:
     """The model of the import dialog's URDF or xacro file (with its arguments), or None when unreadable (yet)."""
+    from ..ik_core.formats.xacro_files import description_source, parse_xacro_args
+    from ..ik_core.robots.model import RobotModel
+
     path = bpy.path.abspath(op.filepath) if op.filepath else ""
     try:
         key = (path, os.path.getmtime(path), op.xacro_args, op.package_dir)
@@ -210,6 +198,11 @@ class ARTICULATE_OT_robot_import_urdf(ImportFile, bpy.types.Operator):
     )
 
     def execute(self, context: bpy.types.Context) -> set[str]:
+        from ..ik_core.formats.urdf_visuals import parse_visuals
+        from ..ik_core.formats.xacro_files import description_source, parse_xacro_args
+        from ..ik_core.robots.model import RobotModel
+        from .bridge.robot import build_robot_rig
+
         path = bpy.path.abspath(self.filepath)
         try:
             if not os.path.isfile(path):
@@ -253,6 +246,7 @@ _TOOL_ITEMS: list = []  # Blender reads dynamic enum strings after the callback 
 
 def _tool_link_items(_op, context) -> list:
     """Links of the active robot rig's stored model that a chain can end on, likeliest first."""
+
     obj = context.object if context is not None else None
     try:
         model = robot_model(obj) if obj is not None and "articulate_robot" in obj else None
@@ -281,6 +275,8 @@ class ARTICULATE_OT_robot_chain_add(bpy.types.Operator):
         return robot_poll(cls, context, editable=True)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
+        from .bridge.robot import add_robot_chain
+
         try:
             arm = _robot(context)
             model = robot_model(arm)
@@ -320,6 +316,11 @@ class ARTICULATE_OT_trajectory_import(TimedImport, bpy.types.Operator):
         return robot_poll(cls, context, editable=True)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
+        from ..ik_core.trajectory import read_joint_csv, read_joint_json, resample
+        from ..ik_core.trajectory.mcap_files import read_joint_mcap
+        from .bridge.robot import write_joint_values
+        from .bridge.robot_trajectory import StoredTrajectory, store_trajectory
+
         scene = context.scene
         try:
             arm = _robot(context)
@@ -363,6 +364,8 @@ def base_to_world(arm: bpy.types.Object, poses: PoseTrajectory) -> PoseTrajector
     Positions take the whole transform (a rig scaled 2x reaches twice as far); rotations only
     its rotation.
     """
+    from ..ik_core.trajectory import PoseTrajectory
+
     M = bridge.matrix_to_array(arm.matrix_world)
     R = rotation_part(M)
     positions = poses.positions @ M[:3, :3].T + M[:3, 3]
@@ -392,6 +395,10 @@ class ARTICULATE_OT_cartesian_import(TimedImport, bpy.types.Operator):
         return robot_poll(cls, context, editable=True)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
+        from ..ik_core.model.euler import quat_make_continuous
+        from ..ik_core.trajectory import read_pose_csv, resample
+        from .bridge.robot_trajectory import StoredTrajectory, store_trajectory
+
         scene = context.scene
         try:
             arm = _robot(context)
@@ -461,6 +468,7 @@ def robot_chain_model(arm: bpy.types.Object):
     Raises:
         BridgeError: No chain, or a chain the model cannot build (the message says why).
     """
+
     chain = _named_chain(arm, "")
     model = robot_model(arm)
     if model is None or not chain.tool_link:
@@ -487,6 +495,7 @@ def checked_range(context: bpy.types.Context, stored: StoredTrajectory | None, c
     ``choice`` "TRAJECTORY" gives the stored trajectory's frames when the rig has one, else the
     scene's; "SCENE" the scene's.
     """
+
     scene = context.scene
     if stored is not None and choice == "TRAJECTORY":
         return stored.frame_start, stored.frame_end, f"the trajectory from {stored.source}"
@@ -495,6 +504,9 @@ def checked_range(context: bpy.types.Context, stored: StoredTrajectory | None, c
 
 def robot_check(context: bpy.types.Context, arm: bpy.types.Object, start: int, end: int, **thresholds):
     """The core's per-frame trajectory check of the active chain's keyed joints, frames ``start..end``."""
+    from ..ik_core.trajectory import JointTrajectory, check_trajectory
+    from .bridge.robot import read_joint_values
+
     info = robot_info(arm)
     skeleton, effector, _bones = robot_chain_model(arm)
     frames = np.arange(start, end + 1, dtype=float)
@@ -521,6 +533,8 @@ def file_sample_check(arm: bpy.types.Object, stored: StoredTrajectory | None, st
     The keys are the file resampled to the scene's rate; a spike between two frames is not in
     them, but it is in these samples. Returns ((M,) sample frames, report).
     """
+    from ..ik_core.trajectory import JointTrajectory, check_trajectory
+
     if stored is None or stored.samples is None:
         return None
     frames = stored.sample_frames()
@@ -538,6 +552,7 @@ def file_sample_check(arm: bpy.types.Object, stored: StoredTrajectory | None, st
 
 
 def _issues(report: TrajectoryReport) -> str:
+
     return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in report.summary()["frames_per_issue"].items() if v)
 
 
@@ -566,6 +581,8 @@ class ARTICULATE_OT_trajectory_check(bpy.types.Operator):
         return robot_poll(cls, context)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
+        from .bridge.robot_trajectory import stored_trajectory
+
         if why := report_path_problem(self.report_path):
             self.report({"ERROR"}, why)
             return {"CANCELLED"}
@@ -663,6 +680,10 @@ class ARTICULATE_OT_trajectory_export(ExportFile, bpy.types.Operator):
         return ensure_extension(self, FORMAT_EXTENSIONS[self.file_format])
 
     def execute(self, context: bpy.types.Context) -> set[str]:
+        from ..ik_core.trajectory import write_joint_csv, write_joint_json
+        from ..ik_core.trajectory.mcap_files import write_joint_mcap
+        from .bridge.robot_trajectory import stored_trajectory
+
         try:
             arm = _robot(context)
             path = export_path(self.filepath, self.file_format)
@@ -704,6 +725,9 @@ def export_path(filepath: str, file_format: str) -> str:
 
 def export_trajectory(context, arm, start: int, end: int, rate: float = 0.0) -> JointTrajectory:
     """The rig's joint trajectory over frames ``start..end``, resampled to ``rate`` Hz (0: the scene's)."""
+    from ..ik_core.trajectory import JointTrajectory
+    from .bridge.robot import read_joint_values
+
     fps = context.scene.render.fps / context.scene.render.fps_base
     rate = rate or fps
     n = int(np.floor((end - start) / fps * rate + 1e-9)) + 1
@@ -732,6 +756,11 @@ class ARTICULATE_OT_robot_branches(bpy.types.Operator):
         return robot_poll(cls, context, editable=True)
 
     def execute(self, context):
+        from ..ik_core.robots.branches import robot_branches
+        from ..ik_core.solvers import make_solver
+        from ..ik_core.take.tracking import to_base_frame
+        from .bridge.robot import current_joint_values
+
         try:
             arm = _robot(context)
             chain = _named_chain(arm, "")
@@ -779,6 +808,8 @@ class ARTICULATE_OT_robot_use_branch(bpy.types.Operator):
         return robot_poll(cls, context, editable=True) and list_poll(cls, context, "branches", "Find IK Branches")
 
     def execute(self, context):
+        from .bridge.robot import write_joint_values
+
         arm = context.object
         data = arm.articulate
         if not 0 <= data.active_branch < len(data.branches):
@@ -811,6 +842,8 @@ class ARTICULATE_OT_robot_repair(bpy.types.Operator):
         return robot_poll(cls, context, editable=True)
 
     def execute(self, context):
+        from .bridge.robot import repair_robot
+
         try:
             done = repair_robot(context.object)
         except (ArticulateError, bridge.BridgeError, OSError) as err:

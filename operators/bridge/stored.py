@@ -14,11 +14,14 @@ from __future__ import annotations
 import json
 import math
 import os
+from typing import TYPE_CHECKING
 
 import bpy
 
-from ...ik_core.robots.model import RobotModel
 from .errors import BridgeError
+
+if TYPE_CHECKING:  # the model (and the URDF reader under it) is imported when a robot rig is read
+    from ...ik_core.robots.model import RobotModel
 
 INFO_KEY = "articulate_robot"  # the robot description a rig was built with
 MODEL_KEY = "articulate_robot_model"  # the RobotModel JSON a rig was built from
@@ -119,6 +122,8 @@ def read_model(arm: bpy.types.Object | None) -> RobotModel | None:
     text = arm.get(MODEL_KEY) if arm is not None else None
     if not text:
         return None
+    from ...ik_core.robots.model import RobotModel
+
     try:
         model = RobotModel.from_json(text)
         _ = model.skeleton.moving_joint_names  # builds the skeleton: a malformed vector fails here
@@ -170,6 +175,8 @@ def _model_repair(arm: bpy.types.Object) -> str:
 
 
 def _info_repair(arm: bpy.types.Object) -> str:
+    from ...ik_core.robots.model import RobotModel
+
     try:
         _ = RobotModel.from_json(arm.get(MODEL_KEY) or "").skeleton
     except Exception:  # no usable model: the description cannot be rebuilt from it

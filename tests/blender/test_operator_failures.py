@@ -584,13 +584,13 @@ def test_a_failure_after_keys_were_written_puts_everything_back(states, state, o
     scene = bpy.context.scene
     scene.frame_set(3)
     playback = addon_module("operators.playback")
-    robots = addon_module("operators.robots")
+    stored = addon_module("operators.bridge.robot_trajectory")  # the import operator imports it when it runs
 
     def fail(*_args, **_kwargs):
         raise KeyError("injected")
 
     monkeypatch.setattr(playback, "verify", fail)  # bakes measure playback after keying
-    monkeypatch.setattr(robots, "store_trajectory", fail)  # the import stores its source after keying
+    monkeypatch.setattr(stored, "store_trajectory", fail)  # the import stores its source after keying
     before = fingerprint()
     kwargs = {"filepath": str(files / "joints.csv")} if op == "trajectory_import" else {}
     with pytest.raises(RuntimeError, match=r"unexpected error \(KeyError at .*nothing was changed"):
