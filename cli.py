@@ -35,6 +35,8 @@ SOLVERS = ("auto", "fabrik", "ccd", "dls", "two_bone")
 # arguments cannot vanish) can always pass both options.
 KEEP_SOLVER, SCENE_FRAMES, TRAJECTORY_FRAMES = "chain", "scene", "trajectory"
 ADDON_ID = "articulate"
+# The package name this folder is imported under when it is not installed (see ensure_addon).
+CLI_PACKAGE = "articulate_cli"
 HERE = Path(__file__).resolve().parent
 # What a .blend file starts with: Blender's header, or the gzip or Zstandard frame of a
 # compressed one (Blender writes Zstandard since 3.0 and still reads gzip).
@@ -66,9 +68,14 @@ def _script_args(argv: list[str]) -> list[str]:
 
 
 def ensure_addon():
-    """The enabled add-on module; enabled from this file's folder when it is not installed."""
+    """The registered add-on module: the installed extension when Blender has this folder, else this folder itself.
+
+    When it is not installed, this folder is imported as a package (:data:`CLI_PACKAGE`) and
+    registered, as enabling it would: the same operators, properties and handlers. No throwaway
+    extension repository is made for it: adding one makes Blender's extension system read the new
+    repository and import its package tools, a cost on every run that a command does not use.
+    """
     import addon_utils
-    import bpy
 
     for mod in addon_utils.modules():
         if mod.__name__.endswith(f".{ADDON_ID}") and Path(mod.__file__).resolve().parent == HERE:
@@ -76,16 +83,19 @@ def ensure_addon():
             if not addon_utils.check(mod.__name__)[1]:
                 addon_utils.enable(mod.__name__, default_set=True, handle_error=_raise)
             return importlib.import_module(mod.__name__)
-    # Not installed: register this folder as a throwaway local extension repository.
-    repo_name = "articulate_cli"
-    repo_dir = tempfile.mkdtemp(prefix="articulate-cli-")
-    os.symlink(HERE, os.path.join(repo_dir, ADDON_ID))
-    bpy.context.preferences.extensions.repos.new(
-        name=repo_name, module=repo_name, custom_directory=repo_dir, source="USER"
-    )
-    name = f"bl_ext.{repo_name}.{ADDON_ID}"
-    addon_utils.enable(name, default_set=True, handle_error=_raise)
-    return importlib.import_module(name)
+    module = sys.modules.get(CLI_PACKAGE)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(CLI_PACKAGE, HERE / "__init__.py",
+                                                      submodule_search_locations=[str(HERE)])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[CLI_PACKAGE] = module  # before it runs: its modules import each other through it
+        try:
+            spec.loader.exec_module(module)
+            module.register()
+        except BaseException:
+            del sys.modules[CLI_PACKAGE]
+            raise
+    return module
 
 
 def _raise(exc: BaseException) -> None:
