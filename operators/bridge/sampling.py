@@ -105,35 +105,62 @@ class TipSource:
     target_bone: str = ""
 
 
+# Objects are read in one batch when they number at least 1 / BATCH_SHARE of the file's objects.
+BATCH_SHARE = 12
+
+
+def _object_index(every: bpy.types.BlendDataObjects, obj: bpy.types.Object) -> int:
+    """The index of ``obj`` in ``bpy.data.objects`` (by identity: a linked object may share a local one's name)."""
+    pointer = obj.original.as_pointer()
+    return next(k for k, other in enumerate(every) if other.as_pointer() == pointer)
+
+
 def _sample(
     scene: bpy.types.Scene, frames: Sequence[int], objects: dict, armatures: dict, scalars: Sequence = ()
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, dict[str, int]], np.ndarray]:
     """World matrices of ``objects`` and ``armatures``, every pose bone's matrix, and ``scalars``, on every frame.
 
-    The frame loop only copies raw matrices (one ``foreach_get`` per armature, one matrix per
-    object) and reads ``scalars`` ((owner, attribute) pairs: animated properties), and evaluates
-    only what these objects depend on (:func:`.scope.evaluating_only`); the current frame is
+    The frame loop only copies raw matrices (one ``foreach_get`` per armature; objects one by
+    one, or all in one ``foreach_get``) and reads ``scalars`` ((owner, attribute) pairs: animated
+    properties), and evaluates only what these objects depend on (:func:`.scope.evaluating_only`); the current frame is
     restored. Returns (world (N, 4, 4) per object name, poses (N, B, 4, 4) per armature name,
     bone index per armature name, (N, S) scalar values).
     """
     n = len(frames)
-    world = {name: np.empty((n, 4, 4)) for name in {**objects, **armatures}}
-    poses = {name: np.empty((n, len(obj.pose.bones), 4, 4)) for name, obj in armatures.items()}
+    sampled = {**objects, **armatures}
+    # Matrices are copied raw on each frame (float32, column-major, as foreach_get gives them) and
+    # converted once after the loop. Pose bones: one foreach_get per armature. Objects: one
+    # foreach_get of every object's matrix when they are a good share of the file's objects
+    # (reading one object's matrix costs about as much as a dozen objects' in a batch), else each alone.
+    every = bpy.data.objects
+    batched = len(sampled) * BATCH_SHARE >= len(every)
+    rows = [_object_index(every, obj) for obj in sampled.values()] if batched else []
+    frame_buf = np.empty(len(every) * 16 if batched else 0, dtype=np.float32)
+    world_raw = np.empty((n if batched else 0, len(sampled), 16), dtype=np.float32)
+    world_all = np.empty((n, len(sampled), 4, 4))
+    raw = {name: np.empty((n, len(obj.pose.bones) * 16), dtype=np.float32) for name, obj in armatures.items()}
     values = np.empty((n, len(scalars)))
     current = scene.frame_current, scene.frame_subframe
-    with evaluating_only(scene, [*objects.values(), *armatures.values()]):
+    with evaluating_only(scene, list(sampled.values())):
         try:
             for i, frame in enumerate(frames):
                 scene.frame_set(int(frame))
-                for name, obj in objects.items():
-                    world[name][i] = obj.matrix_world
+                if batched:
+                    every.foreach_get("matrix_world", frame_buf)
+                    world_raw[i] = frame_buf.reshape(-1, 16)[rows]
+                else:
+                    for k, obj in enumerate(sampled.values()):
+                        world_all[i, k] = obj.matrix_world
                 for name, obj in armatures.items():
-                    world[name][i] = obj.matrix_world
-                    poses[name][i] = _pose_buffer(obj)
+                    obj.pose.bones.foreach_get("matrix", raw[name][i])
                 for j, (owner, attr) in enumerate(scalars):
                     values[i, j] = getattr(owner, attr)
         finally:
             scene.frame_set(current[0], subframe=current[1])
+    if batched:
+        world_all = world_raw.reshape(n, -1, 4, 4).transpose(0, 1, 3, 2).astype(float)
+    world = {name: world_all[:, k].copy() for k, name in enumerate(sampled)}
+    poses = {name: buf.reshape(n, -1, 4, 4).transpose(0, 1, 3, 2).astype(float) for name, buf in raw.items()}
     bone_index = {name: {b.name: k for k, b in enumerate(obj.pose.bones)} for name, obj in armatures.items()}
     return world, poses, bone_index, values
 
