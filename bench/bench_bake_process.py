@@ -3,7 +3,9 @@
 
 Run from the repo root with a bpy venv:
 ``.venvs/5.0.1/bin/python bench/bench_bake_process.py [--frames 1000] [--repeat 3] [--out-share 0.05]
-[--json] [--quick]`` (also ``.venvs/4.5.15`` and ``.venvs/4.2.23``; ``--quick`` is 200 frames, one repeat).
+[--baseline DIR] [--json] [--quick]`` (also ``.venvs/4.5.15`` and ``.venvs/4.2.23``; ``--quick`` is 200
+frames, one repeat). ``--baseline /work/main`` runs that checkout's ``cli.py`` as a third route, interleaved
+with the others: a change's before and after, paired, in one run.
 
 Protocol. The scene is the bundled example (``build_metarig_scene``: Rigify's basic human metarig,
 animated wrist and ankle targets, a pole empty per limb, elbow and knee hinge limits, upper arm and
@@ -197,10 +199,10 @@ def build_ik_rig(examples, compat, frames: int, share: float, angles: list[float
 # Routes
 
 
-def run_articulate(src: Path, out: Path, frames: int) -> dict:
-    """``cli.py bake --from-constraints`` as a process; its wall time and its report."""
+def run_articulate(src: Path, out: Path, frames: int, checkout: Path = ROOT) -> dict:
+    """``cli.py bake --from-constraints`` of ``checkout`` (by default this one) as a process; wall time, report."""
     report = out.with_suffix(".json")
-    cmd = [sys.executable, str(ROOT / "cli.py"), "bake", str(src), "--armature", ARMATURE,
+    cmd = [sys.executable, str(checkout / "cli.py"), "bake", str(src), "--armature", ARMATURE,
            "--frames", f"1-{frames}", "--from-constraints", "--out", str(out), "--report", str(report)]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=_child_env())
@@ -298,8 +300,12 @@ def _report_numbers(report: dict, out_of_reach: dict[str, np.ndarray]) -> dict:
             "split_seconds": {k: round(v, 4) for k, v in seconds.items()}}
 
 
-def run_all(frames: int, share: float, repeat: int, skin: int, tmp: Path) -> list[dict]:
-    """Build the takes, run both routes on each ``repeat`` times (interleaved), score the last outputs."""
+def run_all(frames: int, share: float, repeat: int, skin: int, tmp: Path, baseline: Path | None = None) -> list[dict]:
+    """Build the takes, run the routes on each ``repeat`` times (interleaved), score the last outputs.
+
+    ``baseline``: another checkout of the add-on (such as main's worktree) whose ``cli.py bake`` runs
+    as a third route, "baseline", interleaved with the others: before and after in the same run.
+    """
     script = tmp / "blender_route.py"
     script.write_text(BLENDER_ROUTE)
     addon = cli.ensure_addon()
@@ -318,13 +324,17 @@ def run_all(frames: int, share: float, repeat: int, skin: int, tmp: Path) -> lis
     first = next(iter(takes.values()))["src"]
     run_blender(script, first, tmp / "warm-up-blender.blend", frames)  # untimed: bytecode caches filled
     run_articulate(first, tmp / "warm-up-articulate.blend", frames)
+    routes = ("blender", "articulate")
+    if baseline is not None:
+        run_articulate(first, tmp / "warm-up-baseline.blend", frames, baseline)
+        routes += ("baseline",)
     runs: dict[tuple[str, str], list[dict]] = {}
     for _ in range(repeat):
         for take, t in takes.items():
-            for route in ("blender", "articulate"):
+            for route in routes:
                 out = tmp / f"{route}-{t['src'].stem}.blend"
                 run = (run_blender(script, t["src"], out, frames) if route == "blender"
-                       else run_articulate(t["src"], out, frames))
+                       else run_articulate(t["src"], out, frames, baseline if route == "baseline" else ROOT))
                 runs.setdefault((take, route), []).append({**run, "out": out})
     rows = []
     for (take, route), done in runs.items():
@@ -350,12 +360,15 @@ def run_all(frames: int, share: float, repeat: int, skin: int, tmp: Path) -> lis
     return rows
 
 
-def print_table(rows: list[dict], wall: float, load: float) -> None:
-    """One row per take and route, then the issue's ratios."""
+def print_table(rows: list[dict], wall: float, load: float, baseline: Path | None = None) -> None:
+    """One row per take and route, then the issue's ratios (and ours against the baseline's, with one)."""
     frames = rows[0]["frames"]
     print(f"Blender {bpy.app.version_string}: metarig rigged for Blender's IK, 4 limb chains, frames 1..{frames}, "
           f"{rows[0]['repeats']} repeat(s), median; {wall:.0f} s in all "
           f"(load average {load:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs)")
+    if baseline is not None:
+        print(f"'baseline': cli.py of {baseline} (its commit {_commit(baseline)}); 'articulate': this checkout "
+              f"({_commit(ROOT)})")
     skins = {r["skin_vertices"] for r in rows if r["skin_vertices"]}
     if skins:
         print(f"'+skin': a body mesh of about {max(skins):,} vertices deformed by the armature")
@@ -376,8 +389,14 @@ def print_table(rows: list[dict], wall: float, load: float) -> None:
     for take in takes:
         ours, blender = by[take, "articulate"], by[take, "blender"]
         solve_write = blender["bake_seconds"] / ours["solve_write_seconds"]
-        print(f"{take}: whole process Blender/ours {blender['process_seconds'] / ours['process_seconds']:.2f}x "
-              f"(goal >= 1), nla.bake call / our solve+write {solve_write:.1f}x "
+        whole = blender["process_seconds"] / ours["process_seconds"]
+        if (take, "baseline") in by:
+            base = by[take, "baseline"]
+            print(f"{take}: whole process baseline {base['process_seconds']:.2f} s -> ours "
+                  f"{ours['process_seconds']:.2f} s (Blender's route {blender['process_seconds']:.2f} s; "
+                  f"Blender/baseline {blender['process_seconds'] / base['process_seconds']:.2f}x)")
+        print(f"{take}: whole process Blender/ours {whole:.2f}x "
+              f"(goal >= 1: {'ok' if whole >= 1 else 'MISS'}), nla.bake call / our solve+write {solve_write:.1f}x "
               f"(goal >= 3), nla.bake call / our whole bake {blender['bake_seconds'] / ours['bake_seconds']:.1f}x; "
               f"share of chain-frames out of reach {ours['share_out_of_reach']:.1%}")
     if len(takes) >= 2:
@@ -387,6 +406,13 @@ def print_table(rows: list[dict], wall: float, load: float) -> None:
               f"process {a['process_seconds'] / b['process_seconds']:.2f}x")
 
 
+def _commit(checkout: Path) -> str:
+    """The short commit of a checkout, "+changes" when its tracked files differ from it."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, text=True).stdout.strip()
+    return git("rev-parse", "--short", "HEAD") + (" +changes" if git("status", "--porcelain", "-uno") else "")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=1000)
@@ -394,6 +420,8 @@ def main() -> int:
     parser.add_argument("--out-share", type=float, default=0.05, help="share of each chain's frames out of reach")
     parser.add_argument("--skin", type=int, default=256,
                         help="segments of the skinned body mesh of the third take (0: no such take)")
+    parser.add_argument("--baseline", type=Path, metavar="DIR",
+                        help="another checkout of the add-on (e.g. main's worktree) run as a third route, 'baseline'")
     parser.add_argument("--json", action="store_true", help="print one JSON object per row")
     parser.add_argument("--quick", action="store_true", help="short development run: 200 frames, one repeat")
     args = parser.parse_args()
@@ -405,8 +433,8 @@ def main() -> int:
     t0 = time.perf_counter()
     with stdout_to_stderr():
         tmp = Path(tempfile.mkdtemp(prefix="articulate-bench-"))
-        rows = run_all(args.frames, args.out_share, args.repeat, args.skin, tmp)
-    print_table(rows, time.perf_counter() - t0, load)
+        rows = run_all(args.frames, args.out_share, args.repeat, args.skin, tmp, args.baseline)
+    print_table(rows, time.perf_counter() - t0, load, args.baseline)
     if args.json:
         for r in rows:
             print(json.dumps(r))
