@@ -18,14 +18,15 @@ One concept per folder, each importing only the folders below it:
   one thread; the pure-Python packages bundled as wheels (xacro, mcap), imported on demand.
 
 The names below are the public API, importable from ``ik_core`` itself. Each is imported from its
-module on first use (:func:`__getattr__`), so importing ``ik_core``, or one of its folders, does not
-import every folder: a command that bakes a chain never loads the URDF reader or the take solver's
-repairs it does not use.
+module on first use (:func:`lazy_exports`), so importing ``ik_core``, or one of its folders, does not
+import every folder: a command that bakes a chain never loads the URDF reader, for one.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 # Imported at once: small, needed by every command, and ``blas_threads`` names both a module and
@@ -73,20 +74,36 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time each name c
     from .take.tracking import solve_track, track_chain
 
 
-def __getattr__(name: str) -> object:
-    """A public name, imported from its module on first use (PEP 562) and kept as an attribute."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+def lazy_exports(package: str, names: dict[str, str]) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+    """A package's ``__getattr__`` and ``__dir__`` (PEP 562) for public names imported on first use.
+
+    Args:
+        package: The package's ``__name__``.
+        names: Public name -> the module defining it, relative to the package (``"take.tracking"``).
+
+    Returns:
+        ``(__getattr__, __dir__)`` to assign in the package's ``__init__``: the first access to a name
+        imports its module and keeps the value as a package attribute.
+    """
+    namespace = sys.modules[package].__dict__
+
+    def __getattr__(name: str) -> object:
+        module = names.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        imported = importlib.import_module(f".{module}", package)
+        for other, where in names.items():  # the module's other names too: none stays shadowed by a submodule
+            if where == module:
+                namespace[other] = getattr(imported, other)
+        return namespace[name]
+
+    def __dir__() -> list[str]:
+        return sorted({*namespace, *names})
+
+    return __getattr__, __dir__
 
 
-def __dir__() -> list[str]:
-    """The module's names, the public ones not imported yet included."""
-    return sorted({*globals(), *_LAZY})
-
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 __all__ = [
     "SOLVER_NAMES",
@@ -111,6 +128,7 @@ __all__ = [
     "effector_poses",
     "forward_kinematics",
     "jacobian",
+    "lazy_exports",
     "limit_blas_threads",
     "limit_violation",
     "load_urdf",

@@ -116,6 +116,46 @@ def test_bake_from_constraints_headless(ik_rig_blend, tmp_path):
     assert data["chains"][0]["solver_setting"] == "auto"
 
 
+# What a chain bake from the command line must not import: the robot model and the file readers
+# under it, the trajectory files, the full-body core, the search for alternative poses.
+NOT_FOR_A_CHAIN_BAKE = ("ik_core.robots", "ik_core.formats", "ik_core.humanoid", "ik_core.trajectory.check",
+                        "ik_core.solvers.alternatives", "operators.robot_bake", "operators.bridge.robot",
+                        "operators.bridge.meshes")
+IMPORTS_OF_A_BAKE = """
+import json, os, sys
+sys.path.insert(0, {root!r})
+import cli
+code = cli.main(["cli.py", "bake", {blend!r}, "--armature", "Arm", "--frames", "1-5", "--from-constraints"])
+addon = cli.ensure_addon()
+again = cli.ensure_addon()
+import bpy
+print("RESULT " + json.dumps({{"code": code, "same": addon is again, "bake": hasattr(bpy.types, "ARTICULATE_OT_bake"),
+                              "robot_add": hasattr(bpy.types, "ARTICULATE_OT_robot_add"),
+                              "modules": sorted(m[len(addon.__name__) + 1:] for m in sys.modules
+                                                if m.startswith(addon.__name__ + "."))}}))
+sys.stdout.flush()
+os._exit(0)
+"""
+
+
+@pytest.mark.slow
+def test_a_chain_bake_imports_only_what_it_uses(ik_rig_blend, tmp_path):
+    """`cli.py bake` on a character registers every operator (robot ones too) but imports neither the robot
+    model, the URDF and trajectory readers, the full-body core nor the alternatives search; asking for the
+    add-on again gives the same module, registered once."""
+    script = IMPORTS_OF_A_BAKE.format(root=str(CLI.parent), blend=str(ik_rig_blend))
+    env = {**os.environ, "BLENDER_USER_RESOURCES": str(tmp_path / "user")}
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert lines, proc.stdout[-2000:] + proc.stderr[-2000:]
+    result = json.loads(lines[-1][len("RESULT "):])
+    assert result["code"] == 0 and result["same"] and result["bake"] and result["robot_add"]
+    modules = result["modules"]
+    assert "ik_core.take.tracking" in modules and "operators.robots" in modules  # the bake ran, robots registered
+    loaded = [m for m in modules if m.startswith(NOT_FOR_A_CHAIN_BAKE)]
+    assert loaded == [], f"a chain bake imported {loaded}"
+
+
 @pytest.mark.slow
 def test_bake_solver_overrides_every_chain(ik_rig_blend, tmp_path):
     """`--solver` replaces every chain's own solver; an unknown one is a usage error naming the valid ones."""

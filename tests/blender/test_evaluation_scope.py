@@ -99,3 +99,22 @@ def test_bake_of_an_indirectly_moved_target_matches_full_playback(indirect_scene
         path.append(goal)
         assert np.linalg.norm(tip - goal) == pytest.approx(chain["position_error_m"][k], abs=1e-5)
     assert np.ptp(np.array(path)[:, 0]) > 0.5  # the driver really moved the target
+
+
+@pytest.mark.parametrize("share", [0, 10**6])
+def test_batched_and_one_by_one_reads_sample_what_playback_shows(indirect_scene, addon_module, monkeypatch, share):
+    """Objects' matrices read one by one (share 0) or all in one batch (a huge share) are, on every frame,
+    exactly the matrices a plain frame_set shows, for an object and for a bone; the current frame is restored."""
+    sampling = addon_module("operators.bridge.sampling")
+    monkeypatch.setattr(sampling, "BATCH_SHARE", share)
+    arm, target = indirect_scene
+    scene = bpy.context.scene
+    scene.frame_set(5)
+    frames = list(range(1, FRAMES + 1, 3))
+    got_target, got_wrist = sampling.sample_targets(scene, frames, [(target, ""), (arm, "Wrist")])
+    assert scene.frame_current == 5
+    for k, f in enumerate(frames):
+        scene.frame_set(f)
+        assert np.array_equal(got_target[k], np.array(target.matrix_world))
+        assert np.array_equal(got_wrist[k], np.array(arm.matrix_world) @ np.array(arm.pose.bones["Wrist"].matrix))
+    assert np.ptp(got_target[:, 0, 3]) > 0.5  # the frames differ
