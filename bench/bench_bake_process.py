@@ -28,7 +28,8 @@ Each route runs as the whole process a user runs, timed from launch to exit (int
   ``nla.bake(frame_start=1, frame_end=N, only_selected=True, visual_keying=True,
   clear_constraints=False, bake_types={'POSE'})`` (timed on its own too) and saves OUT.
 
-Routes are interleaved and repeated; the median is reported. The last output of each is scored
+Routes are interleaved and repeated; the median is reported, of wall time and of CPU time (user + system,
+every thread: less swayed by other work on the machine). The last output of each is scored
 by the same code: every IK constraint muted so the keys are what plays, then per frame and chain
 the distance from the tip bone's tail to its target (median, p95, and the median over frames in
 reach), pops (a chain bone's head moving more than 5 cm while its target moves less than 1 cm),
@@ -45,6 +46,7 @@ import importlib
 import json
 import math
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -204,29 +206,39 @@ def run_articulate(src: Path, out: Path, frames: int, checkout: Path = ROOT) -> 
     report = out.with_suffix(".json")
     cmd = [sys.executable, str(checkout / "cli.py"), "bake", str(src), "--armature", ARMATURE,
            "--frames", f"1-{frames}", "--from-constraints", "--out", str(out), "--report", str(report)]
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=_child_env())
-    seconds = time.perf_counter() - t0
+    proc, seconds, cpu = _timed_run(cmd)
     if proc.returncode not in (cli.EXIT_OK, cli.EXIT_MISSED):
         raise RuntimeError(f"cli.py bake exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
     data = json.loads(report.read_text())
-    return {"process_seconds": seconds, "report": data, "exit": proc.returncode,
+    return {"process_seconds": seconds, "cpu_seconds": cpu, "report": data, "exit": proc.returncode,
             "notes": [line for line in proc.stdout.splitlines() if "note:" in line]}
 
 
 def run_blender(script: Path, src: Path, out: Path, frames: int) -> dict:
     """Blender's route as a process; its wall time and the ``nla.bake`` call's."""
     cmd = [sys.executable, str(script), str(src), str(out), "1", str(frames), ARMATURE]
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=_child_env())
-    seconds = time.perf_counter() - t0
+    proc, seconds, cpu = _timed_run(cmd)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("BAKE ")]
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"Blender's route exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
     bake = json.loads(lines[-1][5:])
     if "FINISHED" not in bake["result"]:
         raise RuntimeError(f"nla.bake returned {bake['result']}")
-    return {"process_seconds": seconds, "bake_seconds": bake["seconds"]}
+    return {"process_seconds": seconds, "cpu_seconds": cpu, "bake_seconds": bake["seconds"]}
+
+
+def _timed_run(cmd: list[str]) -> tuple[subprocess.CompletedProcess, float, float]:
+    """Run a route's process; its wall time [s] and its CPU time (user + system, all its threads) [s].
+
+    On a machine that other work loads, wall times swing with that load; CPU time much less, so
+    both are reported.
+    """
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=_child_env())
+    seconds = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return proc, seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def _child_env() -> dict:
@@ -343,7 +355,8 @@ def run_all(frames: int, share: float, repeat: int, skin: int, tmp: Path, baseli
                "skin_vertices": takes[take]["skin_vertices"],
                "share_out_of_reach": float(np.mean(np.concatenate(list(out_of_reach.values())))),
                "process_seconds": float(np.median([r["process_seconds"] for r in done])),
-               "process_seconds_all": [round(r["process_seconds"], 3) for r in done]}
+               "process_seconds_all": [round(r["process_seconds"], 3) for r in done],
+               "cpu_seconds": float(np.median([r["cpu_seconds"] for r in done]))}
         if route == "blender":
             row["bake_seconds"] = float(np.median([r["bake_seconds"] for r in done]))
             row["solve_write_seconds"] = None
@@ -372,15 +385,16 @@ def print_table(rows: list[dict], wall: float, load: float, baseline: Path | Non
     skins = {r["skin_vertices"] for r in rows if r["skin_vertices"]}
     if skins:
         print(f"'+skin': a body mesh of about {max(skins):,} vertices deformed by the armature")
-    head = (f"{'take':13s} {'route':10s} {'process s':>9s} {'bake s':>7s} {'solve+write s':>13s} {'median mm':>10s} "
-            f"{'p95 mm':>8s} {'in-reach med mm':>15s} {'pops':>4s} {'limit viol':>10s} {'missed':>6s} "
-            f"{'missed in reach':>15s}")
+    head = (f"{'take':13s} {'route':10s} {'process s':>9s} {'cpu s':>6s} {'bake s':>7s} {'solve+write s':>13s} "
+            f"{'median mm':>10s} {'p95 mm':>8s} {'in-reach med mm':>15s} {'pops':>4s} {'limit viol':>10s} "
+            f"{'missed':>6s} {'missed in reach':>15s}")
     print(head)
     for r in rows:
         sw = "-" if r["solve_write_seconds"] is None else f"{r['solve_write_seconds']:.3f}"
         missed = "-" if r["route"] == "blender" else str(r["missed_frames"])
         in_reach = "-" if r["route"] == "blender" else str(r["missed_in_reach"])
-        print(f"{r['take']:13s} {r['route']:10s} {r['process_seconds']:9.2f} {r['bake_seconds']:7.3f} {sw:>13s} "
+        print(f"{r['take']:13s} {r['route']:10s} {r['process_seconds']:9.2f} {r['cpu_seconds']:6.2f} "
+              f"{r['bake_seconds']:7.3f} {sw:>13s} "
               f"{r['median_mm']:10.4f} {r['p95_mm']:8.2f} {r['median_in_reach_mm']:15.4f} {r['pops']:4d} "
               f"{r['limit_violations']:10d} {missed:>6s} {in_reach:>15s}")
     by = {(r["take"], r["route"]): r for r in rows}
@@ -394,9 +408,13 @@ def print_table(rows: list[dict], wall: float, load: float, baseline: Path | Non
             base = by[take, "baseline"]
             print(f"{take}: whole process baseline {base['process_seconds']:.2f} s -> ours "
                   f"{ours['process_seconds']:.2f} s (Blender's route {blender['process_seconds']:.2f} s; "
-                  f"Blender/baseline {blender['process_seconds'] / base['process_seconds']:.2f}x)")
+                  f"Blender/baseline {blender['process_seconds'] / base['process_seconds']:.2f}x); CPU time "
+                  f"baseline {base['cpu_seconds']:.2f} s -> ours {ours['cpu_seconds']:.2f} s (Blender's route "
+                  f"{blender['cpu_seconds']:.2f} s)")
+        cpu = blender["cpu_seconds"] / ours["cpu_seconds"]
         print(f"{take}: whole process Blender/ours {whole:.2f}x "
-              f"(goal >= 1: {'ok' if whole >= 1 else 'MISS'}), nla.bake call / our solve+write {solve_write:.1f}x "
+              f"(goal >= 1: {'ok' if whole >= 1 else 'MISS'}; CPU time {cpu:.2f}x), "
+              f"nla.bake call / our solve+write {solve_write:.1f}x "
               f"(goal >= 3), nla.bake call / our whole bake {blender['bake_seconds'] / ours['bake_seconds']:.1f}x; "
               f"share of chain-frames out of reach {ours['share_out_of_reach']:.1%}")
     if len(takes) >= 2:

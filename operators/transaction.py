@@ -48,14 +48,20 @@ _OBJECT = ("location", "rotation_mode", "rotation_euler", "rotation_quaternion",
 _SCENE = ("frame_start", "frame_end", "frame_step", "frame_preview_start", "frame_preview_end", "use_preview_range")
 
 
+_NUMBERS = (float, int, bool)
+
+
 def _plain(value):
     """A property's value as a comparable Python value (vectors and matrices as tuples)."""
     if isinstance(value, bpy.types.ID) or value is None or isinstance(value, (str, int, float, bool, set)):
         return value
     try:
-        return tuple(_plain(v) for v in value)
+        items = tuple(value)
     except TypeError:
         return value
+    if all(type(v) in _NUMBERS for v in items):  # a vector or a flag array: already plain (the common case)
+        return items
+    return tuple(_plain(v) for v in items)
 
 
 def rna_state(struct) -> dict:
