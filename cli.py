@@ -14,6 +14,7 @@ traceback); ``--help`` works on any Python, with or without Blender.
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import importlib
 import importlib.util
@@ -95,6 +96,9 @@ def ensure_addon():
         except BaseException:
             del sys.modules[CLI_PACKAGE]
             raise
+        # Unregistered before Blender's own teardown, as Blender disables its enabled add-ons on exit:
+        # left registered, the bpy module of Blender 4.5 hangs while it exits.
+        atexit.register(module.unregister)
     return module
 
 
