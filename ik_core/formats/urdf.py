@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import functools
 import gc
+import itertools
 import math
+import operator
 import os
 import re
 import xml.etree.ElementTree as ET
@@ -151,6 +153,147 @@ def _joint_fields(elem: ET.Element, name: str, notes: list[str]) -> UrdfJoint:
     return UrdfJoint(name, jtype, parent, child, xyz, rpy, axis, lower, upper, velocity, effort, mimic)
 
 
+def _joints_one_by_one(elems: list[ET.Element], notes: list[str]) -> list[UrdfJoint]:
+    """Every ``<joint>``, one at a time: the first problem raises, about its joint; notes are added in order."""
+    parsed = []
+    for number, elem in enumerate(elems, 1):
+        name = elem.get("name")
+        if not name:
+            raise URDFError(f"<joint> number {number} (counting from 1) has no name attribute")
+        try:
+            parsed.append(_joint_fields(elem, name, notes))
+        except URDFError as e:
+            raise URDFElementError("joint", name, str(e)) from None
+    return parsed
+
+
+# The reader below reads each field for all joints at once through C-level calls: map() over
+# Element.find and Element.get, and cached number readers that a file's repeated texts hit, so no
+# Python code runs per joint (a joint read one by one costs about 50,000 machine instructions,
+# as many as ElementTree's parse of it). Anything it does not expect (a bad or missing value, a
+# note to write) makes it give up, and _joints_one_by_one reads the joints again to say what is
+# wrong where, in document order, or to write the note.
+_repeat = itertools.repeat
+_FIND, _GET = ET.Element.find, ET.Element.get
+_NO_ELEMENT = ET.Element("none")  # stands for a missing child: every get() on it gives None
+_MOVING = frozenset(MOVING_JOINT_TYPES)
+_URDF_TYPES = frozenset(URDF_JOINT_TYPES)
+_TYPE = operator.attrgetter("type")
+_UNLIMITED = (-math.inf, math.inf, math.inf, math.inf)
+
+
+class _Unexpected(Exception):
+    """Raised inside the fast reader: leave the joints to the one-by-one reader."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _origin_vector(text: str | None) -> tuple[float, float, float]:
+    """An origin's xyz or rpy: 3 finite floats, zeros when absent."""
+    if text is None:
+        return _ZERO
+    values = _three_floats(text)
+    if values is None:
+        raise _Unexpected
+    return values
+
+
+@functools.lru_cache(maxsize=4096)
+def _unit_axis(jtype: str, text: str | None) -> tuple[float, float, float]:
+    """A joint's unit axis, (1, 0, 0) when absent or when the joint does not move."""
+    if text is None or jtype not in _MOVING:
+        return _X
+    axis = _three_floats(text)
+    if axis is None:
+        raise _Unexpected
+    norm = math.sqrt(axis[0] * axis[0] + axis[1] * axis[1] + axis[2] * axis[2])
+    if norm < 1e-12:
+        raise _Unexpected
+    return axis if norm == 1.0 else (axis[0] / norm, axis[1] / norm, axis[2] / norm)
+
+
+@functools.lru_cache(maxsize=4096)
+def _limit_values(jtype: str, has_limit: bool, lower: str | None, upper: str | None, velocity: str | None,
+                  effort: str | None) -> tuple[float, float, float, float]:
+    """A joint's (lower, upper, velocity, effort) as :func:`_joint_fields` reads them, from the ``<limit>`` texts."""
+    if jtype not in _MOVING:
+        return _UNLIMITED
+    low, high = -math.inf, math.inf
+    if jtype != "continuous":
+        if not has_limit:
+            raise _Unexpected
+        low, high = _finite_or_default(lower, 0.0), _finite_or_default(upper, 0.0)
+        if low > high:
+            raise _Unexpected
+    if not has_limit:
+        return low, high, math.inf, math.inf
+    speed, force = _finite_or_default(velocity, math.inf), _finite_or_default(effort, math.inf)
+    if speed < 0 or force < 0:  # read as unknown, with a note
+        raise _Unexpected
+    return low, high, speed if speed > 0 else math.inf, force
+
+
+def _finite_or_default(text: str | None, default: float) -> float:
+    if text is None:
+        return default
+    value = _finite_float(text)
+    if value is None:
+        raise _Unexpected
+    return value
+
+
+def _children(elems: list[ET.Element], tag: str) -> list[ET.Element | None]:
+    """Each element's first ``tag`` child, None where it has none."""
+    return list(map(_FIND, elems, _repeat(tag)))
+
+
+def _plain_joints(elems: list[ET.Element]) -> list[UrdfJoint] | None:
+    """Every ``<joint>`` as :func:`_joint_fields` reads it; None if one has a problem or needs a note.
+
+    Linear in the number of joints; no Python code runs per joint but a cached number reader's,
+    on a text it has not seen.
+    """
+    names = list(map(_GET, elems, _repeat("name")))
+    types = list(map(_GET, elems, _repeat("type")))
+    if not all(names) or not _URDF_TYPES.issuperset(types):
+        return None
+    ends = []
+    for tag in ("parent", "child"):
+        found = _children(elems, tag)
+        if None in found:
+            return None
+        links = list(map(_GET, found, _repeat("link")))
+        if not all(links):
+            return None
+        ends.append(links)
+    origins = _children(elems, "origin")
+    if None in origins:
+        origins = [_NO_ELEMENT if e is None else e for e in origins]
+    axes = _children(elems, "axis")
+    if None in axes:
+        axes = [_NO_ELEMENT if e is None else e for e in axes]
+    limits = _children(elems, "limit")
+    if None in limits:
+        limits = [_NO_ELEMENT if e is None else e for e in limits]
+    mimics = _children(elems, "mimic")
+    try:
+        xyz = list(map(_origin_vector, map(_GET, origins, _repeat("xyz"))))
+        rpy = list(map(_origin_vector, map(_GET, origins, _repeat("rpy"))))
+        axis = list(map(_unit_axis, types, map(_GET, axes, _repeat("xyz"))))
+        bounds = list(map(_limit_values, types, map(operator.is_not, limits, _repeat(_NO_ELEMENT)),
+                          *(map(_GET, limits, _repeat(attr)) for attr in ("lower", "upper", "velocity", "effort"))))
+        mimic: list[Mimic | None] = [None] * len(elems)
+        for k in itertools.compress(range(len(elems)), map(operator.is_not, mimics, _repeat(None))):
+            elem = mimics[k]
+            if not elem.get("joint"):
+                raise _Unexpected
+            mimic[k] = Mimic(elem.get("joint"), _finite_or_default(elem.get("multiplier"), 1.0),
+                             _finite_or_default(elem.get("offset"), 0.0))
+    except _Unexpected:
+        return None
+    lower, upper, velocity, effort = zip(*bounds) if bounds else ((),) * 4
+    return UrdfJoint.from_columns(names, types, *ends, xyz, rpy, axis, lower, upper, velocity, effort, mimic)
+
+
 XACRO_HINT = ("give the .xacro file itself (it is expanded by the bundled xacro package), or expand it into a "
               "URDF with ROS's xacro tool (`xacro robot.urdf.xacro > robot.urdf`)")
 
@@ -207,6 +350,11 @@ class _Document:
 
 
 def _read_document(source: str | os.PathLike | XacroExpansion) -> _Document:
+    return _tree_document(*_read_source(source))
+
+
+def _read_source(source: str | os.PathLike | XacroExpansion) -> tuple[str, str | bytes, int]:
+    """The error-message prefix, the text to parse, and how many leading blank lines were dropped from it."""
     skipped = 0  # lines of leading whitespace dropped, so an <?xml?> declaration may follow them
     if is_xacro_path(source):
         expanded = source if isinstance(source, XacroExpansion) else expand_xacro(source)
@@ -230,6 +378,11 @@ def _read_document(source: str | os.PathLike | XacroExpansion) -> _Document:
             raise URDFError(f"URDF file {path!r} not found (a URDF XML string must start with '<')") from None
         except OSError as e:
             raise URDFError(f"cannot read URDF file {path!r}: {e.strerror or e}") from None
+    return prefix, data, skipped
+
+
+def _tree_document(prefix: str, data: str | bytes, skipped: int) -> _Document:
+    """The document parsed by ElementTree, namespaces dropped; xacro and XML errors raised with their lines."""
     try:
         root = ET.fromstring(data)
     except ET.ParseError as e:
@@ -293,34 +446,36 @@ def parse_urdf(source: str | os.PathLike | XacroExpansion) -> UrdfModel:
             gc.enable()
 
 
+def _tree_rows(root: ET.Element, notes: list[str]) -> tuple[str, list[str], list[UrdfJoint]]:
+    """The robot's name, link names and joints, read from the tree one element at a time."""
+    if root.tag != "robot":
+        raise URDFError(f"the root element is <{root.tag}>, expected <robot>")
+    # findall of a plain tag runs in C, over the root's children only (iterfind would run in Python).
+    links = list(map(_GET, root.findall("link"), _repeat("name")))
+    if not all(links):
+        number = [bool(n) for n in links].index(False) + 1
+        raise URDFError(f"<link> number {number} (counting from 1) has no name attribute")
+    elems = root.findall("joint")
+    parsed = _plain_joints(elems)
+    if parsed is None:  # something to refuse or to note: the one-by-one reader says what, and where
+        parsed = _joints_one_by_one(elems, notes)
+    return root.get("name") or "robot", links, parsed
+
+
 def _parse_document(document: _Document) -> UrdfModel:
-    prefix, root = document.prefix, document.root
+    prefix = document.prefix
     notes: list[str] = []
     try:
-        if root.tag != "robot":
-            raise URDFError(f"the root element is <{root.tag}>, expected <robot>")
-        # findall of a plain tag runs in C, over the root's children only (iterfind would run in Python).
-        links = [elem.get("name") for elem in root.findall("link")]
-        if not all(links):
-            number = [bool(n) for n in links].index(False) + 1
-            raise URDFError(f"<link> number {number} (counting from 1) has no name attribute")
-        parsed = []
-        for number, elem in enumerate(root.findall("joint"), 1):
-            name = elem.get("name")
-            if not name:
-                raise URDFError(f"<joint> number {number} (counting from 1) has no name attribute")
-            try:
-                parsed.append(_joint_fields(elem, name, notes))
-            except URDFError as e:
-                raise URDFElementError("joint", name, str(e)) from None
+        name, links, parsed = _tree_rows(document.root, notes)
         joints, mimic_notes = usable_mimics(parsed)
         notes.extend(mimic_notes)
-        for j in joints:
-            if j.type in HELD_JOINT_TYPES:
-                dof = "6" if j.type == "floating" else "3"
-                notes.append(f"joint {j.name!r} is {j.type} ({dof} degrees of freedom): held at its "
-                             "origin, as a fixed joint")
-        return UrdfModel(root.get("name") or "robot", tuple(links), joints, tuple(notes))
+        if any(map(HELD_JOINT_TYPES.__contains__, map(_TYPE, joints))):
+            for j in joints:
+                if j.type in HELD_JOINT_TYPES:
+                    dof = "6" if j.type == "floating" else "3"
+                    notes.append(f"joint {j.name!r} is {j.type} ({dof} degrees of freedom): held at its "
+                                 "origin, as a fixed joint")
+        return UrdfModel(name, tuple(links), joints, tuple(notes))
     except URDFElementError as e:
         line = document.line_of(e.tag, e.element, e.occurrence)
         where = f" (line {line})" if line is not None else ""

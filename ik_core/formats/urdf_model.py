@@ -8,8 +8,9 @@ import math
 import operator
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -25,7 +26,8 @@ HELD_JOINT_TYPES: tuple[str, ...] = ("floating", "planar")
 URDF_JOINT_TYPES: tuple[str, ...] = (*SUPPORTED_JOINT_TYPES, *HELD_JOINT_TYPES)
 _KINDS = {t: JointKind(t) for t in SUPPORTED_JOINT_TYPES}
 _URDF_TYPE_SET = frozenset(URDF_JOINT_TYPES)
-_TYPE, _PARENT, _CHILD = operator.attrgetter("type"), operator.attrgetter("parent"), operator.attrgetter("child")
+_NAME, _TYPE, _PARENT, _CHILD, _MIMIC = map(operator.attrgetter, ("name", "type", "parent", "child", "mimic"))
+_MOVING_TYPE_SET = frozenset(MOVING_JOINT_TYPES)
 
 
 class URDFElementError(URDFError):
@@ -55,9 +57,11 @@ def _rpy_matrix(rpy: Sequence[float]) -> np.ndarray:
     )
 
 
-@dataclass(frozen=True)
-class UrdfJoint:
+class UrdfJoint(NamedTuple):
     """One ``<joint>`` of a URDF, as written (angles [rad], lengths [m]).
+
+    A named tuple rather than a dataclass: a reader makes one per joint, 100,000 in a big file,
+    and :meth:`from_columns` makes them all in one C-level pass.
 
     Attributes:
         name: Joint name.
@@ -88,6 +92,14 @@ class UrdfJoint:
     velocity: float = math.inf
     effort: float = math.inf
     mimic: Mimic | None = None
+
+    @classmethod
+    def from_columns(cls, *columns: Sequence) -> list[UrdfJoint]:
+        """Joints from one sequence per field, in field order (names, types, parents... mimics), all of length J.
+
+        The values are taken as they are, unchecked: a reader that has checked them uses it.
+        """
+        return list(map(tuple.__new__, itertools.repeat(cls), zip(*columns, strict=True)))
 
     @property
     def moves(self) -> bool:
@@ -139,7 +151,7 @@ class UrdfModel:
 
     @cached_property
     def _link_index(self) -> dict[str, int]:
-        return {name: k for k, name in enumerate(self.links)}
+        return dict(zip(self.links, range(len(self.links))))
 
     @cached_property
     def _joint_links(self) -> tuple[np.ndarray, np.ndarray]:
@@ -150,11 +162,11 @@ class UrdfModel:
 
     @cached_property
     def _by_child(self) -> dict[str, UrdfJoint]:
-        return {j.child: j for j in self.joints}
+        return dict(zip(map(_CHILD, self.joints), self.joints))
 
     @cached_property
     def _by_name(self) -> dict[str, UrdfJoint]:
-        return {j.name: j for j in self.joints}
+        return dict(zip(map(_NAME, self.joints), self.joints))
 
     @cached_property
     def _resolved_mimics(self) -> dict[str, Mimic]:
@@ -168,7 +180,7 @@ class UrdfModel:
     @cached_property
     def moving(self) -> np.ndarray:
         """(J,) bool, whether each joint of :attr:`joints` moves (:attr:`UrdfJoint.moves`)."""
-        return np.fromiter((j.type in MOVING_JOINT_TYPES for j in self.joints), bool, len(self.joints))
+        return np.fromiter(map(_MOVING_TYPE_SET.__contains__, map(_TYPE, self.joints)), bool, len(self.joints))
 
     def link_index(self, name: str) -> int:
         """The index of link ``name`` in :attr:`links` (and in :attr:`tree`).
@@ -308,10 +320,10 @@ def resolve_mimics(joints: Sequence[UrdfJoint]) -> dict[str, Mimic]:
     Returns:
         Mimic joint name -> its composed :class:`Mimic` of a non-mimic joint.
     """
-    by_name = {j.name: j for j in joints}
+    by_name = dict(zip(map(_NAME, joints), joints))
     out: dict[str, Mimic] = {}
-    for joint in joints:
-        if joint.mimic is None or joint.name in out:
+    for joint in itertools.compress(joints, map(_MIMIC, joints)):  # the mimic joints
+        if joint.name in out:
             continue
         chain, source = [], joint
         while source.mimic is not None and source.name not in out:
@@ -339,26 +351,28 @@ def usable_mimics(joints: Sequence[UrdfJoint]) -> tuple[tuple[UrdfJoint, ...], t
     Returns:
         The joints (the same objects where nothing changed) and the notes, in document order.
     """
-    by_name = {j.name: j for j in joints}
-    out, notes = [], []
-    for j in joints:
+    marked = list(itertools.compress(range(len(joints)), map(_MIMIC, joints)))  # the mimic joints
+    if not marked:
+        return tuple(joints), ()
+    by_name = dict(zip(map(_NAME, joints), joints))
+    out, notes = list(joints), []
+    for k in marked:
+        j = joints[k]
         mimic = j.mimic
-        if mimic is not None:
-            source = by_name.get(mimic.joint)
-            problem = ""
-            if not j.moves:
-                still = "does not move" if j.type == "fixed" else "is held at its origin"
-                problem = f"a {j.type} joint {still}, so its <mimic joint='{mimic.joint}'> is ignored"
-            elif source is None:
-                problem = (f"<mimic joint='{mimic.joint}'> names no joint of the robot; the mimic is "
-                           "ignored and the joint moves on its own")
-            elif not source.moves:
-                problem = (f"<mimic joint='{mimic.joint}'> names a {source.type} joint; the mimic is "
-                           "ignored and the joint moves on its own")
-            if problem:
-                notes.append(f"joint {j.name!r}: {problem}")
-                j = replace(j, mimic=None)
-        out.append(j)
+        source = by_name.get(mimic.joint)
+        problem = ""
+        if not j.moves:
+            still = "does not move" if j.type == "fixed" else "is held at its origin"
+            problem = f"a {j.type} joint {still}, so its <mimic joint='{mimic.joint}'> is ignored"
+        elif source is None:
+            problem = (f"<mimic joint='{mimic.joint}'> names no joint of the robot; the mimic is "
+                       "ignored and the joint moves on its own")
+        elif not source.moves:
+            problem = (f"<mimic joint='{mimic.joint}'> names a {source.type} joint; the mimic is "
+                       "ignored and the joint moves on its own")
+        if problem:
+            notes.append(f"joint {j.name!r}: {problem}")
+            out[k] = j._replace(mimic=None)
     return tuple(out), tuple(notes)
 
 
@@ -431,9 +445,7 @@ def _raise_first_bad_joint(model: UrdfModel) -> None:
 def _check_mimics(by_name: dict[str, UrdfJoint]) -> None:
     """Raise unless every mimic is on a moving joint and leads, without cycles, to a moving joint."""
     done: set[str] = set()
-    for j in by_name.values():
-        if j.mimic is None:
-            continue
+    for j in itertools.compress(by_name.values(), map(_MIMIC, by_name.values())):  # the mimic joints
         if not j.moves:
             raise URDFElementError("joint", j.name, f"joint {j.name!r}: a {j.type} joint cannot have a <mimic> element")
         path: list[str] = []
