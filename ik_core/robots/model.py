@@ -195,11 +195,15 @@ class RobotModel:
         Raises:
             UnknownNameError: ``base_link`` is not a link of the robot (the message lists them).
         """
+        links = self.urdf.links
+        return [links[k] for k in self._below(base_link).tolist()]
+
+    def _below(self, base_link: str | None = None) -> np.ndarray:
+        """Indices into ``urdf.links`` of :meth:`links_below`, ascending."""
         base = self.urdf.link_index(base_link or self.urdf.root_link)
         tree = self.urdf.tree
         end, moved = tree.climb(tree.child_flags(self.urdf.moving), stop=base)
-        links = self.urdf.links
-        return [links[k] for k in np.flatnonzero(moved & (end == base)).tolist()]
+        return np.flatnonzero(moved & (end == base))
 
     def default_tools(self) -> list[str]:
         """Tool links a new rig gets one chain each for: see :attr:`_default_tools`.
@@ -263,11 +267,16 @@ class RobotModel:
         :meth:`default_tools` first, then the other leaf links, then every other link below a
         moving joint, each group in document order.
         """
-        below = self.links_below()
-        leaves = set(self.urdf.leaf_links())
-        first = [link for link in self._default_tools if link in below]
-        return first + [link for link in below if link in leaves and link not in first] + [
-            link for link in below if link not in leaves and link not in first]
+        urdf = self.urdf
+        below, links = self._below(), urdf.links
+        rest = np.zeros(len(links), bool)  # below, not a default tool
+        rest[below] = True
+        tools = [urdf.link_index(link) for link in self._default_tools]
+        first = [k for k in tools if rest[k]]
+        rest[first] = False
+        leaf = urdf.tree.leaf  # of the links below the root, exactly those of urdf.leaf_links()
+        order = first + np.flatnonzero(rest & leaf).tolist() + np.flatnonzero(rest & ~leaf).tolist()
+        return [links[k] for k in order]
 
     def chain_skeleton(self, tools: str | Sequence[str], base_link: str | None = None) -> Skeleton:
         """The sub-tree from ``base_link`` to one or more tool links, as a skeleton to solve on.

@@ -309,3 +309,36 @@ def test_a_held_joint_survives_the_stored_model_round_trip() -> None:
     assert back.urdf == model.urdf and back.urdf.joint("float").type == "floating"
     assert back.joint_order == ("j",) and back.notes == ()  # notes belong to the import, not the stored model
     np.testing.assert_array_equal(back.link_rest_frame("tip"), model.link_rest_frame("tip"))
+
+
+def test_joints_read_all_at_once_equal_joints_read_one_by_one(monkeypatch) -> None:
+    """The reader that reads each field for all joints at once gives exactly the joints of the one-by-one reader,
+    which takes over the whole file when one joint needs a note: missing origins, axes and limits, scaled axes,
+    stray axes on fixed joints, limits without velocity or with velocity 0, mimics, held joints."""
+    import ik_core.formats.urdf as reader
+
+    calls = []
+    one_by_one = reader._joints_one_by_one
+    monkeypatch.setattr(reader, "_joints_one_by_one", lambda *args: calls.append(1) or one_by_one(*args))
+    body = "".join([
+        joint("a", "revolute", "l0", "l1"),
+        "<joint name='b' type='continuous'><parent link='l1'/><child link='l2'/><axis xyz='0 3 4'/></joint>",
+        "<joint name='c' type='fixed'><parent link='l2'/><child link='l3'/><axis xyz='0 0 0'/>"
+        "<origin rpy='0.1 0.2 0.3'/></joint>",
+        "<joint name='d' type='prismatic'><parent link='l3'/><child link='l4'/><limit lower='0' upper='0.1'/>"
+        "<mimic joint='a' multiplier='-2' offset='0.5'/></joint>",
+        "<joint name='e' type='continuous'><parent link='l4'/><child link='l5'/><limit effort='2' velocity='0'/>"
+        "<origin xyz='1e-3 -2 3.5' rpy='0 0 0'/></joint>",
+        "<joint name='f' type='floating'><parent link='l5'/><child link='l6'/><origin xyz='1 2 3'/></joint>",
+        "<joint name='g' type='revolute'><parent link='l0'/><child link='l7'/><axis xyz='1 1 0'/>"
+        "<limit lower='-1' upper='1' velocity='2' effort='3'/><mimic joint='missing'/></joint>",
+    ])
+    links = " ".join(f"l{k}" for k in range(8))
+    at_once = parse_urdf(robot(body, links))
+    assert not calls
+    noted = parse_urdf(robot(body + joint("h", "revolute", "l0", "l8").replace("velocity='1'", "velocity='-1'"),
+                             links + " l8"))
+    assert calls and any("negative" in note for note in noted.notes)
+    assert noted.joints[:-1] == at_once.joints and len(at_once.notes) == 2  # the missing mimic, the floating joint
+    assert noted.notes == ("joint 'h': <limit velocity='-1'> is negative; read as unknown", *at_once.notes)
+    assert at_once.joint("b").axis == (0.0, 0.6, 0.8) and at_once.joint("e").velocity == math.inf

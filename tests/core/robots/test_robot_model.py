@@ -202,6 +202,13 @@ def _walk_serial_tool(urdf):
     return tools[0] if len(parents) == len(set(parents)) and len(tools) == 1 else None
 
 
+def _walk_tool_candidates(urdf):
+    below, leaves = _walk_links_below(urdf, urdf.root_link), set(urdf.leaf_links())
+    first = [link for link in _walk_default_tools(urdf) if link in below]
+    return first + [link for link in below if link in leaves and link not in first] + [
+        link for link in below if link not in leaves and link not in first]
+
+
 def _random_robot(seed: int, n: int) -> RobotModel:
     """n links in shuffled document order: random parents, some tool-like names, most joints fixed.
 
@@ -221,10 +228,11 @@ def _random_robot(seed: int, n: int) -> RobotModel:
 
 @pytest.mark.parametrize("seed", range(40))
 def test_tool_queries_equal_walks_of_the_tree(seed):
-    """Tool links, links below any base and the serial check, on whole arrays, equal the joint-by-joint walks."""
+    """Tool links and candidates, links below any base and the serial check, on whole arrays, equal the walks."""
     model = _random_robot(seed, int(np.random.default_rng(seed).integers(2, 60)))
     urdf = model.urdf
     assert model.default_tools() == _walk_default_tools(urdf)
     assert model.serial_tool() == _walk_serial_tool(urdf)
+    assert model.tool_candidates() == _walk_tool_candidates(urdf)
     for base in urdf.links:
         assert model.links_below(base) == _walk_links_below(urdf, base)
