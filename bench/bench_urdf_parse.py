@@ -13,7 +13,9 @@ microseconds per joint, and the ``RobotModel`` queries a rig import makes on top
 links below the root, serial check). Seconds are the
 best of ``--repeats`` wall-clock runs; CPU seconds show how much of it was ours on a shared
 machine. ``--repo`` imports ``ik_core`` from another checkout (say, an older commit unpacked
-with ``git archive``) to compare; its rows stop at ``--budget`` seconds per parse.
+with ``git archive``) to compare; its rows stop at ``--budget`` seconds per parse. ``--calls``
+adds a count that does not depend on the machine's load: the Python functions one more, untimed
+parse calls per joint (``sys.setprofile``; C functions called by ``map`` are not counted).
 """
 
 from __future__ import annotations
@@ -68,7 +70,23 @@ def best(fn, repeats: int) -> tuple[float, float, object]:
     return min(walls), min(cpus), out
 
 
-def bench(sizes, repeats: int, budget: float, model_queries: bool = True) -> list[dict]:
+def python_calls(fn) -> int:
+    """How many Python functions ``fn()`` calls (calls made by C code, such as ``map``'s, excluded)."""
+    count = 0
+
+    def profile(_frame, event, _arg):
+        nonlocal count
+        count += event == "call"
+
+    sys.setprofile(profile)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return count
+
+
+def bench(sizes, repeats: int, budget: float, model_queries: bool = True, calls: bool = False) -> list[dict]:
     from ik_core.formats.urdf import parse_urdf
     from ik_core.robots.model import RobotModel
 
@@ -93,7 +111,8 @@ def bench(sizes, repeats: int, budget: float, model_queries: bool = True) -> lis
                     assert len(below) == n and tools
                 rows.append({"shape": shape, "joints": n, "mb": len(data) / 1e6, "parse_s": wall,
                              "parse_cpu_s": cpu, "elementtree_s": et_wall, "us_per_joint": 1e6 * wall / n,
-                             "model_queries_s": q_wall})
+                             "model_queries_s": q_wall,
+                             "calls_per_joint": python_calls(lambda: parse_urdf(path)) / n if calls else None})  # noqa: B023
                 if wall > budget:
                     break
     return rows
@@ -107,23 +126,25 @@ def main() -> int:
     parser.add_argument("--budget", type=float, default=60.0, help="stop a shape's sizes after a parse this slow [s]")
     parser.add_argument("--parse-only", action="store_true", help="skip the RobotModel queries (slow before issue 26)")
     parser.add_argument("--repo", default="", help="import ik_core from this checkout instead of this one")
+    parser.add_argument("--calls", action="store_true", help="count Python calls per joint in one more parse")
     parser.add_argument("--json", action="store_true", help="print one JSON object per row")
     args = parser.parse_args()
     repo = Path(args.repo).resolve() if args.repo else Path(__file__).resolve().parents[1]
     sys.path.insert(0, str(repo))
     sizes = [int(s) for s in args.sizes.split(",") if s] or (QUICK_SIZES if args.quick else DEFAULT_SIZES)
-    rows = bench(sizes, 1 if args.quick else args.repeats, args.budget, not args.parse_only)
+    rows = bench(sizes, 1 if args.quick else args.repeats, args.budget, not args.parse_only, args.calls)
     if args.json:
         for r in rows:
             print(json.dumps({"python": sys.version.split()[0], "repo": str(repo), **r}))
         return 0
     print(f"Python {sys.version.split()[0]}, ik_core from {repo}")
     print(f"{'shape':6s} {'joints':>8s} {'MB':>6s} {'parse s':>8s} {'cpu s':>7s} {'ElementTree s':>13s} "
-          f"{'us/joint':>9s} {'model queries s':>15s}")
+          f"{'us/joint':>9s} {'model queries s':>15s} {'py calls/joint':>14s}")
     for r in rows:
         queries = "-" if r["model_queries_s"] is None else f"{r['model_queries_s']:.3f}"
+        calls = "-" if r["calls_per_joint"] is None else f"{r['calls_per_joint']:.3f}"
         print(f"{r['shape']:6s} {r['joints']:8d} {r['mb']:6.1f} {r['parse_s']:8.3f} {r['parse_cpu_s']:7.3f} "
-              f"{r['elementtree_s']:13.3f} {r['us_per_joint']:9.1f} {queries:>15s}")
+              f"{r['elementtree_s']:13.3f} {r['us_per_joint']:9.1f} {queries:>15s} {calls:>14s}")
     return 0
 
 

@@ -241,9 +241,10 @@ def _finite_or_default(text: str | None, default: float) -> float:
     return value
 
 
-def _children(elems: list[ET.Element], tag: str) -> list[ET.Element | None]:
-    """Each element's first ``tag`` child, None where it has none."""
-    return list(map(_FIND, elems, _repeat(tag)))
+def _children(elems: list[ET.Element], tag: str, missing: ET.Element | None = None) -> list[ET.Element | None]:
+    """Each element's first ``tag`` child, ``missing`` where it has none."""
+    found = list(map(_FIND, elems, _repeat(tag)))
+    return [missing if e is None else e for e in found] if missing is not None and None in found else found
 
 
 def _plain_joints(elems: list[ET.Element]) -> list[UrdfJoint] | None:
@@ -265,15 +266,7 @@ def _plain_joints(elems: list[ET.Element]) -> list[UrdfJoint] | None:
         if not all(links):
             return None
         ends.append(links)
-    origins = _children(elems, "origin")
-    if None in origins:
-        origins = [_NO_ELEMENT if e is None else e for e in origins]
-    axes = _children(elems, "axis")
-    if None in axes:
-        axes = [_NO_ELEMENT if e is None else e for e in axes]
-    limits = _children(elems, "limit")
-    if None in limits:
-        limits = [_NO_ELEMENT if e is None else e for e in limits]
+    origins, axes, limits = (_children(elems, tag, _NO_ELEMENT) for tag in ("origin", "axis", "limit"))
     mimics = _children(elems, "mimic")
     try:
         xyz = list(map(_origin_vector, map(_GET, origins, _repeat("xyz"))))
