@@ -132,6 +132,8 @@ class BestEffort:
         self._rim_starts = np.array(self.chart.swing_starts, dtype=int) if swings else None
         self._rim_axes = np.asarray(self.chart.swing_axes, dtype=float) if swings else None
         self._library: tuple[np.ndarray, np.ndarray] | None = None
+        # The library as the skeleton's configurations (built on first use beyond reach).
+        self._library_poses: np.ndarray | None = None
         # Variables of rotating 1-DoF joints whose value a whole turn away is the same pose (not
         # sources of mimics, which would turn by their multiplier): a take keeps them on one turn.
         sources = {int(skeleton.mimic_source[i]) for i, j in enumerate(skeleton.joints) if j.mimic is not None}
@@ -499,7 +501,10 @@ class BestEffort:
         gap = np.add.reduce(np.add.reduce((positions[None] - tp[open_rows][:, None]) ** 2, -1), -1)
         if beyond is not None and beyond[open_rows].any():
             far = np.flatnonzero(beyond[open_rows])
-            gap[far] = self._radial_gaps(positions, tp[open_rows[far]])
+            if len(self._effector_ids) == 1 and tr is None:
+                gap[far] = self._stretched_gaps(tp[open_rows[far]])
+            else:
+                gap[far] = self._radial_gaps(positions, tp[open_rows[far]])
         pick = np.argpartition(gap, k - 1, axis=1)[:, :k]
         if beyond is not None:
             # A target beyond reach keeps its local answer unless some start's effector, moved
@@ -550,6 +555,31 @@ class BestEffort:
         q_local[rows] = Xq[better, choice[better]]
         d_local[rows] = best_d[better]
         return self._finish(q, q_local, d_local, tp, tr, q_warm)
+
+    def _stretched_gaps(self, tp: np.ndarray) -> np.ndarray:
+        """(F, L) squared distances of a lone effector's far targets to the library poses stretched toward them.
+
+        Beyond reach the closest pose is a stretched one; a library pose whose chain, turned
+        link by link to point at the target (:func:`~.reach.stretch_toward`, within the
+        limits), comes nearest is a start in the best pose's basin more often than one whose
+        effector merely points the target's way (a bent pose's effector direction says little
+        of where its stretched chain points).
+
+        Args:
+            tp: (F, 1, 3) target positions [m].
+        """
+        configs, _ = self.library()
+        if self._library_poses is None:
+            self._library_poses = project_configuration(self.skeleton, self.chart.from_chart(configs))
+        q = self._library_poses
+        F, L = len(tp), len(q)
+        targets = np.broadcast_to(tp[:, None, 0], (F, L, 3)).reshape(F * L, 3)
+        turned = stretch_toward(
+            self.skeleton, np.broadcast_to(q[None], (F, L, q.shape[1])).reshape(F * L, -1), self._effector_ids[0],
+            targets,
+        )
+        reached = self._source_model.poses(turned)[:, 0, :, 3]
+        return np.add.reduce((reached - targets) ** 2, -1).reshape(F, L)
 
     def _radial_gaps(self, positions: np.ndarray, tp: np.ndarray) -> np.ndarray:
         """(F, L) squared gaps (summed over effectors) of targets beyond reach to library poses pointing their way.
