@@ -93,8 +93,15 @@ def twist_about(R: np.ndarray, axis: np.ndarray) -> np.ndarray:
     return 2.0 * np.arctan2(np.sum(v * axis, axis=-1), np.maximum(w2, 0.0))
 
 
-def gaussian_smooth(x: np.ndarray, sigma: float) -> np.ndarray:
-    """Zero-phase Gaussian low-pass along axis 0 with edge padding; ``sigma`` in samples."""
+def gaussian_smooth(x: np.ndarray, sigma: float, breaks: tuple[int, ...] = ()) -> np.ndarray:
+    """Zero-phase Gaussian low-pass along axis 0 with edge padding; ``sigma`` in samples.
+
+    ``breaks`` are indices where a new segment starts (a jump): each segment is smoothed on
+    its own, so a jump stays a jump instead of smearing into the samples around it.
+    """
+    if breaks:
+        edges = [0, *sorted(b for b in set(breaks) if 0 < b < x.shape[0]), x.shape[0]]
+        return np.concatenate([gaussian_smooth(x[a:b], sigma) for a, b in zip(edges[:-1], edges[1:])], axis=0)
     if sigma <= 0 or x.shape[0] < 2:
         return np.array(x, dtype=float, copy=True)
     r = int(np.ceil(3 * sigma))

@@ -54,6 +54,7 @@ def solve_legs(
     P: np.ndarray,
     flex: np.ndarray,
     reach: dict[str, np.ndarray],
+    breaks: tuple[int, ...] = (),
 ) -> np.ndarray:
     """Plan the feet and solve legs, feet and toes in place in ``D`` and ``P``.
 
@@ -68,6 +69,7 @@ def solve_legs(
         P: (N, J, 3) world joint positions [m]; the pelvis must be solved.
         flex: (N, 4) flexions; columns 2 and 3 (knees) are written [rad].
         reach: Receives 'foot_l' and 'foot_r' (N,) reachability flags.
+        breaks: Frames where the head tracker jumped (the hips' path is smoothed between them).
 
     Returns:
         (N, 2) True while the left / right foot is planted.
@@ -116,7 +118,10 @@ def solve_legs(
             D_foot = planted.rotations
             contacts[:, k] = contact
         if tracker is None:
-            ankle = _heel_raise(leg, P[:, leg.root], ankle, o.leg_soft)
+            # The raise reads the hip's smoothed path: the pelvis keeps the head tracker's tremor
+            # along the spine (see solve_trunk), which a raised heel would pass on to its foot.
+            hip = gaussian_smooth(P[:, leg.root], o.hip_smoothing / frame_time, breaks)
+            ankle = _heel_raise(leg, hip, ankle, o.leg_soft)
         foot_fwd = mv(D_foot, body.forward)
         foot_fwd[:, 2] = 0.0
         pole = normalize(foot_fwd) + normalize(pelvis_fwd)

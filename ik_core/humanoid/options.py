@@ -50,6 +50,8 @@ class SolveOptions:
             (:data:`TRACKER_CONTACTS`: a looser speed than an animation's, for tracker jitter).
         foot_smoothing: Gaussian sigma of the foot trackers' paths when ``plant`` is on [s]
             (0: as tracked).
+        hip_smoothing: Gaussian sigma of the pelvis's path without a pelvis tracker [s]; the spine
+            swings to keep the head exact (0: the pelvis hangs rigidly from the head).
         plant_blend: Duration of the ease in and out of each plant [s].
         jump_speed: Tracker speed reported as a jump [m/s].
         jump_turn: Tracker angular speed reported as a jump [rad/s].
@@ -74,6 +76,7 @@ class SolveOptions:
     plant: bool = True
     contacts: ContactOptions = TRACKER_CONTACTS
     foot_smoothing: float = 0.02
+    hip_smoothing: float = 0.05
     plant_blend: float = 0.1
     jump_speed: float = 8.0
     jump_turn: float = 40.0
@@ -101,6 +104,7 @@ class SolveOptions:
             "clavicle_reach",
             "plant_blend",
             "foot_smoothing",
+            "hip_smoothing",
         ):
             value = getattr(self, name)
             if not value >= 0.0:

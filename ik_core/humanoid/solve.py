@@ -140,11 +140,13 @@ def solve_body(
         D,
         P,
         target.get("pelvis"),
+        o.hip_smoothing / frame_time,
+        stream.jumps["head"],
     )
 
     flex = np.zeros((n, 4))
     reach = {}
-    contacts = solve_legs(body, o, heading, frame_time, target, D, P, flex, reach)
+    contacts = solve_legs(body, o, heading, frame_time, target, D, P, flex, reach, stream.jumps["head"])
     solve_arms(body, target, D, P, flex, reach, o, frame_time)
     world = np.broadcast_to(np.eye(4), (n, J, 4, 4)).copy()
     world[..., :3, :3] = D @ body.ref[:, :3, :3]

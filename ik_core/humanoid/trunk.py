@@ -51,6 +51,8 @@ def solve_trunk(
     D: np.ndarray,
     P: np.ndarray,
     pelvis_target: np.ndarray | None = None,
+    hip_sigma: float = 0.0,
+    breaks: tuple[int, ...] = (),
 ) -> None:
     """Pose the pelvis, spine, neck and head in place in ``D`` and ``P``.
 
@@ -60,6 +62,8 @@ def solve_trunk(
     than standing leans the trunk forward by ``crouch_lean`` radians per metre of drop.
     Without a pelvis tracker the pelvis is then placed so that the chain ends exactly at the
     head target; with one, the chain above the first spine joint swings toward the head.
+    ``hip_sigma`` > 0 (no pelvis tracker) low-passes the pelvis's path, the spine swinging to
+    keep the head exact.
 
     Args:
         body: Calibrated body.
@@ -73,6 +77,9 @@ def solve_trunk(
         D: (N, J, 3, 3) world rotation deltas, written for the trunk roles.
         P: (N, J, 3) world joint positions [m], written for the trunk roles.
         pelvis_target: Optional (N, 4, 4) world pose of the pelvis bone from a tracker.
+        hip_sigma: Gaussian sigma of the pelvis's path without a pelvis tracker [frames] (0: the
+            pelvis hangs rigidly from the head).
+        breaks: Frames where the head tracker jumped; the pelvis's path is smoothed between them.
     """
     path = body.trunk_path()
     head = path[-1]
@@ -109,11 +116,21 @@ def solve_trunk(
             M_neck = exp_so3(rest * (neck_share / len(necks)))
             for j in necks:
                 D[:, j] = D[:, body.parents[j]] @ M_neck
-        reach = np.zeros_like(head_target[:, :3, 3])
-        for j in path[1:]:
-            reach += mv(D[:, body.parents[j]], body.offsets[j])
+        reach = _reach(body, path, D)
         if pelvis_target is None:
             P[:, 0] = head_target[:, :3, 3] - reach
+            if hip_sigma <= 0 or not spine:
+                break
+            # Hanging rigidly from the head, the pelvis carries every tremor of the head tracker
+            # into the legs (a stretched leg passes it on to its foot: pops under tracker noise).
+            # The spine swings to take up the tremor across it; the part along the spine, which
+            # rigid bones cannot take up, stays in the pelvis so the head remains exact.
+            hips = gaussian_smooth(P[:, 0], hip_sigma, breaks)
+            base = hips + mv(D[:, 0], body.offsets[spine[0]])
+            S = _swing(hips + reach - base, head_target[:, :3, 3] - base)
+            for j in path[1:-1]:
+                D[:, j] = S @ D[:, j]
+            P[:, 0] = head_target[:, :3, 3] - _reach(body, path, D)
             break
         P[:, 0] = pelvis_target[:, :3, 3]
         base = P[:, 0] + mv(D[:, 0], body.offsets[spine[0]])
@@ -123,6 +140,14 @@ def solve_trunk(
             D[:, j] = S @ D[:, j]
     for j in path[1:]:
         P[:, j] = P[:, body.parents[j]] + mv(D[:, body.parents[j]], body.offsets[j])
+
+
+def _reach(body: Body, path: list[int], D: np.ndarray) -> np.ndarray:
+    """(N, 3) offset from the pelvis to the end of ``path`` (pelvis first) under the rotations ``D`` [m]."""
+    reach = np.zeros((D.shape[0], 3))
+    for j in path[1:]:
+        reach += mv(D[:, body.parents[j]], body.offsets[j])
+    return reach
 
 
 def _swing(a: np.ndarray, b: np.ndarray) -> np.ndarray:
