@@ -100,6 +100,17 @@ def ellipse_project(
     return px, py
 
 
+def quadrant_semi_axes(x: np.ndarray, y: np.ndarray, axes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Semi-axes (a, b) of the quarter ellipse holding each point (x, y) (see :func:`quadrant_ellipse_project`).
+
+    Args:
+        x: First coordinates (broadcast against ``axes[..., 0]``).
+        y: Second coordinates.
+        axes: (..., 4) semi-axes (x+, x-, y+, y-).
+    """
+    return np.where(x >= 0.0, axes[..., 0], axes[..., 1]), np.where(y >= 0.0, axes[..., 2], axes[..., 3])
+
+
 def quadrant_ellipse_project(
     x: np.ndarray, y: np.ndarray, axes: np.ndarray, iterations: int = 100
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -120,8 +131,7 @@ def quadrant_ellipse_project(
         (px, py), each (N,), the closest points (points inside unchanged).
     """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    a = np.where(x >= 0.0, axes[..., 0], axes[..., 1])
-    b = np.where(y >= 0.0, axes[..., 2], axes[..., 3])
+    a, b = quadrant_semi_axes(x, y, axes)
     a, b = np.where(a < _THIN, 0.0, a), np.where(b < _THIN, 0.0, b)
     thin = (a == 0.0) | (b == 0.0)
     px, py = np.where(thin, np.clip(x, -a, a), x), np.where(thin, np.clip(y, -b, b), y)

@@ -23,7 +23,7 @@ import numpy as np
 from ..model.euler import matrix_to_euler_unchecked
 from ..model.rotation_kernels import matrix_to_rotvec_unchecked, rotvec_to_matrix_unchecked
 from ..model.skeleton import Effector, Joint, JointKind, Skeleton
-from .ball import BoxCoordinates, circular_clamp, quadrant_ellipse_project
+from .ball import BoxCoordinates, circular_clamp, quadrant_ellipse_project, quadrant_semi_axes
 from .cone_twist import swing_twist_in_basis
 from .projection import project_configuration
 
@@ -217,9 +217,7 @@ class BoxChart:
         on &= self.lower < self.upper  # a locked variable holds nothing back
         if self.swing_starts:
             s = np.array(self.swing_starts)
-            axes = self.swing_axes
-            a = np.where(x[:, s] >= 0.0, axes[:, 0], axes[:, 1])
-            b = np.where(x[:, s + 1] >= 0.0, axes[:, 2], axes[:, 3])
+            a, b = quadrant_semi_axes(x[:, s], x[:, s + 1], self.swing_axes)
             with np.errstate(divide="ignore", invalid="ignore"):
                 level = np.sqrt((x[:, s] / a) ** 2 + (x[:, s + 1] / b) ** 2)
             rim = ~(level < 1.0 - tol) | (a <= tol) | (b <= tol)

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..limits import project_configuration
+from ..limits.ball import quadrant_semi_axes
 from ..limits.chart import BoxChart
 from ..model.skeleton import JointKind, Skeleton
 from .dls.kinematics import EffectorModel, aim_residual, rotation_log
@@ -262,8 +263,9 @@ class BestEffort:
         active = d > tolerance
         eye = np.eye(dof)
         # What the last projection took off each row's step: the outward normal of the ball
-        # limits the row is pressing on.
-        push = np.zeros((P, dof))
+        # limits the row is pressing on (where no chart gives them a rim to follow).
+        slide = self._rim_axes is None and bool(self._balls)
+        push = np.zeros((P, dof)) if slide else None
         # Scale of the gradient trials, shrunk after a round in which no trial gained.
         reach = np.ones(P)
         for iteration in range(max_iterations):
@@ -285,7 +287,7 @@ class BestEffort:
                 rim = self._pressed_rims(qr, g)
                 if rim is not None:
                     Jf, frozen = self._along_rims(Jf, frozen, rim)
-            elif self._balls:
+            elif slide:
                 Jf = self._slide_on_ball_limits(push[rows], g, Jf)
             gf = np.einsum("pmi,pm->pi", Jf, er)
             A = np.einsum("pmi,pmj->pij", Jf, Jf)
@@ -321,7 +323,7 @@ class BestEffort:
             d_try = np.sqrt(np.add.reduce(e_try * e_try, -1)).reshape(reps, R)
             pick = np.argmin(d_try, axis=0)
             flat = pick * R + np.arange(R)
-            if self._balls:
+            if slide:
                 push[rows] = (stepped - trial)[flat]
             best = d_try[pick, np.arange(R)]
             # A step must gain beyond rounding: an optimum stays bit for bit what it was.
@@ -354,11 +356,6 @@ class BestEffort:
                 active[rows] &= d[rows] - _CATCH_UP * gained * left <= beat[rows]
         return q, d
 
-    def _quadrant_axes(self, pairs: np.ndarray, w: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Semi-axes (a, b) of the quarter ellipse of each swing pair ``pairs`` holding the swing (w, u) (broadcast)."""
-        axes = self._rim_axes[pairs]
-        return np.where(w >= 0.0, axes[..., 0], axes[..., 1]), np.where(u >= 0.0, axes[..., 2], axes[..., 3])
-
     def _pressed_rims(
         self, x: np.ndarray, g: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -375,7 +372,7 @@ class BestEffort:
         """
         S = self._rim_starts
         w, u = x[:, S], x[:, S + 1]
-        a, b = self._quadrant_axes(np.arange(len(S)), w, u)
+        a, b = quadrant_semi_axes(w, u, self._rim_axes)
         wide = (a > _THIN_SWING) & (b > _THIN_SWING)
         sa, sb = np.where(wide, a, 1.0), np.where(wide, b, 1.0)
         on_rim = (w / sa) ** 2 + (u / sb) ** 2 >= 1.0 - 1e-9
@@ -398,7 +395,7 @@ class BestEffort:
         rows, pairs, angles = rim
         S = self._rim_starts[pairs]
         cos, sin = np.cos(angles), np.sin(angles)
-        a, b = self._quadrant_axes(pairs, cos, sin)
+        a, b = quadrant_semi_axes(cos, sin, self._rim_axes[pairs])
         J, frozen = J.copy(), frozen.copy()
         J[rows, :, S] = J[rows, :, S] * (-a * sin)[:, None] + J[rows, :, S + 1] * (b * cos)[:, None]
         J[rows, :, S + 1] = 0.0
@@ -413,7 +410,7 @@ class BestEffort:
         S = self._rim_starts[pairs]
         turned = angles[None] + steps[:, rows, S]
         cos, sin = np.cos(turned), np.sin(turned)
-        a, b = self._quadrant_axes(pairs[None], cos, sin)
+        a, b = quadrant_semi_axes(cos, sin, self._rim_axes[pairs])
         stepped[:, rows, S], stepped[:, rows, S + 1] = a * cos, b * sin
 
     def _slide_on_ball_limits(self, push: np.ndarray, g: np.ndarray, J: np.ndarray) -> np.ndarray:
