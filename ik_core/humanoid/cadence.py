@@ -11,7 +11,7 @@ from ..contacts.inputs import check_non_negative, check_positive
 from ..errors import InvalidInputError
 from .geometry import gaussian_smooth
 
-__all__ = ["CadenceOptions", "StepSchedule", "step_schedule"]
+__all__ = ["CadenceOptions", "StepSchedule", "height_noise", "step_schedule"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,10 @@ class CadenceOptions:
             same foot twice in a row instead of alternating.
         smoothing: Gaussian sigma that removes jitter from the head height before its
             acceleration is taken [s].
+        noise_margin: The fall between two peaks must also exceed this many standard deviations
+            of the acceleration that the head signal's own noise leaves after the smoothing (the
+            noise is estimated from the take, :func:`height_noise`), so tracker jitter on a
+            gliding head makes no strikes; ``impact`` still holds for a clean signal.
     """
 
     impact: float = 0.5
@@ -51,11 +55,12 @@ class CadenceOptions:
     sway_time: float = 1.0
     same_foot_cost: float = 1.5
     smoothing: float = 0.05
+    noise_margin: float = 6.0
 
     def __post_init__(self) -> None:
         for name in ("impact", "min_half_cycle", "max_half_cycle", "sway_time", "swing_time"):
             check_positive(f"CadenceOptions.{name}", getattr(self, name))
-        for name in ("walk_speed", "smoothing", "same_foot_cost"):
+        for name in ("walk_speed", "smoothing", "same_foot_cost", "noise_margin"):
             check_non_negative(f"CadenceOptions.{name}", getattr(self, name))
         if not 0.0 <= self.double_support <= 0.6:
             raise InvalidInputError(f"CadenceOptions.double_support must be in [0, 0.6], got {self.double_support}")
@@ -93,10 +98,47 @@ class StepSchedule:
         return int(self.lift.size)
 
 
+def height_noise(height: np.ndarray) -> float:
+    """Standard deviation of white noise on a smooth signal, estimated from the signal itself [its unit].
+
+    The third difference of a smooth motion sampled fast enough is small, while that of white
+    noise of deviation ``s`` has deviation ``sqrt(20) s``; its median absolute value (robust to the
+    few frames where the motion itself jerks) gives ``s``. A clean signal gives about 0 (or the
+    motion's own third difference where it is sampled coarsely: an over-estimate that only makes
+    the strike threshold stricter, see :class:`CadenceOptions`).
+
+    Args:
+        height: (N,) samples.
+
+    Returns:
+        The estimated deviation (0 with fewer than 4 samples).
+    """
+    h = np.asarray(height, dtype=float)
+    if h.size < 4:
+        return 0.0
+    return float(1.4826 * np.median(np.abs(np.diff(h, n=3))) / np.sqrt(20.0))
+
+
+def _acceleration_noise(noise: float, sigma: float, frame_time: float) -> float:
+    """Deviation [m/s^2] of the acceleration :func:`_impacts` takes from white noise of deviation ``noise`` [m].
+
+    The acceleration is linear in the samples (a Gaussian of ``sigma`` frames, then two central
+    differences), so white noise passes with the gain of its impulse response's norm.
+    """
+    n = 2 * int(np.ceil(3 * max(sigma, 0.0))) + 9
+    impulse = np.zeros(n)
+    impulse[n // 2] = 1.0
+    response = np.gradient(np.gradient(gaussian_smooth(impulse, sigma)))
+    return noise * float(np.linalg.norm(response)) / frame_time**2
+
+
 def _impacts(height: np.ndarray, speed: np.ndarray, frame_time: float, o: CadenceOptions) -> list[int]:
     """Frames of the head's upward acceleration peaks that are heel strikes (strong, apart, moving)."""
-    z = gaussian_smooth(height, o.smoothing / frame_time)
+    sigma = o.smoothing / frame_time
+    z = gaussian_smooth(height, sigma)
     acc = np.gradient(np.gradient(z)) / frame_time**2
+    # A fall between peaks must stand out of the noise the tracker leaves in the acceleration.
+    impact = max(o.impact, o.noise_margin * _acceleration_noise(height_noise(height), sigma, frame_time))
     inner = np.flatnonzero((acc[1:-1] > acc[:-2]) & (acc[1:-1] >= acc[2:])) + 1
     gap = max(int(round(o.min_half_cycle / frame_time)), 1)
     kept: list[int] = []
@@ -104,7 +146,7 @@ def _impacts(height: np.ndarray, speed: np.ndarray, frame_time: float, o: Cadenc
         if kept:
             k = kept[-1]
             dip = min(acc[k], acc[c]) - float(acc[k : c + 1].min())
-            if c - k < gap or dip < o.impact:
+            if c - k < gap or dip < impact:
                 if acc[c] > acc[k]:
                     kept[-1] = int(c)  # the stronger of two peaks that are one impact
                 continue

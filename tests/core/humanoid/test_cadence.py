@@ -9,7 +9,7 @@ from test_fullbody import synthetic, trackers_for
 
 from ik_core.errors import InvalidInputError
 from ik_core.humanoid import GaitOptions, SolveOptions, calibrate, plan_steps, solve_body
-from ik_core.humanoid.cadence import CadenceOptions, step_schedule
+from ik_core.humanoid.cadence import CadenceOptions, height_noise, step_schedule
 from ik_core.model.rotations import rotvec_to_matrix
 
 HALF = 0.55  # time between heel strikes [s]
@@ -164,3 +164,42 @@ def test_plan_follows_the_schedule() -> None:
     pushing = plan.ball & ~plan.planted
     assert np.all(plan.lift[pushing] > 0.0)
     assert np.max(moved[pushing[1:] & pushing[:-1]]) < 1e-12
+
+
+@pytest.mark.parametrize("noise", [0.002, 0.005, 0.01])
+def test_tracker_noise_makes_no_strikes(noise: float) -> None:
+    """A head gliding at walking speed with white tracker noise (a glide, a ride) forces no steps."""
+    ft = 1 / 120
+    head, pelvis, hd, *_ = walk(ft, 6.0, 0.4, 0)
+    head[:, 2] = 1.6  # no bob: the body glides
+    noisy = head + np.random.default_rng(0).normal(0.0, noise, head.shape)
+    s = step_schedule(noisy, pelvis, hd, ft)
+    assert len(s) == 0 and not s.walking.any()
+    # Without the threshold set from the noise, the same jitter makes strikes.
+    assert len(step_schedule(noisy, pelvis, hd, ft, CadenceOptions(noise_margin=0.0))) > 0
+
+
+@pytest.mark.parametrize("frame_time", [1 / 120, 1 / 30])
+def test_noisy_walk_keeps_its_strikes(frame_time: float) -> None:
+    """2 mm of tracker noise on a walking head leaves every strike found, with its foot."""
+    head, pelvis, hd, strikes, feet, _ = walk(frame_time, 6.0, 1.0, 0)
+    noisy = head + np.random.default_rng(3).normal(0.0, 0.002, head.shape)
+    s = step_schedule(noisy, pelvis, hd, frame_time)
+    o = CadenceOptions()
+    tolerance = o.strike_lead * HALF / frame_time + 0.05 / frame_time + 1
+    found = np.array([np.argmin(np.abs(strikes - land)) for land in s.land])
+    assert len(s) >= len(strikes) - 2
+    assert len(set(found.tolist())) == len(s)
+    assert np.all(np.abs(strikes[found] - s.land) <= tolerance)
+    assert np.array_equal(s.foot, feet[found])
+
+
+def test_height_noise_estimate() -> None:
+    """The noise estimate recovers white noise on a moving signal and is near 0 on a clean one."""
+    ft = 1 / 120
+    head, *_ = walk(ft, 6.0, 0.0, 0)
+    rng = np.random.default_rng(1)
+    assert height_noise(head[:, 2]) < 1e-4
+    for sd in (0.001, 0.002, 0.005):
+        assert abs(height_noise(head[:, 2] + rng.normal(0.0, sd, len(head))) - sd) < 0.15 * sd
+    assert height_noise(np.zeros(3)) == 0.0
