@@ -48,8 +48,8 @@ class SolveOptions:
             plant them: held where they landed, flat, blended in and out, never below the floor.
         contacts: Contact detection thresholds of tracked feet, used when ``plant`` is on
             (:data:`TRACKER_CONTACTS`: a looser speed than an animation's, for tracker jitter).
-        foot_smoothing: Gaussian sigma of the foot trackers' paths when ``plant`` is on [s]
-            (0: as tracked).
+        foot_smoothing: Gaussian sigma of the foot trackers' paths and turns when ``plant`` is
+            on [s] (0: as tracked).
         hip_smoothing: Gaussian sigma of the pelvis's path without a pelvis tracker [s]; the spine
             swings to keep the head exact (0: the pelvis hangs rigidly from the head).
         plant_blend: Duration of the ease in and out of each plant [s].

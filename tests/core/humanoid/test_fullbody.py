@@ -321,7 +321,8 @@ def test_tracked_feet_are_planted_over_their_contacts(cmu) -> None:
 
 
 def test_tracked_feet_jitter_is_smoothed(cmu) -> None:
-    """A planted solve low-passes foot trackers: a lifted foot's 2 mm jitter no longer moves it like a slide."""
+    """A planted solve low-passes foot trackers: a lifted foot's 2 mm jitter no longer moves it like a slide,
+    nor its turn's jitter its toe."""
     b, gt, trk = cmu
     names = b.names
     n = 240
@@ -330,19 +331,25 @@ def test_tracked_feet_jitter_is_smoothed(cmu) -> None:
     b5 = calibrate(b.roles, gt[0], worn)
     feet = np.repeat(standing[None], n, axis=0)
     feet[:, 0, 2, 3] += 0.2  # the left foot held up: no contact, so no hold either
-    feet[..., :3, 3] += np.random.default_rng(5).normal(0.0, 0.002, feet[..., :3, 3].shape)
+    rng = np.random.default_rng(5)
+    feet[..., :3, 3] += rng.normal(0.0, 0.002, feet[..., :3, 3].shape)
+    # and 0.5 degree of turn jitter, which the foot's length carries to its toe
+    feet[..., :3, :3] = rotvec_to_matrix(rng.normal(0.0, np.radians(0.5), (n, 2, 3))) @ feet[..., :3, :3]
     head_hands = np.repeat(trk[:1], n, axis=0)
     five = np.concatenate([head_hands, np.full_like(head_hands[:, :1], np.nan), feet], axis=1)
     ft = 1 / 120
-    j = names.index("foot_l")
-    speeds = {}
+    j, toe = names.index("foot_l"), names.index("toe_l")
+    speeds, toe_speeds = {}, {}
     for sigma in (0.0, SolveOptions().foot_smoothing):
         res = solve_body(b5, five, ft, SolveOptions(foot_smoothing=sigma))
         assert not res.contacts[:, 0].any()
         speeds[sigma] = np.linalg.norm(np.diff(res.positions[:, j], axis=0), axis=-1) / ft
+        toe_speeds[sigma] = np.linalg.norm(np.diff(res.positions[:, toe] - res.positions[:, j], axis=0), axis=-1) / ft
         assert np.max(np.abs(res.positions[:, j] - feet[:, 0, :3, 3].mean(axis=0))) < 0.01
     assert np.mean(speeds[0.0] > 0.2) > 0.5  # jitter alone reads as sliding
     assert np.mean(speeds[SolveOptions().foot_smoothing] > 0.2) < 0.05
+    # The foot's turn is low-passed as its path is: the toe no longer shakes about the ankle.
+    assert np.mean(toe_speeds[SolveOptions().foot_smoothing]) < 0.4 * np.mean(toe_speeds[0.0])
 
 
 def test_head_tracker_noise_does_not_pop_the_feet() -> None:
