@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..contacts import aim_tip, detect_contacts, keep_above_ground, pitch_above_ground, plant_targets
+from ..contacts import aim_tip, contact_intervals, detect_contacts, keep_above_ground, pitch_above_ground, plant_targets
 from .cadence import step_schedule
 from .calibration import Body, Limb
 from .gait import plan_steps
@@ -17,6 +17,9 @@ from .trunk import heading_of
 __all__ = ["solve_legs"]
 
 _UP = np.array([0.0, 0.0, 1.0])
+# A tracked foot pitched toe-down by more than this where its ankle comes to rest stands on its ball:
+# a 20 cm foot so pitched has its heel 3.5 cm up, past the contact band (ContactOptions.height).
+_BALL_TILT = np.radians(10.0)
 
 
 def _heel_raise(leg: Limb, hip: np.ndarray, ankle: np.ndarray, soft: float) -> np.ndarray:
@@ -41,6 +44,22 @@ def _heel_raise(leg: Limb, hip: np.ndarray, ankle: np.ndarray, soft: float) -> n
     # Where even the horizontal distance is out of reach, raising the heel cannot help.
     fix = (dist > start) & (want**2 > flat)
     out[:, 2] = np.where(fix, np.maximum(ankle[:, 2], hip[:, 2] - height), ankle[:, 2])
+    return out
+
+
+def _flat_landings(contact: np.ndarray, toe_rise: np.ndarray) -> np.ndarray:
+    """Contacts (N,) of a tracked ankle without those that begin on the ball of the foot.
+
+    A foot whose heel is up when its ankle comes to rest within the contact band (a lunge, a
+    stance on tiptoe) stands on its ball: holding it flat would swing the toe through the
+    flattening turn (a pop, and a slide of the ball), so those contacts are left to the ball's
+    own contacts, about which the foot pivots. ``toe_rise`` is the sine of the foot's pitch
+    (N,), positive toe up.
+    """
+    out = contact.copy()
+    for start, stop in contact_intervals(contact):
+        if toe_rise[start] < -np.sin(_BALL_TILT):
+            out[start:stop] = False
     return out
 
 
@@ -117,11 +136,14 @@ def solve_legs(
                 contact = plan.planted[:, k]
             else:
                 contact = detect_contacts(ankle, frame_time, body.floor, float(body.ankle_height[k]), o.contacts)
+                contact = _flat_landings(contact, mv(D_foot, body.forward)[:, 2])
             planted = plant_targets(ankle, contact, frame_time, D_foot, o.plant_blend, flat_up=_UP)
             ankle = keep_above_ground(planted.positions, body.floor, float(body.ankle_height[k]))
             D_foot = planted.rotations
             contacts[:, k] = contact
-        if tracker is None:
+        if tracker is None or o.plant:
+            # A planned foot, or a planted tracked one (beyond a leg's reach a stretched knee
+            # would snap each time the target comes within it, popping the foot).
             # The raise reads the hip's smoothed path: the pelvis keeps the head tracker's tremor
             # along the spine (see solve_trunk), which a raised heel would pass on to its foot.
             hip = gaussian_smooth(P[:, leg.root], o.hip_smoothing / frame_time, breaks)
