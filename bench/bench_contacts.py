@@ -16,6 +16,20 @@ them. Each is calibrated on frame 0 (the performer stands, floor at z = 0) and s
   three-tracker variants only (tracked feet do not step by plan).
 - ``after``: the same with contacts detected on the feet and planted (``SolveOptions.plant``),
   the walks' steps timed from the head (``GaitOptions.cadence``).
+- ``timed``: planted as ``after``, but with the capture's own step timing fed in
+  (``solve_body(steps=steps_from_contacts(...))``: each foot lifts on the frame its last joint
+  leaves the ground and lands on the first frame one touches it, see :func:`capture_steps`):
+  what the planning and planting give when the timing is right, so ``after`` minus ``timed``
+  is what reading the timing from the head costs. Three-tracker variants only; not a goal row.
+
+With ``--why``, a second table sorts each ``after`` and ``timed`` row's sliding contact frames by
+cause, from the solve's own planted flags of that foot over the capture's contact (the frames
+from the capture's landing to its lift): ``held`` the solved foot is planted yet slides (a blend,
+a release); ``early`` it lifted during the contact (planted earlier in it, not later); ``late``
+it lands during the contact (planted later in it, not earlier); ``inside`` it steps in the middle
+of the contact (planted before and after: a step the capture did not take, or the other foot's);
+``off`` it never stands during the contact; and ``heel`` the share of those frames on the ball
+of the foot after the captured heel rose (the toe joint's contact outlasting the ankle's).
 
 And per take a chain-bake variant, ``retarget`` (see :func:`retarget_rows`): the capture copied
 onto longer legs, feet sliding (``before``); its root's path warped to the legs, feet only kept
@@ -66,6 +80,7 @@ sys.path.insert(0, str(ROOT))
 from mocap_takes import PROPORTIONS, TAKES, VARIANTS, Take, load, make_take, reproportioned  # noqa: E402
 
 from ik_core.contacts import (  # noqa: E402
+    contact_intervals,
     foot_skate,
     keep_above_ground,
     lift_above_ground,
@@ -78,7 +93,13 @@ from ik_core.contacts.measures import BAND as H  # noqa: E402  (near-ground band
 from ik_core.contacts.measures import SLIDE_SPEED  # noqa: E402  (a near-ground foot faster than this slides [m/s])
 from ik_core.humanoid import TRACKERS, GaitOptions, SolveOptions, calibrate, solve_body  # noqa: E402
 
+try:
+    from ik_core.humanoid import steps_from_contacts
+except ImportError:  # a checkout before known step timing: no timed rows
+    steps_from_contacts = None
+
 POP_FACTOR = 1.5  # a pop: a velocity change beyond this many times the capture's largest
+STEP_MOVE = 0.05  # a gap between a captured foot's contacts is a step when the foot moved this far [m]
 FOOT_ROLES = ("foot_l", "toe_l", "foot_r", "toe_r")
 GOALS = {
     "mpjpe_cm": ("MPJPE <= 6 cm", lambda r: r["mpjpe_cm"] <= 6.0),
@@ -105,17 +126,73 @@ def solve_options(planted: bool, cadence: bool = True) -> SolveOptions | None:
     return SolveOptions(plant=planted)
 
 
+def captured_contacts(take: Take) -> tuple[np.ndarray, np.ndarray]:
+    """The capture's foot joints (N, F, 3) [m] and their contact frames (N, F) (see the module docstring)."""
+    names = take.roles.roles
+    cols = [names.index(r) for r in FOOT_ROLES if r in names]
+    cap = take.gt[:, cols][..., :3, 3]  # (N, F, 3)
+    # Where each joint rests: its 5th percentile height, or lower where the performer stood
+    # lower at the calibration frame (the solve's floor is where the feet stood then).
+    ground = np.minimum(np.percentile(cap[..., 2], 5, axis=0), cap[0, :, 2])  # (F,)
+    return cap, planted_frames(cap, take.frame_time, ground, H, SLIDE_SPEED)
+
+
+def capture_steps(take: Take):
+    """The capture's step timing as :func:`steps_from_contacts` takes it, or None without it.
+
+    A foot rests while its ankle or its ball is in contact (the ball's contact outlasts the
+    ankle's as the heel rises); a gap between two rests is a step where the ankle moved more
+    than ``STEP_MOVE`` across it (shorter gaps, a heel lifting and settling, are closed).
+    """
+    if steps_from_contacts is None:
+        return None
+    cap, planted = captured_contacts(take)
+    rest = np.stack([planted[:, 0] | planted[:, 1], planted[:, 2] | planted[:, 3]], axis=1)
+    for f in (0, 1):
+        runs = contact_intervals(rest[:, f])
+        for (_, stop), (start, _) in zip(runs[:-1], runs[1:]):
+            if np.linalg.norm(cap[start, 2 * f] - cap[stop - 1, 2 * f]) < STEP_MOVE:
+                rest[stop:start, f] = True
+    return steps_from_contacts(rest)
+
+
+def skate_causes(take: Take, positions: np.ndarray, contacts: np.ndarray) -> dict[str, int]:
+    """The sliding contact frames of ``positions`` (N, J, 3) sorted by cause (``--why``), from ``contacts`` (N, 2)."""
+    cap, planted = captured_contacts(take)
+    names = take.roles.roles
+    own = positions[:, [names.index(r) for r in FOOT_ROLES if r in names]]
+    speed = np.zeros(own.shape[:2])
+    speed[1:] = np.linalg.norm(np.diff(own[..., :2], axis=0), axis=-1) / take.frame_time
+    out = dict.fromkeys(("held", "early", "late", "inside", "off", "heel"), 0)
+    for j, role in enumerate(r for r in FOOT_ROLES if r in names):
+        k = 0 if role.endswith("_l") else 1
+        mine = contacts[:, k]
+        for a, b in contact_intervals(planted[:, j]):
+            for t in np.flatnonzero(speed[a:b, j] > SLIDE_SPEED) + a:
+                before, after = mine[a:t].any(), mine[t + 1 : b].any()
+                if mine[t]:
+                    out["held"] += 1
+                elif before and after:
+                    out["inside"] += 1
+                elif before:
+                    out["early"] += 1
+                elif after:
+                    out["late"] += 1
+                else:
+                    out["off"] += 1
+                if role.startswith("toe") and not planted[t, j - 1]:
+                    out["heel"] += 1
+    return out
+
+
 def foot_metrics(take: Take, positions: np.ndarray) -> dict[str, float]:
     """Skate, skate ratios, penetration and pops of the foot joints of ``positions`` (N, J, 3) [m]."""
     names = take.roles.roles
     ft = take.frame_time
     cols = [names.index(r) for r in FOOT_ROLES if r in names]
-    cap = take.gt[:, cols][..., :3, 3]  # (N, F, 3)
+    cap, planted = captured_contacts(take)
     own = positions[:, cols]
-    # Where each joint rests: its 5th percentile height, or lower where the performer stood
-    # lower at the calibration frame (the solve's floor is where the feet stood then).
     ground = np.minimum(np.percentile(cap[..., 2], 5, axis=0), cap[0, :, 2])  # (F,)
-    planted = planted_frames(cap, ft, ground, H, SLIDE_SPEED)
     m = foot_skate(own, ft, ground, planted, H, SLIDE_SPEED)
     dv_cap = np.linalg.norm(np.diff(cap, n=2, axis=0), axis=-1) / ft
     dv_own = np.linalg.norm(np.diff(own, n=2, axis=0), axis=-1) / ft
@@ -159,14 +236,22 @@ def run_variant(take: Take) -> list[dict]:
             "fps": float("nan"),
         }
     ]
-    for method, planted, cadence in (("before", False, True), ("drift", True, False), ("after", True, True)):
+    tracked_feet = "foot_l" in pose_trackers(take)
+    methods = [("before", False, True), ("drift", True, False), ("after", True, True), ("timed", True, True)]
+    for method, planted, cadence in methods:
         options = solve_options(planted, cadence)
-        if options is None or (method == "drift" and "foot_l" in pose_trackers(take)):
+        if options is None or (method in ("drift", "timed") and tracked_feet):
+            continue
+        steps = capture_steps(take) if method == "timed" else None
+        if method == "timed" and steps is None:
             continue
         best, pose = np.inf, None
         for _ in range(3):
             t0 = time.perf_counter()
-            pose = solve_body(body, take.trackers, take.frame_time, options)
+            if steps is None:
+                pose = solve_body(body, take.trackers, take.frame_time, options)
+            else:
+                pose = solve_body(body, take.trackers, take.frame_time, options, steps=steps)
             best = min(best, time.perf_counter() - t0)
         reach = pose.reachable[:, :3]
         err = pose.tracker_error[:, :3][reach]
@@ -179,6 +264,7 @@ def run_variant(take: Take) -> list[dict]:
                 "track_max_mm": 1000.0 * float(err.max()) if err.size else 0.0,
                 "within_1mm_pct": 100.0 * float(np.mean(err <= 1e-3)) if err.size else 100.0,
                 "fps": take.frames / best,
+                "causes": skate_causes(take, pose.positions, pose.contacts),
             }
         )
     return rows
@@ -293,6 +379,23 @@ def print_table(rows: list[dict]) -> None:
     )
 
 
+def print_causes(rows: list[dict]) -> None:
+    """The ``--why`` table: each after and timed row's sliding contact frames by cause."""
+    keys = ("held", "early", "late", "inside", "off", "heel")
+    print(f"{'take':<10} {'variant':<11} {'method':<7} {'slide':>6} " + " ".join(f"{k:>6}" for k in keys))
+    for r in rows:
+        if r["method"] in ("after", "timed") and "causes" in r:
+            c = r["causes"]
+            total = sum(c[k] for k in keys[:-1])
+            cells = " ".join(f"{c[k]:>6}" for k in keys)
+            print(f"{r['take']:<10} {r['variant']:<11} {r['method']:<7} {total:>6} {cells}")
+    print(
+        "sliding contact frames: held = the solved foot planted; early = lifted during the captured contact; "
+        "late = landed during it; inside = stepped in its middle; off = never stood in it; heel = of those, "
+        "toe frames after the captured heel rose"
+    )
+
+
 def goal_lines(rows: list[dict]) -> list[dict]:
     """Each goal of issue 27 on the ``after`` rows: item 4's for the body solve, the chain bakes' for ``retarget``."""
     out = []
@@ -323,6 +426,7 @@ def main() -> None:
     parser.add_argument("--takes", default=",".join(TAKES), help="comma-separated take names")
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated variants")
     parser.add_argument("--no-retarget", action="store_true", help="leave out the chain-bake retarget rows")
+    parser.add_argument("--why", action="store_true", help="also sort each row's sliding contact frames by cause")
     args = parser.parse_args()
     takes = args.takes.split(",")
     variants = args.variants.split(",")
@@ -346,6 +450,9 @@ def main() -> None:
         return
     print_table(rows)
     print()
+    if args.why:
+        print_causes(rows)
+        print()
     for g in goals:
         state = "ok  " if g["ok"] else "MISS"
         missed = f"; missed: {', '.join(g['misses'])}" if g["misses"] else ""

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Full body from three trackers: humanoid roles, calibration and the batched body solve."""
 
-from .cadence import CadenceOptions, StepSchedule, step_schedule
+from .cadence import CadenceOptions, StepSchedule, step_schedule, steps_from_contacts
 from .calibration import TRACKER_ROLES, TRACKERS, Body, Limb, calibrate
 from .gait import FootPlan, GaitOptions, plan_steps
 from .options import SolveOptions
@@ -28,4 +28,5 @@ __all__ = [
     "preset_dir",
     "solve_body",
     "step_schedule",
+    "steps_from_contacts",
 ]

@@ -7,11 +7,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..contacts.detection import contact_intervals
 from ..contacts.inputs import check_non_negative, check_positive
 from ..errors import InvalidInputError
 from .geometry import gaussian_smooth
 
-__all__ = ["CadenceOptions", "StepSchedule", "height_noise", "step_schedule"]
+__all__ = ["CadenceOptions", "StepSchedule", "height_noise", "step_schedule", "steps_from_contacts"]
 
 
 @dataclass(frozen=True)
@@ -280,3 +281,59 @@ def step_schedule(
     return StepSchedule(
         np.concatenate(lift), np.concatenate(land), np.concatenate(foot), np.concatenate(stance_end), walking
     )
+
+
+def steps_from_contacts(contact: np.ndarray) -> StepSchedule:
+    """Timed steps from known foot contacts (an annotation, a foot pedal, the contacts of a reference motion).
+
+    Each gap between two contacts of a foot is one step: the foot lifts on the first frame off
+    the ground (the toe-off: a contact lasts while any part of the foot rests, so give the ball's
+    contact frames too) and lands on the first frame of its next contact (a foot in the air at the
+    take's start lands on its first contact, one in the air at its end swings on until the last
+    frame); a foot that lifts before
+    the other has landed lifts as it lands (the planner swings one foot at a time). The whole take
+    counts as walking (:attr:`StepSchedule.walking`): the contacts, not the body's drift, say when each
+    foot moves.
+
+    Args:
+        contact: (N, 2) booleans, True while the left (column 0) / right foot rests.
+
+    Returns:
+        The steps, in landing order.
+
+    Raises:
+        InvalidInputError: On a shape other than (N, 2).
+    """
+    c = np.asarray(contact)
+    if c.ndim != 2 or c.shape[1] != 2:
+        raise InvalidInputError(
+            f"contact must have shape (N, 2), a flag per frame and foot (left, right), got {c.shape}"
+        )
+    c = c.astype(bool)
+    n = c.shape[0]
+    steps = []
+    for f in (0, 1):
+        runs = contact_intervals(c[:, f])
+        if not len(runs):
+            continue  # never resting: nothing says when it steps
+        # A foot in the air when the take starts lands on its first contact; one in the air when
+        # it ends swings to where it would stand on the last frame.
+        edges = [0, *runs.ravel().tolist(), n - 1]
+        for stop, start in zip(edges[::2], edges[1::2]):
+            if start > stop:
+                steps.append((int(start), int(stop), f))
+    steps.sort()
+    land = np.array([s[0] for s in steps], dtype=int)
+    lift = np.array([s[1] for s in steps], dtype=int)
+    foot = np.array([s[2] for s in steps], dtype=int)
+    # The planner swings one foot at a time: a foot that leaves before the other lands (a flight
+    # phase, a hop) lifts as the other lands; a swing left with no frame is no step.
+    if len(steps) > 1:
+        lift[1:] = np.maximum(lift[1:], land[:-1] + 1)
+    keep = lift < land
+    land, lift, foot = land[keep], lift[keep], foot[keep]
+    ends = np.full(len(land), max(n - 1, 0), dtype=int)
+    for f in (0, 1):
+        mine = np.flatnonzero(foot == f)
+        ends[mine[:-1]] = lift[mine[1:]]
+    return StepSchedule(lift, land, foot, np.maximum(ends, land + 1), np.ones(n, dtype=bool))

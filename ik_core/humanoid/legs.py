@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..contacts import aim_tip, contact_intervals, detect_contacts, keep_above_ground, pitch_above_ground, plant_targets
-from .cadence import step_schedule
+from .cadence import StepSchedule, step_schedule
 from .calibration import Body, Limb
 from .gait import plan_steps
 from .geometry import gaussian_smooth, mv, normalize, orthonormalize_rotations, rot_z
@@ -74,6 +74,7 @@ def solve_legs(
     flex: np.ndarray,
     reach: dict[str, np.ndarray],
     breaks: tuple[int, ...] = (),
+    steps: StepSchedule | None = None,
 ) -> np.ndarray:
     """Plan the feet and solve legs, feet and toes in place in ``D`` and ``P``.
 
@@ -89,6 +90,8 @@ def solve_legs(
         flex: (N, 4) flexions; columns 2 and 3 (knees) are written [rad].
         reach: Receives 'foot_l' and 'foot_r' (N,) reachability flags.
         breaks: Frames where the head tracker jumped (the hips' path is smoothed between them).
+        steps: Known step timing of the planned feet; None: read from the head
+            (``o.gait.cadence``), or every step triggered by the body's drift.
 
     Returns:
         (N, 2) True while the left / right foot is planted.
@@ -99,8 +102,8 @@ def solve_legs(
     neutral = np.stack(
         [P[:, 0, :2] + mv(Q, body.positions[leg.end] - pelvis_ref)[:, :2] for leg in body.legs], axis=1
     )
-    schedule = None
-    if o.gait.cadence is not None:
+    schedule = steps
+    if schedule is None and o.gait.cadence is not None:
         schedule = step_schedule(target["head"][:, :3, 3], P[:, 0], heading, frame_time, o.gait.cadence)
     plan = plan_steps(neutral, heading, frame_time, o.gait, schedule)
     contacts = plan.planted.copy()

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import InvalidInputError
 from .arms import solve_arms
+from .cadence import StepSchedule
 from .calibration import TRACKERS, Body
 from .geometry import mv, normalize
 from .legs import solve_legs
@@ -81,6 +82,7 @@ def solve_body(
     trackers: np.ndarray,
     frame_time: float,
     options: SolveOptions | None = None,
+    steps: StepSchedule | None = None,
 ) -> BodyPose:
     """Solve whole-body poses for a take from head and hand trackers.
 
@@ -93,6 +95,9 @@ def solve_body(
             without a pelvis).
         frame_time: Seconds per frame.
         options: Tuning; defaults when None.
+        steps: Known step timing of the feet without trackers (e.g. :func:`steps_from_contacts`
+            of annotated contacts), over the same N frames; None: timed from the head while the
+            body walks (``options.gait.cadence``).
 
     Returns:
         The solved poses, with tracker errors, held-frame counts and detected jumps.
@@ -118,6 +123,10 @@ def solve_body(
     stream = clean_trackers(arr[:, columns], names, frame_time, o.jump_speed, o.jump_turn)
     target = {n: stream.poses[:, t] @ body.tracker_offsets[n] for t, n in enumerate(names)}
     n, J = arr.shape[0], len(body.names)
+    if steps is not None and steps.walking.shape != (n,):
+        raise InvalidInputError(
+            f"steps cover {steps.walking.shape[0]} frames; the trackers have {n} (one step timing per take)"
+        )
     D = np.broadcast_to(np.eye(3), (n, J, 3, 3)).copy()
     P = np.zeros((n, J, 3))
     idx = body.index
@@ -146,7 +155,7 @@ def solve_body(
 
     flex = np.zeros((n, 4))
     reach = {}
-    contacts = solve_legs(body, o, heading, frame_time, target, D, P, flex, reach, stream.jumps["head"])
+    contacts = solve_legs(body, o, heading, frame_time, target, D, P, flex, reach, stream.jumps["head"], steps)
     solve_arms(body, target, D, P, flex, reach, o, frame_time)
     world = np.broadcast_to(np.eye(4), (n, J, 4, 4)).copy()
     world[..., :3, :3] = D @ body.ref[:, :3, :3]

@@ -9,7 +9,7 @@ from test_fullbody import synthetic, trackers_for
 
 from ik_core.errors import InvalidInputError
 from ik_core.humanoid import GaitOptions, SolveOptions, calibrate, plan_steps, solve_body
-from ik_core.humanoid.cadence import CadenceOptions, height_noise, step_schedule
+from ik_core.humanoid.cadence import CadenceOptions, height_noise, step_schedule, steps_from_contacts
 from ik_core.model.rotations import rotvec_to_matrix
 
 HALF = 0.55  # time between heel strikes [s]
@@ -203,3 +203,61 @@ def test_height_noise_estimate() -> None:
     for sd in (0.001, 0.002, 0.005):
         assert abs(height_noise(head[:, 2] + rng.normal(0.0, sd, len(head))) - sd) < 0.15 * sd
     assert height_noise(np.zeros(3)) == 0.0
+
+
+def test_steps_from_contacts() -> None:
+    """Each gap between a foot's contacts is a step (lifting on its first free frame, landing on the next
+    contact); a foot that leaves before the other lands lifts as it lands; the whole take walks."""
+    n = 100
+    c = np.ones((n, 2), dtype=bool)
+    c[10:20, 0] = False  # left: 10 -> 20
+    c[30:45, 1] = False  # right: 30 -> 45
+    c[40:55, 0] = False  # left leaves at 40, before the right lands: lifts at 46
+    s = steps_from_contacts(c)
+    assert s.lift.tolist() == [10, 30, 46] and s.land.tolist() == [20, 45, 55] and s.foot.tolist() == [0, 1, 0]
+    assert s.stance_end.tolist() == [46, 99, 99]
+    assert s.walking.all()
+    # In the air at the start it lands on its first contact; at the end it swings to the last frame.
+    c[:5, 1] = c[90:, 0] = False
+    s = steps_from_contacts(c)
+    assert s.lift.tolist() == [0, 10, 30, 46, 90] and s.land.tolist() == [5, 20, 45, 55, 99]
+    assert s.foot.tolist() == [1, 0, 1, 0, 0]
+    assert len(steps_from_contacts(np.ones((n, 2), dtype=bool))) == 0
+    assert len(steps_from_contacts(np.zeros((n, 2), dtype=bool))) == 0
+    with pytest.raises(InvalidInputError, match="\\(N, 2\\)"):
+        steps_from_contacts(np.ones(n, dtype=bool))
+
+
+def test_known_steps_keep_the_feet_planted() -> None:
+    """Fed the true contacts of a walk (``solve_body(steps=...)``), the feet stand still on them; head and
+    hands stay exact; a step timing for another frame count is refused."""
+    ft = 1 / 120
+    roles, ref, offs = synthetic()
+    body = calibrate(roles, ref, trackers_for(ref, roles, offs))
+    head, pelvis, hd, strikes, feet, _ = walk(ft, 5.0, 0.5, 0)
+    base = trackers_for(ref, roles, offs)
+    W = np.broadcast_to(np.eye(4), (len(head), 4, 4)).copy()
+    W[:, :3, :3] = rotvec_to_matrix(np.array([0.0, 0.0, 0.5 + np.pi]))
+    W[:, :3, 3] = pelvis - W[0, :3, :3] @ ref[roles["pelvis"]][:3, 3]
+    trk = W[:, None] @ base[None]
+    # A foot rests from its strike until its toe-off, 0.1 s after the other foot's next strike.
+    contact = np.ones((len(head), 2), dtype=bool)
+    swing = 2 * HALF - (HALF + 0.1)
+    contact[max(strikes[0] - int(round(swing / ft)), 0) : strikes[0], feet[0]] = False
+    for i in range(1, len(strikes)):
+        contact[strikes[i - 1] + int(round(0.1 / ft)) : strikes[i], feet[i]] = False
+    drift = SolveOptions(gait=GaitOptions(cadence=None))  # the steps alone time the feet
+
+    def sliding(res) -> int:
+        count = 0
+        for k, side in enumerate("lr"):
+            ankle = res.positions[:, body.index(f"foot_{side}"), :2]
+            speed = np.linalg.norm(np.diff(ankle, axis=0), axis=-1) / ft
+            count += int(np.count_nonzero(speed[contact[1:, k] & contact[:-1, k]] > 0.2))
+        return count
+
+    res = solve_body(body, trk, ft, drift, steps=steps_from_contacts(contact))
+    assert np.max(res.tracker_error[:, :3]) < 1e-9
+    assert sliding(res) <= 0.01 * contact.sum() < sliding(solve_body(body, trk, ft, drift))
+    with pytest.raises(InvalidInputError, match="steps cover"):
+        solve_body(body, trk[:-1], ft, steps=steps_from_contacts(contact))
