@@ -331,15 +331,26 @@ def test_tracked_feet_are_planted_over_their_contacts(cmu) -> None:
     assert np.max(res.tracker_error[:, :3][res.reachable[:, :3]]) < 1e-9
 
 
+def _feet_tracked(cmu):
+    """The CMU body calibrated with foot trackers on its frame-0 feet, and those (2, 4, 4) tracker poses."""
+    b, gt, trk = cmu
+    standing = np.stack([gt[0, b.names.index(r)] for r in ("foot_l", "foot_r")])
+    worn = dict(zip(("head", "hand_l", "hand_r", "foot_l", "foot_r"), [*trk[0], *standing]))
+    return calibrate(b.roles, gt[0], worn), standing
+
+
+def _five(head_hands: np.ndarray, feet: np.ndarray) -> np.ndarray:
+    """(N, 6, 4, 4) trackers: head and hands, an absent pelvis (NaN), and the two feet."""
+    return np.concatenate([head_hands, np.full_like(head_hands[:, :1], np.nan), feet], axis=1)
+
+
 def test_tracked_feet_jitter_is_smoothed(cmu) -> None:
     """A planted solve low-passes foot trackers: a lifted foot's 2 mm jitter no longer moves it like a slide,
     nor its turn's jitter its toe."""
-    b, gt, trk = cmu
+    b, _, trk = cmu
     names = b.names
     n = 240
-    standing = np.stack([gt[0, names.index(r)] for r in ("foot_l", "foot_r")])
-    worn = dict(zip(("head", "hand_l", "hand_r", "foot_l", "foot_r"), [*trk[0], *standing]))
-    b5 = calibrate(b.roles, gt[0], worn)
+    b5, standing = _feet_tracked(cmu)
     feet = np.repeat(standing[None], n, axis=0)
     feet[:, 0, 2, 3] += 0.2  # the left foot held up: no contact, so no hold either
     rng = np.random.default_rng(5)
@@ -347,7 +358,7 @@ def test_tracked_feet_jitter_is_smoothed(cmu) -> None:
     # and 0.5 degree of turn jitter, which the foot's length carries to its toe
     feet[..., :3, :3] = rotvec_to_matrix(rng.normal(0.0, np.radians(0.5), (n, 2, 3))) @ feet[..., :3, :3]
     head_hands = np.repeat(trk[:1], n, axis=0)
-    five = np.concatenate([head_hands, np.full_like(head_hands[:, :1], np.nan), feet], axis=1)
+    five = _five(head_hands, feet)
     ft = 1 / 120
     j, toe = names.index("foot_l"), names.index("toe_l")
     speeds, toe_speeds = {}, {}
@@ -367,12 +378,10 @@ def test_tracked_foot_resting_on_its_ball_is_not_flattened(cmu) -> None:
     """A foot tracker that comes to rest heel up (toe down 14 degrees about the ball, the ankle still
     within the contact band) stands on its ball: no flat hold of the ankle (whose flattening turn
     would swing the toe), the ball held still; the same tracker resting flat is held flat."""
-    b, gt, trk = cmu
+    b, _, trk = cmu
     names = b.names
     n = 120
-    standing = np.stack([gt[0, names.index(r)] for r in ("foot_l", "foot_r")])
-    worn = dict(zip(("head", "hand_l", "hand_r", "foot_l", "foot_r"), [*trk[0], *standing]))
-    b5 = calibrate(b.roles, gt[0], worn)
+    b5, standing = _feet_tracked(cmu)
     j, toe = names.index("foot_l"), names.index("toe_l")
     ball = b5.positions[toe]  # the foot pitches about the ball of its calibrated stance
     lateral = np.cross([0.0, 0.0, 1.0], b5.forward)
@@ -387,7 +396,7 @@ def test_tracked_foot_resting_on_its_ball_is_not_flattened(cmu) -> None:
     for pose_, on_ball in ((heel_up, True), (standing, False)):
         feet = np.repeat(pose_[None], n, axis=0)
         feet[..., :3, 3] += np.random.default_rng(9).normal(0.0, 0.002, feet[..., :3, 3].shape)
-        five = np.concatenate([head_hands, np.full_like(head_hands[:, :1], np.nan), feet], axis=1)
+        five = _five(head_hands, feet)
         res = solve_body(b5, five, ft)
         if on_ball:
             assert not res.contacts[:, 0].any()
@@ -404,19 +413,17 @@ def test_planted_tracked_foot_beyond_reach_does_not_shake(cmu) -> None:
     """The body rises on its toes (head 5 cm up, 2 mm head and foot tracker jitter) over feet trackers
     that stay on the floor: the held feet, out of the legs' reach, rise smoothly with their heels
     (the soft-reach band reads the smoothed hips) instead of hanging from the jittery hips."""
-    b, gt, trk = cmu
+    b, _, trk = cmu
     names = b.names
     n = 240
-    standing = np.stack([gt[0, names.index(r)] for r in ("foot_l", "foot_r")])
-    worn = dict(zip(("head", "hand_l", "hand_r", "foot_l", "foot_r"), [*trk[0], *standing]))
-    b5 = calibrate(b.roles, gt[0], worn)
+    b5, standing = _feet_tracked(cmu)
     rng = np.random.default_rng(8)
     feet = np.repeat(standing[None], n, axis=0)
     feet[..., :3, 3] += rng.normal(0.0, 0.002, feet[..., :3, 3].shape)
     head_hands = np.repeat(trk[:1], n, axis=0)
     head_hands[..., 2, 3] += 0.05 * np.sin(np.linspace(0.0, np.pi, n))[:, None]
     head_hands[:, 0, :3, 3] += rng.normal(0.0, 0.002, (n, 3))
-    five = np.concatenate([head_hands, np.full_like(head_hands[:, :1], np.nan), feet], axis=1)
+    five = _five(head_hands, feet)
     ft = 1 / 120
     j = [names.index("foot_l"), names.index("foot_r")]
     shake = {}
