@@ -9,7 +9,8 @@ frame) and for the full body (both feet of the three-tracker solve):
 - :mod:`.planting`: during a contact the target is held where it landed, blended in and out.
 - :mod:`.foot`: a foot chain planted by its ankle and by the ball of its foot (the heel rise).
 - :mod:`.ground`: no target below the ground plane, no foot segment through it (pitched or lifted).
-- :mod:`.reach`: how far the hips (root) must lower so planted feet stay within reach.
+- :mod:`.reach`: how far the hips (root) must lower so planted feet stay within reach, and the
+  smooth envelope that moves them ahead of the need without pops.
 - :mod:`.stride`: the root's ground path scaled to a retarget's legs (stride warping).
 - :mod:`.measures`: foot skate and ground penetration, as benchmarks and bake reports measure them.
 - :mod:`.inputs`: the checks of the arrays and numbers these take.
@@ -20,7 +21,7 @@ from .foot import PlantedFoot, plant_foot
 from .ground import keep_above_ground, lift_above_ground, pitch_above_ground
 from .measures import FootSkate, foot_skate, planted_frames
 from .planting import PlantedTargets, aim_tip, plant_targets, plant_weights
-from .reach import root_drop_for_reach
+from .reach import root_drop_for_reach, upper_envelope
 from .stride import warp_root_path
 
 __all__ = [
@@ -40,5 +41,6 @@ __all__ = [
     "plant_weights",
     "planted_frames",
     "root_drop_for_reach",
+    "upper_envelope",
     "warp_root_path",
 ]

@@ -8,14 +8,22 @@ import numpy as np
 from ..errors import InvalidInputError
 from .inputs import as_mask, as_trajectory, check_non_negative, check_positive
 
-__all__ = ["root_drop_for_reach"]
+__all__ = ["root_drop_for_reach", "upper_envelope"]
 
 
-def _never_below(x: np.ndarray, radius: int) -> np.ndarray:
-    """A smooth curve >= ``x`` everywhere: a running maximum, then a moving average of it.
+def upper_envelope(x: np.ndarray, radius: int) -> np.ndarray:
+    """A smooth curve >= ``x`` (N,) everywhere: a running maximum, then a moving average of it.
 
     Every frame within ``radius`` of t holds a running maximum >= x[t], so the average of those
-    frames is too; the average removes the corners of the maximum (no pops in the hips).
+    frames is too; the average removes the corners of the maximum (no pops in the hips). The
+    curve rises ``radius`` frames ahead of a need and falls back as gradually after it.
+
+    Args:
+        x: (N,) values, e.g. how far the hips must move on each frame [m] or [rad].
+        radius: Half-width of the running maximum and of the average [frames]; 0 returns a copy.
+
+    Returns:
+        (N,) the envelope, a new array.
     """
     if radius <= 0 or x.size < 2:
         return x.copy()
@@ -87,4 +95,4 @@ def root_drop_for_reach(
     need = np.where(side <= r**2, below - room, below)
     need = np.where(mask, np.maximum(need, 0.0), 0.0)
     drop = need.max(axis=1) if legs else np.zeros(n)
-    return _never_below(drop, int(round(smoothing_time / frame_time)))
+    return upper_envelope(drop, int(round(smoothing_time / frame_time)))
