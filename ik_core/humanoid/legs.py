@@ -10,9 +10,10 @@ from .cadence import StepSchedule, step_schedule
 from .calibration import Body, Limb
 from .gait import plan_steps
 from .geometry import gaussian_smooth, mv, normalize, orthonormalize_rotations, rot_z
+from .hips import trunk_swing_for_reach
 from .limbs import solve_limb
 from .options import SolveOptions
-from .trunk import heading_of
+from .trunk import heading_of, swing_trunk
 
 __all__ = ["solve_legs"]
 
@@ -63,6 +64,43 @@ def _flat_landings(contact: np.ndarray, toe_rise: np.ndarray) -> np.ndarray:
     return out
 
 
+def _hips_to_planted_feet(
+    body: Body,
+    o: SolveOptions,
+    frame_time: float,
+    D: np.ndarray,
+    P: np.ndarray,
+    ankles: list[np.ndarray],
+    planted: np.ndarray,
+) -> None:
+    """Swing the trunk about the head (in place in ``D`` and ``P``) so planted ankles are within reach.
+
+    A held foot the leg cannot reach from where the head put the hips rises off the floor (the
+    heel raise) or, beyond it, hangs from the hip; with ``o.hip_reach`` the hips move toward it
+    (:func:`ik_core.humanoid.hips.trunk_swing_for_reach`), the spine taking up the move so the
+    head stays on its tracker. The reach is the straight leg's: within it the heel raise
+    (``o.leg_soft``) keeps the knee from snapping straight.
+    """
+    path = body.trunk_path()
+    spine = [j for j in path if body.names[j].startswith("spine_")]
+    if not spine or not planted.any():
+        return
+    reach = [float(np.linalg.norm(leg.upper) + np.linalg.norm(leg.lower)) for leg in body.legs]
+    hips = np.stack([P[:, 0] + mv(D[:, 0], body.offsets[leg.root]) for leg in body.legs], axis=1)
+    swing = trunk_swing_for_reach(
+        P[:, path[-1]],
+        P[:, spine[0]],
+        hips,
+        np.stack(ankles, axis=1),
+        np.array(reach),
+        planted,
+        frame_time,
+        o.hip_reach_time,
+        o.hip_reach,
+    )
+    swing_trunk(body, D, P, swing)
+
+
 def solve_legs(
     body: Body,
     o: SolveOptions,
@@ -109,6 +147,7 @@ def solve_legs(
     contacts = plan.planted.copy()
     pelvis_fwd = mv(D[:, 0], body.forward)
     pelvis_fwd[:, 2] = 0.0
+    feet = []
     for k, side in enumerate("lr"):
         leg = body.legs[k]
         tracker = target.get(f"foot_{side}")
@@ -130,7 +169,6 @@ def solve_legs(
                 [plan.position[:, k], (body.floor + body.ankle_height[k] + plan.lift[:, k])[:, None]], axis=1
             )
             D_foot = rot_z(plan.yaw[:, k] - ref_yaw)
-        P[:, leg.root] = P[:, 0] + mv(D[:, 0], body.offsets[leg.root])
         if o.plant:
             # The same contact machinery as chain bakes: the foot held flat where it landed over
             # its contacts, never below the floor. A planned foot's contacts are the plan's own
@@ -144,6 +182,13 @@ def solve_legs(
             ankle = keep_above_ground(planted.positions, body.floor, float(body.ankle_height[k]))
             D_foot = planted.rotations
             contacts[:, k] = contact
+        feet.append((ankle, D_foot, tracker))
+    if o.plant and o.hip_reach > 0.0 and "pelvis" not in target:
+        _hips_to_planted_feet(body, o, frame_time, D, P, [f[0] for f in feet], contacts)
+    for k, side in enumerate("lr"):
+        leg = body.legs[k]
+        ankle, D_foot, tracker = feet[k]
+        P[:, leg.root] = P[:, 0] + mv(D[:, 0], body.offsets[leg.root])
         if tracker is None or o.plant:
             # A planned foot, or a planted tracked one (beyond a leg's reach a stretched knee
             # would snap each time the target comes within it, popping the foot).

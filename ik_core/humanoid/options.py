@@ -53,6 +53,12 @@ class SolveOptions:
         hip_smoothing: Gaussian sigma of the pelvis's path without a pelvis tracker [s]; the spine
             swings to keep the head exact (0: the pelvis hangs rigidly from the head).
         plant_blend: Duration of the ease in and out of each plant [s].
+        hip_reach: Largest swing of the trunk about the head that moves the hips toward planted
+            feet beyond the legs' reach, without a pelvis tracker [rad] (0, the default: the hips
+            stay where the head puts them, and such a foot's heel rises or it hangs from its hip;
+            on the CMU takes the swing moved the hips away from the capture's, see
+            docs/full_body.md).
+        hip_reach_time: Duration of the swing's ease in before a need and out after it [s].
         jump_speed: Tracker speed reported as a jump [m/s].
         jump_turn: Tracker angular speed reported as a jump [rad/s].
     """
@@ -78,6 +84,8 @@ class SolveOptions:
     foot_smoothing: float = 0.02
     hip_smoothing: float = 0.05
     plant_blend: float = 0.1
+    hip_reach: float = 0.0
+    hip_reach_time: float = 0.25
     jump_speed: float = 8.0
     jump_turn: float = 40.0
 
@@ -105,6 +113,8 @@ class SolveOptions:
             "plant_blend",
             "foot_smoothing",
             "hip_smoothing",
+            "hip_reach",
+            "hip_reach_time",
         ):
             value = getattr(self, name)
             if not value >= 0.0:

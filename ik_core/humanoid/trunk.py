@@ -8,7 +8,7 @@ import numpy as np
 from .calibration import Body
 from .geometry import exp_so3, gaussian_smooth, log_so3, mv, normalize, rot_z
 
-__all__ = ["heading_of", "solve_trunk"]
+__all__ = ["heading_of", "solve_trunk", "swing_trunk"]
 
 _UP = np.array([0.0, 0.0, 1.0])
 
@@ -127,17 +127,53 @@ def solve_trunk(
             # rigid bones cannot take up, stays in the pelvis so the head remains exact.
             hips = gaussian_smooth(P[:, 0], hip_sigma, breaks)
             base = hips + mv(D[:, 0], body.offsets[spine[0]])
-            S = _swing(hips + reach - base, head_target[:, :3, 3] - base)
-            for j in path[1:-1]:
-                D[:, j] = S @ D[:, j]
+            _swing_spine(body, path, D, _swing(hips + reach - base, head_target[:, :3, 3] - base))
             P[:, 0] = head_target[:, :3, 3] - _reach(body, path, D)
             break
         P[:, 0] = pelvis_target[:, :3, 3]
         base = P[:, 0] + mv(D[:, 0], body.offsets[spine[0]])
         tip = P[:, 0] + reach
-        S = _swing(tip - base, head_target[:, :3, 3] - base)
-        for j in path[1:-1]:
-            D[:, j] = S @ D[:, j]
+        _swing_spine(body, path, D, _swing(tip - base, head_target[:, :3, 3] - base))
+    _place_path(body, path, P, D)
+
+
+def swing_trunk(body: Body, D: np.ndarray, P: np.ndarray, swing: np.ndarray) -> np.ndarray:
+    """Swing a solved trunk about its head, in place in ``D`` and ``P``: the hips move, the head stays.
+
+    The spine and neck bones turn by ``swing`` (world rotation vectors) and the pelvis (its
+    rotation kept) is placed so the chain ends where the head was; frames with a zero swing are
+    left bit for bit. Limbs hanging from the trunk are not touched (solve them afterwards).
+
+    Args:
+        body: Calibrated body.
+        D: (N, J, 3, 3) world rotation deltas; the trunk roles are updated.
+        P: (N, J, 3) world joint positions [m]; the trunk roles are updated.
+        swing: (N, 3) rotation vectors of the swing [rad].
+
+    Returns:
+        (N,) True on the frames that moved.
+    """
+    moved = np.any(swing != 0.0, axis=-1)
+    if not moved.any():
+        return moved
+    path = body.trunk_path()
+    Dm, Pm = D[moved], P[moved]
+    head = Pm[:, path[-1]].copy()
+    _swing_spine(body, path, Dm, exp_so3(swing[moved]))
+    Pm[:, 0] = head - _reach(body, path, Dm)
+    _place_path(body, path, Pm, Dm)
+    D[moved], P[moved] = Dm, Pm
+    return moved
+
+
+def _swing_spine(body: Body, path: list[int], D: np.ndarray, S: np.ndarray) -> None:
+    """Turn the bones between the pelvis and the head bone of ``path`` by world rotations ``S`` (N, 3, 3)."""
+    for j in path[1:-1]:
+        D[:, j] = S @ D[:, j]
+
+
+def _place_path(body: Body, path: list[int], P: np.ndarray, D: np.ndarray) -> None:
+    """Joint positions along ``path`` (pelvis first) from the pelvis's, in place in ``P``."""
     for j in path[1:]:
         P[:, j] = P[:, body.parents[j]] + mv(D[:, body.parents[j]], body.offsets[j])
 

@@ -435,6 +435,45 @@ def test_planted_tracked_foot_beyond_reach_does_not_shake(cmu) -> None:
     assert shake[SolveOptions().leg_soft] < 0.3 * shake[0.0]
 
 
+def test_hips_swing_toward_a_held_foot_beyond_reach(cmu) -> None:
+    """The right foot tracker steps 20 cm back and stands there, the head and hands still: beyond the leg's
+    reach from where the head puts the hips, the held foot rises off the floor (the heel raise); with
+    ``hip_reach`` the trunk swings about the head (the head and hands exact) and the hips move toward it, so
+    it rises far less, eased in (no jerk in the pelvis, the feet as smooth), the frames long before
+    unchanged. A head above standing height over both feet (no swing can lower the hips) moves them little."""
+    b, _, trk = cmu
+    names = b.names
+    n = 360
+    ft = 1 / 120
+    b5, standing = _feet_tracked(cmu)
+    u = np.clip((np.arange(n) - 60) / 60, 0.0, 1.0)
+    feet = np.repeat(standing[None], n, axis=0)
+    feet[:, 1, :3, 3] -= (0.2 * u**3 * (10 - 15 * u + 6 * u * u))[:, None] * b5.forward
+    feet[:, 1, 2, 3] += 0.1 * np.sin(np.pi * u)
+    head_hands = np.repeat(trk[:1], n, axis=0)
+    five = _five(head_hands, feet)
+    j = [names.index("foot_l"), names.index("foot_r")]
+    off, on = (solve_body(b5, five, ft, SolveOptions(hip_reach=a)) for a in (0.0, np.radians(20.0)))
+    stand = np.arange(n) >= 130  # the right foot stands behind (its contact starts as it slows)
+    assert on.contacts[stand, 1].all()
+    rise = [r.positions[stand, j[1], 2] - standing[1, 2, 3] for r in (off, on)]
+    assert rise[0].max() > 0.02 and rise[1].max() < 0.7 * rise[0].max()
+    assert np.max(on.tracker_error[:, :3][on.reachable[:, :3]]) < 1e-9
+    assert np.array_equal(on.world[:30], off.world[:30])
+    pelvis_acc = np.linalg.norm(np.diff(on.positions[:, 0], n=2, axis=0), axis=-1) / ft**2
+    assert pelvis_acc.max() < 5.0  # m/s^2: a 20 degree swing eased over 0.25 s
+    # no foot jerkier than the stepping foot is without the swing
+    acc = [np.linalg.norm(np.diff(r.positions[:, j], n=2, axis=0), axis=-1).max(axis=0) for r in (off, on)]
+    assert acc[1].max() <= acc[0].max() * 1.01
+
+    high = np.repeat(trk[:1], 240, axis=0)
+    high[..., 2, 3] += 0.05 * np.sin(np.linspace(0.0, np.pi, 240))[:, None]
+    five = _five(high, np.repeat(standing[None], 240, axis=0))
+    off, on = (solve_body(b5, five, ft, SolveOptions(hip_reach=a)) for a in (0.0, np.radians(20.0)))
+    assert np.max(np.linalg.norm(on.positions[:, 0] - off.positions[:, 0], axis=-1)) < 0.01
+    assert np.max(on.tracker_error[:, :3][on.reachable[:, :3]]) < 1e-9
+
+
 def test_head_tracker_noise_does_not_pop_the_feet() -> None:
     """2 mm / 0.5 degree tracker noise on a 120 Hz walk: no foot joint's velocity changes by more
     than 1.5 times the capture's largest change (bench_contacts' pops), the head and hands stay
