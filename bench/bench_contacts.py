@@ -16,13 +16,16 @@ them. Each is calibrated on frame 0 (the performer stands, floor at z = 0) and s
   three-tracker variants only (tracked feet do not step by plan).
 - ``after``: the same with contacts detected on the feet and planted (``SolveOptions.plant``),
   the walks' steps timed from the head (``GaitOptions.cadence``).
+- ``hips``: planted as ``after``, with the hips moved toward held feet beyond the legs' reach
+  (``SolveOptions.hip_reach`` = :data:`HIP_REACH`: the trunk swung about the head, which stays
+  exact); three-tracker variants only (``after`` leaves it off, the default). Not a goal row.
 - ``timed``: planted as ``after``, but with the capture's own step timing fed in
   (``solve_body(steps=steps_from_contacts(...))``: each foot lifts on the frame its last joint
   leaves the ground and lands on the first frame one touches it, see :func:`capture_steps`):
   what the planning and planting give when the timing is right, so ``after`` minus ``timed``
   is what reading the timing from the head costs. Three-tracker variants only; not a goal row.
 
-With ``--why``, a second table sorts each ``after`` and ``timed`` row's sliding contact frames by
+With ``--why``, a second table sorts each ``after``, ``hips`` and ``timed`` row's sliding contact frames by
 cause, from the solve's own planted flags of that foot over the capture's contact (the frames
 from the capture's landing to its lift): ``held`` the solved foot is planted yet slides (a blend,
 a release); ``early`` it lifted during the contact (planted earlier in it, not later); ``late``
@@ -101,6 +104,7 @@ except ImportError:  # a checkout before known step timing: no timed rows
 POP_FACTOR = 1.5  # a pop: a velocity change beyond this many times the capture's largest
 STEP_MOVE = 0.05  # a gap between a captured foot's contacts is a step when the foot moved this far [m]
 FOOT_ROLES = ("foot_l", "toe_l", "foot_r", "toe_r")
+HIP_REACH = np.radians(20.0)  # the ``hips`` rows' largest swing of the trunk toward held feet [rad]
 GOALS = {
     "mpjpe_cm": ("MPJPE <= 6 cm", lambda r: r["mpjpe_cm"] <= 6.0),
     "skate_ratio_pct": ("skate ratio <= 2 % of contact frames", lambda r: r["skate_ratio_pct"] <= 2.0),
@@ -115,10 +119,14 @@ CHAIN_GOALS = {
 }
 
 
-def solve_options(planted: bool, cadence: bool = True) -> SolveOptions | None:
-    """The body solve's options for the ``before``, ``drift`` and ``after`` rows (None: the row is skipped)."""
+def solve_options(planted: bool, cadence: bool = True, hips: bool = False) -> SolveOptions | None:
+    """The body solve's options for the ``before``, ``drift``, ``after`` and ``hips`` rows (None: skip the row)."""
     if "plant" not in SolveOptions.__dataclass_fields__:
         return SolveOptions() if not planted else None
+    if hips:
+        if "hip_reach" not in SolveOptions.__dataclass_fields__:
+            return None
+        return SolveOptions(plant=planted, hip_reach=HIP_REACH)
     if not cadence:
         if "cadence" not in GaitOptions.__dataclass_fields__:
             return None
@@ -237,9 +245,15 @@ def run_variant(take: Take) -> list[dict]:
         }
     ]
     tracked_feet = "foot_l" in pose_trackers(take)
-    methods = [("before", False, True), ("drift", True, False), ("after", True, True), ("timed", True, True)]
+    methods = [
+        ("before", False, True),
+        ("drift", True, False),
+        ("after", True, True),
+        ("hips", True, True),
+        ("timed", True, True),
+    ]
     for method, planted, cadence in methods:
-        options = solve_options(planted, cadence)
+        options = solve_options(planted, cadence, method == "hips")
         if options is None or (method in ("drift", "timed") and tracked_feet):
             continue
         steps = capture_steps(take) if method == "timed" else None
@@ -380,11 +394,11 @@ def print_table(rows: list[dict]) -> None:
 
 
 def print_causes(rows: list[dict]) -> None:
-    """The ``--why`` table: each after and timed row's sliding contact frames by cause."""
+    """The ``--why`` table: each after, hips and timed row's sliding contact frames by cause."""
     keys = ("held", "early", "late", "inside", "off", "heel")
     print(f"{'take':<10} {'variant':<11} {'method':<7} {'slide':>6} " + " ".join(f"{k:>6}" for k in keys))
     for r in rows:
-        if r["method"] in ("after", "timed") and "causes" in r:
+        if r["method"] in ("after", "hips", "timed") and "causes" in r:
             c = r["causes"]
             total = sum(c[k] for k in keys[:-1])
             cells = " ".join(f"{c[k]:>6}" for k in keys)
