@@ -9,18 +9,24 @@ limits, as exporters write them; a chain, or a binary tree whose joint k hangs f
 (k - 1) // 2) and read back. Columns: the file size, ``parse_urdf`` (read, XML, joints, tree
 and mimic checks), the standard library's ``ElementTree`` parse of the same bytes alone (the
 floor a reader built on it stands on; garbage collector paused, as in ``parse_urdf``),
-microseconds per joint, and the ``RobotModel`` queries a rig import makes on top (tool links,
-links below the root, serial check). Seconds are the
+microseconds per joint, the ``RobotModel`` queries a rig import makes on top (tool links,
+links below the root, serial check), and two more things an import does once per robot:
+``RobotModel.skeleton`` (first access: the whole tree as a validated ``Skeleton``, one joint per
+URDF joint and one effector per link) and ``RobotModel.to_json`` (the model a rig stores). Each
+of these two is timed on a fresh copy of the parsed model, so no cache of an earlier run
+helps. Seconds are the
 best of ``--repeats`` wall-clock runs; CPU seconds show how much of it was ours on a shared
 machine. ``--repo`` imports ``ik_core`` from another checkout (say, an older commit unpacked
 with ``git archive``) to compare; its rows stop at ``--budget`` seconds per parse. ``--calls``
 adds a count that does not depend on the machine's load: the Python functions one more, untimed
-parse calls per joint (``sys.setprofile``; C functions called by ``map`` are not counted).
+parse (and skeleton, and ``to_json``) calls per joint (``sys.setprofile``; C functions called by
+``map`` are not counted).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import json
 import sys
@@ -70,6 +76,17 @@ def best(fn, repeats: int) -> tuple[float, float, object]:
     return min(walls), min(cpus), out
 
 
+def best_fresh(fn, fresh, repeats: int) -> tuple[float, object]:
+    """Best wall seconds of ``repeats`` calls ``fn(fresh())``, ``fresh()`` untimed, and the last result."""
+    walls, out = [], None
+    for _ in range(repeats):
+        arg = fresh()
+        w = time.perf_counter()
+        out = fn(arg)
+        walls.append(time.perf_counter() - w)
+    return min(walls), out
+
+
 def python_calls(fn) -> int:
     """How many Python functions ``fn()`` calls (calls made by C code, such as ``map``'s, excluded)."""
     count = 0
@@ -86,7 +103,7 @@ def python_calls(fn) -> int:
     return count
 
 
-def bench(sizes, repeats: int, budget: float, model_queries: bool = True, calls: bool = False) -> list[dict]:
+def bench(sizes, repeats: int, budget: float, model_queries: bool = True, calls: bool = False) -> list[dict]:  # noqa: C901
     from ik_core.formats.urdf import parse_urdf
     from ik_core.robots.model import RobotModel
 
@@ -105,14 +122,29 @@ def bench(sizes, repeats: int, budget: float, model_queries: bool = True, calls:
                     rm = RobotModel(model)
                     return rm.default_tools(), rm.links_below(), rm.serial_tool()
 
-                q_wall = None
+                def fresh(model=model):
+                    # A new model of the same tree: its caches (tree arrays, name maps) are those a
+                    # fresh parse leaves, none of the skeleton's.
+                    return RobotModel(dataclasses.replace(model))
+
+                q_wall = skeleton_wall = json_wall = None
+                skeleton_calls = json_calls = None
                 if model_queries:
                     q_wall, _q_cpu, (tools, below, _serial) = best(queries, repeats)
                     assert len(below) == n and tools
+                    skeleton_wall, skeleton = best_fresh(lambda rm: rm.skeleton, fresh, repeats)
+                    assert len(skeleton.joints) == n and len(skeleton.effectors) == n
+                    json_wall, text = best_fresh(lambda rm: rm.to_json(), fresh, repeats)
+                    assert len(text) > 100 * n
+                    if calls:
+                        rm = fresh()
+                        skeleton_calls = python_calls(lambda rm=rm: rm.skeleton) / n
+                        json_calls = python_calls(rm.to_json) / n
                 rows.append({"shape": shape, "joints": n, "mb": len(data) / 1e6, "parse_s": wall,
                              "parse_cpu_s": cpu, "elementtree_s": et_wall, "us_per_joint": 1e6 * wall / n,
-                             "model_queries_s": q_wall,
-                             "calls_per_joint": python_calls(lambda: parse_urdf(path)) / n if calls else None})  # noqa: B023
+                             "model_queries_s": q_wall, "skeleton_s": skeleton_wall, "to_json_s": json_wall,
+                             "calls_per_joint": python_calls(lambda: parse_urdf(path)) / n if calls else None,  # noqa: B023
+                             "skeleton_calls_per_joint": skeleton_calls, "to_json_calls_per_joint": json_calls})
                 if wall > budget:
                     break
     return rows
@@ -139,12 +171,17 @@ def main() -> int:
         return 0
     print(f"Python {sys.version.split()[0]}, ik_core from {repo}")
     print(f"{'shape':6s} {'joints':>8s} {'MB':>6s} {'parse s':>8s} {'cpu s':>7s} {'ElementTree s':>13s} "
-          f"{'us/joint':>9s} {'model queries s':>15s} {'py calls/joint':>14s}")
+          f"{'us/joint':>9s} {'model queries s':>15s} {'skeleton s':>10s} {'to_json s':>9s} "
+          f"{'py calls/joint':>14s} {'skeleton':>8s} {'to_json':>7s}")
+
+    def cell(value: float | None, width: int, digits: int = 3) -> str:
+        return f"{'-' if value is None else f'{value:.{digits}f}':>{width}s}"
+
     for r in rows:
-        queries = "-" if r["model_queries_s"] is None else f"{r['model_queries_s']:.3f}"
-        calls = "-" if r["calls_per_joint"] is None else f"{r['calls_per_joint']:.3f}"
         print(f"{r['shape']:6s} {r['joints']:8d} {r['mb']:6.1f} {r['parse_s']:8.3f} {r['parse_cpu_s']:7.3f} "
-              f"{r['elementtree_s']:13.3f} {r['us_per_joint']:9.1f} {queries:>15s} {calls:>14s}")
+              f"{r['elementtree_s']:13.3f} {r['us_per_joint']:9.1f} {cell(r['model_queries_s'], 15)} "
+              f"{cell(r['skeleton_s'], 10)} {cell(r['to_json_s'], 9)} {cell(r['calls_per_joint'], 14)} "
+              f"{cell(r['skeleton_calls_per_joint'], 8, 2)} {cell(r['to_json_calls_per_joint'], 7, 2)}")
     return 0
 
 
