@@ -3,9 +3,15 @@
 
 from __future__ import annotations
 
+import copy
 import enum
+import gc
+import itertools
+import operator
+from collections import Counter, deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import NamedTuple
 
 import numpy as np
 
@@ -24,7 +30,17 @@ class JointKind(enum.StrEnum):
     @property
     def dof(self) -> int:
         """Number of configuration variables this kind of joint owns."""
-        return {"ball": 3, "fixed": 0}.get(self.value, 1)
+        return _KIND_DOF[self]
+
+
+_KIND_DOF = {kind: {"ball": 3, "fixed": 0}.get(kind.value, 1) for kind in JointKind}
+_UNBOUNDED_KINDS = frozenset((JointKind.CONTINUOUS, JointKind.BALL, JointKind.FIXED))
+# Kinds by number, for whole-array steps: a kind's code indexes these tables.
+_KINDS = tuple(JointKind)
+_KIND_CODE = {kind: code for code, kind in enumerate(_KINDS)}  # a JointKind is its value too (StrEnum)
+_DOF_OF_CODE = np.array([_KIND_DOF[kind] for kind in _KINDS])
+_UNBOUNDED_CODE = np.array([kind in _UNBOUNDED_KINDS for kind in _KINDS])
+_BALL_CODE = _KIND_CODE[JointKind.BALL]
 
 
 @dataclass(frozen=True)
@@ -37,34 +53,95 @@ class Mimic:
 
 
 _EYE3 = np.eye(3)
+_Z = np.array([0.0, 0.0, 1.0])
+_repeat = itertools.repeat
+_NAME, _KIND, _PARENT, _MIMIC, _JOINT = map(operator.attrgetter, ("name", "kind", "parent", "mimic", "joint"))
+_LOWER, _UPPER, _VELOCITY, _STIFFNESS = map(operator.attrgetter, ("lower", "upper", "velocity", "stiffness"))
+_MIMIC_JOINT = operator.attrgetter("mimic.joint")
+# What can be wrong with a 4x4 transform, in the order it is checked (0: nothing).
+_NOT_FINITE, _NOT_ROTATION, _BAD_LAST_ROW = 1, 2, 3
+
+
+def _rigid_transforms(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(N, 4, 4) copies of ``values`` with rotations snapped to the nearest one, and (N,) problem codes.
+
+    Single-precision sources (Blender's matrices) are orthonormal to about 1e-7: small noise is
+    accepted, then snapped so kinematics stays exact. A code is 0 for a rigid transform, else the
+    first problem found: :data:`_NOT_FINITE`, :data:`_NOT_ROTATION` (not orthonormal to 1e-4, or a
+    mirror), :data:`_BAD_LAST_ROW` (not (0, 0, 0, 1)). Whole-array steps: a robot of 100,000
+    joints checks 100,000 of these.
+    """
+    T = np.array(values, dtype=float)
+    R = T[:, :3, :3]
+    (a, b, c), (d, e, f), (g, h, i) = np.moveaxis(R, (1, 2), (0, 1))
+    with np.errstate(invalid="ignore", over="ignore"):  # non-finite entries are reported, not warned about
+        det = a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g)
+        off = np.abs(np.swapaxes(R, 1, 2) @ R - _EYE3).max(axis=(1, 2))
+    last_row = (np.abs(T[:, 3, :3]) <= 1e-8).all(axis=1) & (np.abs(T[:, 3, 3] - 1.0) <= 1e-8 + 1e-5)
+    problem = np.select(
+        [~np.isfinite(T).all(axis=(1, 2)), ~(off <= 1e-4) | (det < 0), ~last_row],
+        [_NOT_FINITE, _NOT_ROTATION, _BAD_LAST_ROW], 0)
+    snap = (problem == 0) & (off > 1e-13)  # an orthonormal rotation is its own nearest one
+    if snap.any():
+        U, _, Vt = np.linalg.svd(R[snap])
+        T[snap, :3, :3] = U @ Vt
+    return T, problem
 
 
 def _as_transform(name: str, value: object) -> np.ndarray:
     T = np.array(value, dtype=float)
     if T.shape != (4, 4):
         raise SkeletonError(f"joint {name!r}: origin must be a 4x4 transform, got shape {T.shape}")
-    if not np.all(np.isfinite(T)):
+    (T,), (problem,) = _rigid_transforms(T[None])
+    if problem == _NOT_FINITE:
         raise SkeletonError(f"joint {name!r}: origin contains NaN or infinite values")
-    R = T[:3, :3]
-    # Single-precision sources (Blender's matrices) are orthonormal to about 1e-7: accept small
-    # noise, then snap to the nearest rotation so kinematics stays exact. Scalar arithmetic: a
-    # robot of 100,000 joints checks 100,000 of these.
-    (a, b, c), (d, e, f), (g, h, i) = R.tolist()
-    det = a * (e * i - f * h) - b * (d * i - f * g) + c * (d * h - e * g)
-    off = float(np.abs(R.T @ R - _EYE3).max())
-    if not off <= 1e-4 or det < 0:
+    if problem == _NOT_ROTATION:
         raise SkeletonError(f"joint {name!r}: origin rotation is not a proper rotation matrix")
-    if off > 1e-13:  # an orthonormal rotation is its own nearest one
-        U, _, Vt = np.linalg.svd(R)
-        T[:3, :3] = U @ Vt
-    x, y, z, w = T[3].tolist()
-    if not (abs(x) <= 1e-8 and abs(y) <= 1e-8 and abs(z) <= 1e-8 and abs(w - 1.0) <= 1e-8 + 1e-5):
+    if problem == _BAD_LAST_ROW:
         raise SkeletonError(f"joint {name!r}: origin's last row must be (0, 0, 0, 1)")
     T.setflags(write=False)
     return T
 
 
-@dataclass(frozen=True, eq=False)
+def _unit_axes(axes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(N, 3) unit axes of (N, 3) ``axes`` ((0, 0, 1) where a norm is not > 0), and their (N,) norms.
+
+    The norm is computed as ``np.linalg.norm`` computes one vector's (a dot product), bit for
+    bit, so a joint made alone and one made by :meth:`Skeleton.from_columns` get the same axis.
+    """
+    norm = np.sqrt((axes[:, None, :] @ axes[:, :, None])[:, 0, 0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        unit = np.where((norm > 0)[:, None], axes / norm[:, None], _Z)
+    return unit, norm
+
+
+def _from_columns(cls: type, columns: Sequence[Iterable]) -> list:
+    """Instances of slotted dataclass ``cls`` from one iterable per field (in field order), without ``__init__``.
+
+    For values already checked all at once: each field is set through its slot, by C-level
+    calls only (about 0.1 us a field, where ``__init__`` and its checks take 50 us a joint).
+    """
+    count = len(columns[0])
+    # The cyclic garbage collector would walk every object alive, again and again, while the
+    # instances are made (nothing here is cyclic): paused meanwhile.
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        objects = list(map(object.__new__, _repeat(cls, count)))
+        for f, values in zip(fields(cls), columns, strict=True):
+            deque(map(getattr(cls, f.name).__set__, objects, values), maxlen=0)
+    finally:
+        if paused:
+            gc.enable()
+    return objects
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True, eq=False, slots=True)
 class Joint:
     """One joint of a skeleton.
 
@@ -109,14 +186,13 @@ class Joint:
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "origin", _as_transform(self.name, self.origin))
         axis = np.array(self.axis, dtype=float).reshape(-1)
-        norm = float(np.linalg.norm(axis)) if axis.shape == (3,) else 0.0
+        (axis,), (norm,) = _unit_axes(axis[None]) if axis.shape == (3,) else ((_Z.copy(),), (0.0,))
         if kind.dof == 1 and (not np.isfinite(norm) or norm < 1e-12):
             raise SkeletonError(f"joint {self.name!r}: axis must be a finite non-zero 3-vector")
-        axis = axis / norm if norm > 0 else np.array([0.0, 0.0, 1.0])
         axis.setflags(write=False)
         object.__setattr__(self, "axis", axis)
         lower, upper = float(self.lower), float(self.upper)
-        if kind in (JointKind.CONTINUOUS, JointKind.BALL, JointKind.FIXED):
+        if kind in _UNBOUNDED_KINDS:
             lower, upper = -np.inf, np.inf
         if np.isnan(lower) or np.isnan(upper) or lower > upper:
             raise LimitError(
@@ -137,7 +213,7 @@ class Joint:
         return 0 if self.mimic is not None else self.kind.dof
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class Effector:
     """A named frame rigidly attached to a joint (a tool, a bone tip, a hand).
 
@@ -153,6 +229,58 @@ class Effector:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "offset", _as_transform(f"effector {self.name}", self.offset))
+
+    @classmethod
+    def many(cls, names: Sequence[str], joints: Sequence[int] | np.ndarray,
+             offsets: np.ndarray | None = None) -> tuple[Effector, ...]:
+        """The effectors ``Effector(names[i], joints[i], offsets[i])``, checked all at once.
+
+        Args:
+            names: (E,) effector names.
+            joints: (E,) joint indices; checked by :class:`Skeleton`.
+            offsets: (E, 4, 4) transforms from the joint frames; None: identities (one shared
+                read-only array).
+
+        Raises:
+            SkeletonError: What the constructor raises for the first offset it would refuse.
+        """
+        n = len(names)
+        joints = joints.tolist() if isinstance(joints, np.ndarray) else list(joints)
+        if offsets is None:
+            frames = _repeat(_read_only(np.eye(4)), n)
+        else:
+            T = np.asarray(offsets, dtype=float)
+            if T.shape != (n, 4, 4):
+                raise SkeletonError(f"offsets of {n} effectors must have shape ({n}, 4, 4), got {T.shape}")
+            T, problem = _rigid_transforms(T)
+            for i in np.flatnonzero(problem).tolist():  # the one-by-one constructor says what is wrong
+                cls(names[i], joints[i], offsets[i])
+            frames = list(_read_only(T))
+        return tuple(_from_columns(cls, (names, joints, frames)))
+
+
+class _JointColumns(NamedTuple):
+    """What a skeleton reads of its J joints, one sequence per attribute."""
+
+    names: tuple[str, ...]
+    kind_codes: np.ndarray  # (J,) index of each kind in _KINDS
+    parents: np.ndarray  # (J,) float: parent indices as given, checked by the skeleton
+    has_mimic: np.ndarray  # (J,) bool
+    lower: np.ndarray  # (J,) float, as the joints hold them
+    upper: np.ndarray
+    velocity: np.ndarray
+    stiffness: np.ndarray
+
+    @classmethod
+    def of(cls, joints: tuple[Joint, ...]) -> _JointColumns:
+        """The columns of ``joints``, read by C-level calls (about 0.1 us an attribute)."""
+        n = len(joints)
+        return cls(
+            tuple(map(_NAME, joints)), np.fromiter(map(_KIND_CODE.__getitem__, map(_KIND, joints)), np.intp, n),
+            np.fromiter(map(_PARENT, joints), float, n),
+            np.fromiter(map(operator.is_not, map(_MIMIC, joints), _repeat(None)), bool, n),
+            *(np.fromiter(map(get, joints), float, n) for get in (_LOWER, _UPPER, _VELOCITY, _STIFFNESS)),
+        )
 
 
 class Skeleton:
@@ -182,76 +310,171 @@ class Skeleton:
         preferred_q: Iterable[float] | None = None,
     ) -> None:
         joints = tuple(joints)
+        self._build(joints, _JointColumns.of(joints), effectors, name, preferred_q)
+
+    @classmethod
+    def from_columns(
+        cls,
+        names: Sequence[str],
+        kinds: Sequence[JointKind | str],
+        parents: Sequence[int] | np.ndarray,
+        origins: np.ndarray,
+        axes: np.ndarray | None = None,
+        lower: Sequence[float] | np.ndarray | None = None,
+        upper: Sequence[float] | np.ndarray | None = None,
+        velocity: Sequence[float] | np.ndarray | None = None,
+        mimics: Sequence[Mimic | None] | None = None,
+        stiffness: Sequence[float] | np.ndarray | None = None,
+        *,
+        effectors: Sequence[Effector] = (),
+        name: str = "skeleton",
+        preferred_q: Iterable[float] | None = None,
+    ) -> Skeleton:
+        """The skeleton of the joints ``Joint(names[i], kinds[i], parents[i], origins[i], axes[i], ...)``.
+
+        The same skeleton, joints and errors as making each joint and then the skeleton, with
+        every check run in whole-array steps: for robots of 100,000 joints. Joints get no
+        ``limit``; their origins and axes are read-only views of one array each.
+
+        Args:
+            names: (J,) joint names.
+            kinds: (J,) joint kinds (:class:`JointKind` or its value).
+            parents: (J,) parent joint indices, each smaller than the joint's own (-1: a root).
+            origins: (J, 4, 4) rest transforms from the parent joint frame [m].
+            axes: (J, 3) axes in the joint frames; None: all (0, 0, 1).
+            lower: (J,) lower limits [rad or m]; None: all ``-inf``.
+            upper: (J,) upper limits [rad or m]; None: all ``inf``.
+            velocity: (J,) velocity limits [rad/s or m/s]; None: all ``inf``.
+            mimics: (J,) :class:`Mimic` or None each; None: no mimics.
+            stiffness: (J,) stiffness in [0, 1) each; None: all 0.
+            effectors: As for the constructor (see :meth:`Effector.many` for many).
+            name: As for the constructor.
+            preferred_q: As for the constructor.
+
+        Raises:
+            SkeletonError, LimitError: What :class:`Joint` raises for the first joint it
+                refuses, or the constructor for the skeleton; arrays of the wrong shape.
+        """
+        n = len(names)
+        kinds = list(kinds)
+        try:
+            codes = np.fromiter(map(_KIND_CODE.get, kinds, _repeat(-1)), np.intp, n)
+        except TypeError:  # an unhashable kind: refused below
+            codes = np.array([_KIND_CODE.get(k, -1) if isinstance(k, str) else -1 for k in kinds], np.intp)
+        dof = np.where(codes >= 0, _DOF_OF_CODE[codes], -1)
+        arrays = {}
+        for what, values, shape, default in (
+            ("origins", origins, (n, 4, 4), None), ("axes", axes, (n, 3), _Z), ("lower", lower, (n,), -np.inf),
+            ("upper", upper, (n,), np.inf), ("velocity", velocity, (n,), np.inf), ("stiffness", stiffness, (n,), 0.0),
+        ):
+            array = np.array(np.broadcast_to(default, shape) if values is None else values, dtype=float)
+            if array.shape != shape:
+                raise SkeletonError(f"{what} of {n} joints must have shape {shape}, got {array.shape}")
+            arrays[what] = array
+        mimics = None if mimics is None else list(mimics)
+        T, problem = _rigid_transforms(arrays["origins"])
+        axis, norm = _unit_axes(arrays["axes"])
+        unbounded = _UNBOUNDED_CODE[codes]
+        low, high = np.where(unbounded, -np.inf, arrays["lower"]), np.where(unbounded, np.inf, arrays["upper"])
+        velocities, stiffnesses = arrays["velocity"], arrays["stiffness"]
+        has_mimic = (np.zeros(n, bool) if mimics is None
+                     else np.fromiter(map(operator.is_not, mimics, _repeat(None)), bool, n))
+        named = np.ones(n, bool)
+        if not {*map(type, names)} <= {str} or "" in names:  # one by one only when some name is bad
+            named = np.array([isinstance(name, str) and len(name) > 0 for name in names], bool)
+        bad = (~named | (codes < 0) | (problem != 0)
+               | ((dof == 1) & ~(np.isfinite(norm) & (norm >= 1e-12)))
+               | np.isnan(low) | np.isnan(high) | (low > high) | ~(velocities > 0)
+               | ~((stiffnesses >= 0.0) & (stiffnesses < 1.0)) | (has_mimic & (dof != 1)))
+        for i in np.flatnonzero(bad).tolist():  # the one-by-one constructor says what is wrong, as it would
+            Joint(names[i], kinds[i], parents[i], origins[i], arrays["axes"][i], arrays["lower"][i],
+                  arrays["upper"][i], velocities[i], None if mimics is None else mimics[i], None, stiffnesses[i])
+        parent_list = parents.tolist() if isinstance(parents, np.ndarray) else list(parents)
+        joints = tuple(_from_columns(Joint, (
+            names, map(_KINDS.__getitem__, codes.tolist()), parent_list, list(_read_only(T)), list(_read_only(axis)),
+            low.tolist(), high.tolist(), velocities.tolist(), _repeat(None, n) if mimics is None else mimics,
+            _repeat(None, n), stiffnesses.tolist())))
+        skeleton = cls.__new__(cls)
+        columns = _JointColumns(tuple(names), codes, np.array(parent_list, dtype=float), has_mimic, low, high,
+                                velocities, stiffnesses)
+        skeleton._build(joints, columns, effectors, name, preferred_q)
+        return skeleton
+
+    def _build(self, joints: tuple[Joint, ...], columns: _JointColumns, effectors: Sequence[Effector], name: str,
+               preferred_q: Iterable[float] | None) -> None:
+        """Check the joints (their ``columns``) and effectors as a skeleton, and index them.
+
+        Whole-array steps: linear in the number of joints, no Python code run per joint.
+        """
         if not joints:
             raise SkeletonError("a skeleton needs at least one joint")
-        names = [j.name for j in joints]
-        if len(set(names)) != len(names):
-            dupes = sorted({n for n in names if names.count(n) > 1})
+        n, names, parents = len(joints), columns.names, columns.parents
+        self._index = dict(zip(names, range(n)))
+        if len(self._index) != n:
+            dupes = sorted(name for name, count in Counter(names).items() if count > 1)
             raise SkeletonError(f"joint names must be unique; repeated: {', '.join(dupes)}")
-        for i, joint in enumerate(joints):
-            if not -1 <= joint.parent < i:
-                raise SkeletonError(
-                    f"joint {joint.name!r} (index {i}) has parent {joint.parent}; parents must "
-                    f"come earlier in the list (-1 for a root, 0..{i - 1} otherwise)"
-                )
+        misplaced = np.flatnonzero(~((parents >= -1) & (parents < np.arange(n))))
+        if len(misplaced):
+            i = int(misplaced[0])
+            raise SkeletonError(
+                f"joint {joints[i].name!r} (index {i}) has parent {joints[i].parent}; parents must "
+                f"come earlier in the list (-1 for a root, 0..{i - 1} otherwise)"
+            )
         self.name = name
         self.joints: tuple[Joint, ...] = joints
-        self._index = {n: i for i, n in enumerate(names)}
+        self._names = names
 
-        q_index = np.full(len(joints), -1, dtype=int)
-        start = 0
-        for i, joint in enumerate(joints):
-            if joint.dof:
-                q_index[i] = start
-                start += joint.dof
-        self.dof: int = start
-        mimic_source = np.full(len(joints), -1, dtype=int)
-        for i, joint in enumerate(joints):
-            if joint.mimic is not None:
-                src = self.joint_index(joint.mimic.joint)
-                if joints[src].dof != 1:
+        has_mimic = columns.has_mimic
+        dofs = np.where(has_mimic, 0, _DOF_OF_CODE[columns.kind_codes])
+        ends = np.cumsum(dofs)
+        q_index = np.where(dofs > 0, ends - dofs, -1)
+        self.dof: int = int(ends[-1])
+        mimic_source = np.full(n, -1)
+        followers = np.flatnonzero(has_mimic)
+        if len(followers):
+            sources = list(map(_MIMIC_JOINT, map(joints.__getitem__, followers.tolist())))
+            src = np.fromiter(map(self._index.get, sources, _repeat(-1)), np.intp, len(sources))
+            for k in np.flatnonzero((src < 0) | (dofs[src] != 1)).tolist():  # in order, as one by one
+                if src[k] < 0:  # an index, or an unknown name: UnknownNameError lists the joints
+                    src[k] = self.joint_index(sources[k])
+                if dofs[src[k]] != 1:
                     raise SkeletonError(
-                        f"joint {joint.name!r} mimics {joint.mimic.joint!r}, which must be a "
+                        f"joint {joints[followers[k]].name!r} mimics {sources[k]!r}, which must be a "
                         "non-mimic 1-DoF joint"
                     )
-                mimic_source[i] = src
+            mimic_source[followers] = src
         q_index.setflags(write=False)
         mimic_source.setflags(write=False)
         self.q_index = q_index
         self.mimic_source = mimic_source
         # First variable of each ball joint's rotation vector (joint steps measure these as angles).
-        self.ball_q_starts = tuple(int(q_index[i]) for i, j in enumerate(joints) if j.kind is JointKind.BALL and j.dof)
+        self.ball_q_starts = tuple(q_index[(columns.kind_codes == _BALL_CODE) & (dofs > 0)].tolist())
 
         if not effectors:
-            effectors = (Effector(joints[-1].name, len(joints) - 1),)
+            effectors = (Effector(joints[-1].name, n - 1),)
         effectors = tuple(effectors)
-        enames = [e.name for e in effectors]
-        if len(set(enames)) != len(enames):
+        enames = list(map(_NAME, effectors))
+        self._effector_index = dict(zip(enames, range(len(enames))))
+        if len(self._effector_index) != len(enames):
             raise SkeletonError(f"effector names must be unique, got {enames}")
-        for eff in effectors:
-            if not 0 <= eff.joint < len(joints):
-                raise SkeletonError(
-                    f"effector {eff.name!r} is on joint index {eff.joint}, outside 0..{len(joints) - 1}"
-                )
+        on = np.fromiter(map(_JOINT, effectors), float, len(effectors))
+        astray = np.flatnonzero(~((on >= 0) & (on < n)))
+        if len(astray):
+            k = int(astray[0])
+            raise SkeletonError(
+                f"effector {effectors[k].name!r} is on joint index {effectors[k].joint}, outside 0..{n - 1}"
+            )
         self.effectors: tuple[Effector, ...] = effectors
-        self._effector_index = {e.name: i for i, e in enumerate(effectors)}
 
-        lower = np.full(self.dof, -np.inf)
-        upper = np.full(self.dof, np.inf)
-        velocity = np.full(self.dof, np.inf)
-        stiffness = np.zeros(self.dof)
-        for i, joint in enumerate(joints):
-            s = q_index[i]
-            if s < 0:
-                continue
-            lower[s : s + joint.dof] = joint.lower
-            upper[s : s + joint.dof] = joint.upper
-            velocity[s : s + joint.dof] = joint.velocity
-            stiffness[s : s + joint.dof] = joint.stiffness
-        for arr in (lower, upper, velocity, stiffness):
-            arr.setflags(write=False)
+        moving = dofs > 0
+        lower, upper, velocity, stiffness = (
+            _read_only(np.repeat(column[moving], dofs[moving]))
+            for column in (columns.lower, columns.upper, columns.velocity, columns.stiffness))
         self.lower, self.upper, self.velocity, self.stiffness = lower, upper, velocity, stiffness
+        self.preferred_q = self._preferred(preferred_q)
 
+    def _preferred(self, preferred_q: Iterable[float] | None) -> np.ndarray:
+        """The read-only preferred pose: ``preferred_q`` checked, or the middle of the limits when None."""
         if preferred_q is None:
             pref = self.mid_q()
         else:
@@ -261,13 +484,33 @@ class Skeleton:
                     f"preferred_q must hold {self.dof} finite values, got shape {pref.shape}"
                 )
         pref.setflags(write=False)
-        self.preferred_q = pref
+        return pref
+
+    def replace(self, *, name: str | None = None, preferred_q: Iterable[float] | None = None) -> Skeleton:
+        """This skeleton under another name or with another preferred pose; joints and effectors are shared.
+
+        Nothing but ``preferred_q`` is checked again, so this costs no time however many joints
+        there are.
+
+        Args:
+            name: The new display name; None keeps this one.
+            preferred_q: (dof,) the new preferred pose; None keeps this one.
+
+        Raises:
+            SkeletonError: A ``preferred_q`` of the wrong length or not finite.
+        """
+        other = copy.copy(self)
+        if name is not None:
+            other.name = name
+        if preferred_q is not None:
+            other.preferred_q = other._preferred(preferred_q)
+        return other
 
     # --- names -----------------------------------------------------------------------------
     @property
     def joint_names(self) -> tuple[str, ...]:
         """All joint names, in order."""
-        return tuple(j.name for j in self.joints)
+        return self._names
 
     @property
     def effector_names(self) -> tuple[str, ...]:
@@ -277,7 +520,7 @@ class Skeleton:
     @property
     def moving_joint_names(self) -> tuple[str, ...]:
         """Names of the joints that own configuration variables, in ``q`` order."""
-        return tuple(j.name for j in self.joints if j.dof)
+        return tuple(itertools.compress(self._names, (self.q_index >= 0).tolist()))
 
     def joint_index(self, name: str | int) -> int:
         """Index of a joint given its name (or an index, checked).

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from ik_core.errors import LimitError, SkeletonError, UnknownNameError
 from ik_core.model.chains import sub_chain
 from ik_core.model.kinematics import effector_poses
-from ik_core.model.skeleton import Effector, Joint, Mimic, Skeleton
+from ik_core.model.skeleton import Effector, Joint, JointKind, Mimic, Skeleton
 
 KINDS = ("revolute", "continuous", "prismatic", "ball", "fixed")
 
@@ -254,3 +254,121 @@ def test_chain_details() -> None:
         [Effector("eb", 1), Effector("ec", 2)],
     )
     assert sub_chain(forest, "ec").joint_names == ("c",) and sub_chain(forest, ["eb", "ec"]).dof == 3
+
+
+# --- whole robots at once: Skeleton.from_columns and Effector.many -------------------------------
+
+
+def random_columns(rng: np.random.Generator, n: int) -> dict:
+    """Columns of n joints of every kind: some rotations noisy (snapped), axes of any length, mimics, stiffness."""
+    kinds = [KINDS[k] for k in rng.integers(0, len(KINDS), n)]
+    origins = np.stack([random_transform(rng) for _ in range(n)])
+    origins[:, :3, :3] += rng.normal(scale=1e-7, size=(n, 3, 3)) * (rng.random((n, 1, 1)) < 0.5)
+    lower = rng.uniform(-2.0, 0.0, n)
+    mimics: list[Mimic | None] = [None] * n
+    for i in range(n):
+        sources = [k for k in range(i) if kinds[k] in KINDS[:3] and mimics[k] is None]
+        if kinds[i] in KINDS[:3] and sources and rng.random() < 0.3:
+            mimics[i] = Mimic(f"j{rng.choice(sources)}", float(rng.normal()), float(rng.normal()))
+    return {
+        "names": [f"j{i}" for i in range(n)], "kinds": kinds,
+        "parents": [int(rng.integers(-1, i)) if i else -1 for i in range(n)], "origins": origins,
+        "axes": rng.normal(size=(n, 3)) * rng.uniform(0.1, 10.0, (n, 1)), "lower": lower,
+        "upper": lower + rng.uniform(0.0, 3.0, n), "velocity": rng.uniform(0.5, 5.0, n),
+        "mimics": mimics, "stiffness": rng.uniform(0.0, 0.9, n),
+    }
+
+
+def one_by_one(columns: dict, i: int) -> dict:
+    """The keyword arguments of joint i's constructor."""
+    c = columns
+    return {"name": c["names"][i], "kind": c["kinds"][i], "parent": c["parents"][i], "origin": c["origins"][i],
+            "axis": c["axes"][i], "lower": c["lower"][i], "upper": c["upper"][i], "velocity": c["velocity"][i],
+            "mimic": c["mimics"][i], "stiffness": c["stiffness"][i]}
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_from_columns_equals_joints_made_one_by_one(seed: int) -> None:
+    """Every joint field and every skeleton array of from_columns equals, bit for bit, the one-by-one build."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 40))
+    columns = random_columns(rng, n)
+    offsets = np.stack([random_transform(rng) for _ in range(n)])
+    effectors = [Effector(f"e{i}", i, offsets[i]) for i in range(n)]
+    slow = Skeleton([Joint(**one_by_one(columns, i)) for i in range(n)], effectors, name="s")
+    fast = Skeleton.from_columns(*columns.values(), effectors=Effector.many([f"e{i}" for i in range(n)],
+                                                                            np.arange(n), offsets), name="s")
+    for a, b in zip(slow.joints, fast.joints, strict=True):
+        assert (a.name, a.kind, a.parent, a.lower, a.upper, a.velocity, a.mimic, a.limit, a.stiffness) == (
+            b.name, b.kind, b.parent, b.lower, b.upper, b.velocity, b.mimic, b.limit, b.stiffness)
+        assert type(b.kind) is JointKind and type(b.parent) is int
+        np.testing.assert_array_equal(a.origin, b.origin)
+        np.testing.assert_array_equal(a.axis, b.axis)
+        assert not (b.origin.flags.writeable or b.axis.flags.writeable)
+    for a, b in zip(slow.effectors, fast.effectors, strict=True):
+        assert (a.name, a.joint) == (b.name, b.joint)
+        np.testing.assert_array_equal(a.offset, b.offset)
+    for attr in ("q_index", "mimic_source", "lower", "upper", "velocity", "stiffness", "preferred_q"):
+        np.testing.assert_array_equal(getattr(slow, attr), getattr(fast, attr))
+    assert (slow.dof, slow.ball_q_starts, slow.joint_names, slow.moving_joint_names) == (
+        fast.dof, fast.ball_q_starts, fast.joint_names, fast.moving_joint_names)
+
+
+@pytest.mark.parametrize("case", sorted(set(BAD_JOINTS) - {"short axis", "origin shape"}))  # no array holds those
+def test_from_columns_raises_what_the_first_bad_joint_raises(case: str) -> None:
+    """A bad joint among good ones raises the constructor's error and message; a later bad joint waits its turn."""
+    overrides, error, _ = BAD_JOINTS[case]
+    rng = np.random.default_rng(1)
+    columns = random_columns(rng, 6)
+    columns["mimics"], columns["kinds"][3] = [None] * 6, "revolute"  # limits and mimics apply
+    bad = {**one_by_one(columns, 3), **overrides}
+    with pytest.raises(error) as alone:
+        Joint(**bad)
+    for field, value in (("names", bad["name"]), ("kinds", bad["kind"]), ("mimics", bad["mimic"])):
+        columns[field][3] = value
+    for field, key in (("origins", "origin"), ("axes", "axis"), ("lower", "lower"), ("upper", "upper"),
+                       ("velocity", "velocity"), ("stiffness", "stiffness")):
+        columns[field][3] = bad[key]
+    columns["kinds"][5] = "hinge"  # a second bad joint, after the first
+    with pytest.raises(error) as together:
+        Skeleton.from_columns(*columns.values())
+    assert str(together.value) == str(alone.value)
+
+
+def test_from_columns_refuses_columns_of_the_wrong_shape_and_skeleton_errors() -> None:
+    """Arrays that do not hold one entry per joint are refused; the skeleton's own checks still run."""
+    origins = np.stack([np.eye(4)] * 2)
+    with pytest.raises(SkeletonError, match=r"axes of 2 joints must have shape \(2, 3\), got \(3,\)"):
+        Skeleton.from_columns(["a", "b"], ["revolute"] * 2, [-1, 0], origins, axes=[0.0, 0.0, 1.0])
+    with pytest.raises(SkeletonError, match="repeated: a"):
+        Skeleton.from_columns(["a", "a"], ["revolute"] * 2, [-1, 0], origins)
+    with pytest.raises(SkeletonError, match="has parent 1"):
+        Skeleton.from_columns(["a", "b"], ["revolute"] * 2, [-1, 1], origins)
+    with pytest.raises(SkeletonError, match="at least one joint"):
+        Skeleton.from_columns([], [], [], np.zeros((0, 4, 4)))
+    with pytest.raises(SkeletonError, match=r"offsets of 1 effectors must have shape \(1, 4, 4\)"):
+        Effector.many(["e"], [0], np.eye(4))
+    with pytest.raises(SkeletonError, match="not a proper rotation"):
+        Effector.many(["e", "f"], [0, 0], np.stack([np.eye(4), np.diag([-1.0, 1, 1, 1])]))
+
+
+def test_mimic_errors_come_in_joint_order() -> None:
+    """The first mimic joint with a bad source is the one reported, whatever is wrong with a later one."""
+    a, b = Joint("a"), Joint("b", "ball", 0)
+    with pytest.raises(SkeletonError, match="'c' mimics 'b', which must be a non-mimic 1-DoF"):
+        Skeleton([a, b, Joint("c", parent=1, mimic=Mimic("b")), Joint("d", parent=2, mimic=Mimic("ghost"))])
+    with pytest.raises(UnknownNameError, match="unknown joint 'ghost'"):
+        Skeleton([a, b, Joint("c", parent=1, mimic=Mimic("ghost")), Joint("d", parent=2, mimic=Mimic("b"))])
+
+
+def test_replace_shares_the_joints_and_checks_the_pose() -> None:
+    """replace() renames or re-poses a skeleton without copying joints; a bad pose is refused; the original stays."""
+    skel = arm()
+    other = skel.replace(name="other", preferred_q=np.full(6, 0.1))
+    assert other.joints is skel.joints and other.effectors is skel.effectors
+    assert (other.name, skel.name) == ("other", "arm")
+    np.testing.assert_array_equal(other.preferred_q, np.full(6, 0.1))
+    np.testing.assert_array_equal(skel.preferred_q, skel.mid_q())
+    assert skel.replace().preferred_q is skel.preferred_q
+    with pytest.raises(SkeletonError, match="preferred_q must hold 6 finite values"):
+        skel.replace(preferred_q=[np.nan] * 6)
