@@ -81,12 +81,76 @@ class LinkTree:
             flagged |= flagged[end]
         return end, flagged
 
+    def above(self, flags: np.ndarray, stop: int | None = None) -> np.ndarray:
+        """(L,) True at each flagged link and at every link above one, up to the end of its climb.
+
+        The end (a root, or ``stop``) is included; links above ``stop`` are not reached from
+        below it. A doubling step marks, from every link marked within ``2**t`` links above a
+        flagged one, the link ``2**t`` above it: the marks then reach ``2**(t + 1)`` links up.
+
+        Args:
+            flags: (L,) bool per link.
+            stop: A link where climbs end as at a root; None: roots only.
+        """
+        up = self.parent.copy()
+        if stop is not None:
+            up[stop] = stop
+        marked = flags.copy()
+        for jump in _doublings(up):
+            marked[jump[marked]] = True
+        return marked
+
+    def path_sums(self, weights: np.ndarray) -> np.ndarray:
+        """(L,) the sum of ``weights`` over each link and every link above it, its root's weight excluded.
+
+        Meaningless on a cycle.
+
+        Args:
+            weights: (L,) a number per link.
+        """
+        total = np.where(self.has_joint, weights, 0)  # a root's pointer rests on itself: it must add nothing
+        for end in _doublings(self.parent):
+            total += total[end]
+        return total
+
     def depth(self) -> np.ndarray:
         """(L,) number of joints between each link and its root (0 for a root); meaningless on a cycle."""
-        depth = self.has_joint.astype(np.intp)
-        for end in _doublings(self.parent):
-            depth += depth[end]
-        return depth
+        return self.path_sums(np.ones(len(self.parent), np.intp))
+
+    def subtree_sizes(self) -> np.ndarray:
+        """(L,) the number of links in each link's sub-tree, itself included (a tree only).
+
+        Each doubling step adds to every link the counts of the links exactly ``2**t`` below
+        it (those at least that deep), so counts cover ``2**(t + 1)`` levels of descendants.
+        """
+        depth, n = self.depth(), len(self.parent)
+        size = np.ones(n)  # float: np.bincount's weights; exact to 2**53 links
+        for t, up in enumerate(_doublings(self.parent)):
+            deep = depth >= 1 << t  # links whose ancestor 2**t links up exists (their pointer is exact)
+            size += np.bincount(up[deep], weights=size[deep], minlength=n)
+        return size.astype(np.intp)
+
+    def preorder(self) -> np.ndarray:
+        """(L,) each link's place in a depth-first pre-order walk of the tree (a tree only).
+
+        The walk visits a link, then the sub-trees of its child joints in joint order; roots
+        come in link order. A link's place is its parent's, plus one, plus the sizes of the
+        sub-trees of its earlier siblings: a sum down the path from its root.
+        """
+        size, n_joints = self.subtree_sizes(), len(self.joint_parent)
+        order = np.argsort(self.joint_parent, kind="stable")  # siblings together, in joint order
+        kids = self.joint_child[order]
+        before = np.cumsum(size[kids]) - size[kids]  # sizes of the sub-trees earlier in that order
+        first = np.ones(n_joints, bool)
+        first[1:] = self.joint_parent[order][1:] != self.joint_parent[order][:-1]
+        family_start = np.maximum.accumulate(np.where(first, np.arange(n_joints), 0))
+        step = np.zeros(len(self.parent), np.intp)
+        step[kids] = 1 + before - before[family_start]
+        roots = np.flatnonzero(~self.has_joint)
+        root_place = np.zeros(len(self.parent), np.intp)
+        root_place[roots] = np.cumsum(size[roots]) - size[roots]
+        end, _ = self.climb()
+        return self.path_sums(step) + root_place[end]
 
     def nearest(self, flags: np.ndarray) -> np.ndarray:
         """(L,) the nearest flagged link at or above each link, or -1 where there is none up to the root.

@@ -279,6 +279,103 @@ def test_100k_joints_parse_in_linear_time(tree: bool) -> None:
     assert len(rm.links_below()) == 100_000 and len(rm.joint_order) == 100_000
     assert rm.serial_tool() == (None if tree else "l100000")
     assert time.process_time() - start < 10.0
+    skeleton = rm.skeleton
+    assert len(skeleton.joints) == len(skeleton.effectors) == 100_000 and skeleton.dof == 100_000
+    parent = skeleton.joints[skeleton.joint_index("j99999")].parent
+    assert parent == skeleton.joint_index("j49999" if tree else "j99998")
+
+
+def walk_to_skeleton(urdf: UrdfModel, base: str, tips: list[str]) -> tuple[list, list, list, list]:
+    """``to_skeleton`` one joint at a time (the code before issue 26): names, parents, mimics and effector joints.
+
+    Mimics are followed in document order (the code before took them from a set).
+    """
+    tips = list(dict.fromkeys(tips))
+    by_child, by_name, children = {j.child: j for j in urdf.joints}, {j.name: j for j in urdf.joints}, {}
+    for j in urdf.joints:
+        children.setdefault(j.parent, []).append(j)
+    order, stack = [], list(reversed(children.get(base, [])))
+    while stack:
+        order.append(stack.pop())
+        stack.extend(reversed(children.get(order[-1].child, [])))
+    keep: set[str] = set()
+
+    def keep_path(link: str, what: str) -> set[str]:
+        path = []
+        while link != base:
+            joint = by_child.get(link)
+            if joint is None:
+                raise SkeletonError(f"{what} does not descend from base link {base!r}")
+            if joint.name in keep:
+                break
+            path.append(joint.name)
+            link = joint.parent
+        keep.update(path)
+        return set(path)
+
+    for tip in tips:
+        if tip == base:
+            raise SkeletonError(f"tip link {tip!r} is the base link; a chain needs at least one joint")
+        keep_path(tip, f"tip link {tip!r}")
+    resolved, mimics = resolve_mimics(urdf.joints), {}
+    while pending := [j for j in urdf.joints if j.name in keep and j.mimic is not None and j.name not in mimics]:
+        for joint in pending:
+            mimic = mimics[joint.name] = resolved[joint.name]
+            what = f"joint {mimic.joint!r} (mimicked by {joint.name!r})"
+            if mimic.joint not in keep and mimic.joint not in keep_path(by_name[mimic.joint].child, what):
+                raise SkeletonError(f"{what} sits above base link {base!r}, outside the chain")
+    kept = [j for j in order if j.name in keep]
+    index = {j.child: i for i, j in enumerate(kept)}
+    return ([j.name for j in kept], [index.get(j.parent, -1) for j in kept], [mimics.get(j.name) for j in kept],
+            [index[tip] for tip in tips])
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_to_skeleton_equals_the_walk_joint_by_joint(seed: int) -> None:
+    """Random trees in shuffled document order, with held joints and mimics of mimics: any base, any tips."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 40))
+    kinds = rng.choice(["revolute", "continuous", "prismatic", "fixed", "floating"], n)
+    joints = []
+    for k in range(1, n):
+        moving = [i for i in range(1, k) if kinds[i] in ("revolute", "continuous", "prismatic")]
+        mimic = (Mimic(f"j{rng.choice(moving)}", float(rng.normal()), float(rng.normal()))
+                 if moving and kinds[k] in ("revolute", "prismatic") and rng.random() < 0.3 else None)
+        joints.append(UrdfJoint(f"j{k}", str(kinds[k]), f"l{k - 1 if seed % 4 == 0 else rng.integers(0, k)}", f"l{k}",
+                                tuple(rng.normal(size=3)), tuple(rng.normal(size=3)), (0.0, 0.6, 0.8), -1.0, 1.0,
+                                float(rng.uniform(0.5, 2.0)), mimic=mimic))
+    urdf = UrdfModel("r", tuple(f"l{k}" for k in rng.permutation(n)), tuple(joints[k] for k in rng.permutation(n - 1)))
+    up = {j.child: j.parent for j in joints}
+
+    def descends(link: str, base: str) -> bool:
+        while link != base and link in up:
+            link = up[link]
+        return link == base
+
+    for _ in range(8):
+        base = f"l{rng.integers(0, n)}"
+        below = [f"l{k}" for k in range(n) if f"l{k}" != base and descends(f"l{k}", base)]
+        pool = below if below and rng.random() < 0.8 else [f"l{k}" for k in range(n)]  # mostly good requests
+        tips = [str(t) for t in rng.choice(pool, int(rng.integers(1, 4)))]
+        try:
+            names, parents, mimics, tip_joints = walk_to_skeleton(urdf, base, tips)
+        except SkeletonError as expected:
+            with pytest.raises(SkeletonError) as got:
+                urdf.to_skeleton(base, tips)
+            assert str(got.value) == str(expected)
+            continue
+        skeleton = urdf.to_skeleton(base, tips)
+        assert skeleton.joint_names == tuple(names)
+        assert [j.parent for j in skeleton.joints] == parents and [j.mimic for j in skeleton.joints] == mimics
+        assert [e.joint for e in skeleton.effectors] == tip_joints
+        assert skeleton.effector_names == tuple(dict.fromkeys(tips))
+        for j in skeleton.joints:
+            source = urdf.joint(j.name)
+            np.testing.assert_allclose(j.origin, source.origin, atol=1e-15)
+            assert j.kind == (source.type if source.moves else "fixed")
+            assert j.velocity == (source.velocity if source.moves else np.inf)
+        assert urdf.leaf_links(base) == [j.child for j in urdf.joints_below(base) if not any(
+            k.parent == j.child for k in urdf.joints)]
 
 
 def test_a_default_namespace_on_robot_is_read_as_urdfdom_reads_it() -> None:

@@ -81,3 +81,47 @@ def test_a_cycle_is_never_reached_from_the_root(cycle_length: int) -> None:
         return link == -1
 
     np.testing.assert_array_equal(end == root, [reaches_root(k) for k in range(100)])
+
+
+def walk_preorder(parents: np.ndarray, tree: LinkTree) -> list[int]:
+    """Links in depth-first pre-order, one at a time: each link's children in the order of their joints."""
+    children: dict[int, list[int]] = {}
+    for parent, child in zip(tree.joint_parent.tolist(), tree.joint_child.tolist(), strict=True):
+        children.setdefault(parent, []).append(child)
+    order, stack = [], sorted(np.flatnonzero(parents < 0).tolist(), reverse=True)
+    while stack:
+        order.append(stack.pop())
+        stack.extend(reversed(children.get(order[-1], [])))
+    return order
+
+
+@pytest.mark.parametrize("n, chain", [(1, False), (2, True), (57, False), (300, True), (1000, False)])
+def test_preorder_subtree_sizes_and_above_equal_walks(n: int, chain: bool) -> None:
+    """Pre-order places, sub-tree sizes, path sums and the links above flagged ones, as walking says."""
+    rng = np.random.default_rng(n + 1)
+    tree, parents = random_tree(rng, n, chain)
+    order = walk_preorder(parents, tree)
+    np.testing.assert_array_equal(np.argsort(tree.preorder()), order)
+    weights = rng.integers(-5, 6, n)
+    flags = rng.random(n) < 0.05
+    stop = int(rng.integers(0, n))
+    sizes, above, above_stop = np.zeros(n, int), np.zeros(n, bool), np.zeros(n, bool)
+    for link in range(n):  # each link counts in, and marks, every link on its way up
+        path = walk(parents, link)
+        sizes[path] += 1
+        above[path] |= flags[link]
+        above_stop[path[: path.index(stop) + 1] if stop in path else path] |= flags[link]
+    np.testing.assert_array_equal(tree.subtree_sizes(), sizes)
+    np.testing.assert_array_equal(tree.above(flags), above)
+    np.testing.assert_array_equal(tree.above(flags, stop=stop), above_stop)
+    sums = tree.path_sums(weights)
+    for link in range(n):
+        assert sums[link] == sum(weights[k] for k in walk(parents, link)[:-1])  # the root's weight left out
+
+
+def test_preorder_of_several_roots_puts_each_tree_after_the_last() -> None:
+    """A forest: each root's tree follows the whole tree of the root before it (roots in link order)."""
+    # links 0..5; roots 1 and 4; 1 -> 3 -> 0, 1 -> 5; 4 -> 2
+    tree = LinkTree(6, np.array([1, 3, 4, 1]), np.array([3, 0, 2, 5]))
+    assert np.argsort(tree.preorder()).tolist() == [1, 3, 0, 5, 4, 2]
+    assert tree.subtree_sizes().tolist() == [1, 4, 1, 2, 2, 1]
