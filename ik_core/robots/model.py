@@ -9,8 +9,10 @@ model itself, never on one re-derived from bone settings: prismatic joints, rang
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import operator
 import os
 import re
 from collections import Counter
@@ -31,10 +33,7 @@ from .presets import preset_info
 SCHEMA = "articulate-robot-model/1"
 _TOOL_NAMES = ("tool", "tcp", "flange", "end_effector", "ee_link", "eef")  # lower-case parts of tool link names
 _TOOL_PATTERN = re.compile("|".join(map(re.escape, _TOOL_NAMES)))
-
-
-def _finite_or_none(value: float) -> float | None:
-    return float(value) if math.isfinite(value) else None
+_CHILD = operator.attrgetter("child")
 
 
 def _number(value: float | None, default: float) -> float:
@@ -152,10 +151,8 @@ class RobotModel:
         if not self.urdf.joints:
             root = self.urdf.root_link
             return Skeleton([Joint(root, JointKind.FIXED, -1, np.eye(4))], [Effector(root, 0)], name=self.name)
-        tips = [j.child for j in self.urdf.joints]
-        whole = self.urdf.to_skeleton(None, tips)
-        return Skeleton(whole.joints, whole.effectors, name=self.name,
-                        preferred_q=self._home_for(whole.moving_joint_names, whole))
+        whole = self.urdf.to_skeleton(None, list(map(_CHILD, self.urdf.joints)))
+        return whole.replace(preferred_q=self._home_for(whole.moving_joint_names, whole))
 
     def no_tools_reason(self) -> str | None:
         """Why the robot has no tool link a chain could drive, or None when it has one.
@@ -174,8 +171,13 @@ class RobotModel:
                 "it is one rigid body, so there is no chain to make")
 
     def _home_for(self, names: Sequence[str], skeleton: Skeleton) -> np.ndarray:
-        mid = skeleton.mid_q()
-        q = np.array([self.home.get(n, mid[i]) for i, n in enumerate(names)], dtype=float)
+        """(dof,) the home pose of ``skeleton``'s moving joints ``names``: mid-range where unset, clipped."""
+        q = skeleton.mid_q()
+        place = dict(zip(names, range(len(names)))) if self.home else {}
+        homed = [(place[name], value) for name, value in self.home.items() if name in place]  # a preset's few
+        if homed:
+            where, values = zip(*homed)
+            q[list(where)] = np.array(values, dtype=float)
         return np.clip(q, skeleton.lower, skeleton.upper)
 
     @cached_property
@@ -300,8 +302,7 @@ class RobotModel:
                     f"valid tool links: {shown}"
                 )
         sk = self.urdf.to_skeleton(base, names)
-        return Skeleton(sk.joints, sk.effectors, name=f"{self.name}:{'+'.join(names)}",
-                        preferred_q=self._home_for(sk.moving_joint_names, sk))
+        return sk.replace(name=f"{self.name}:{'+'.join(names)}", preferred_q=self._home_for(sk.moving_joint_names, sk))
 
     def link_rest_frame(self, link: str) -> np.ndarray:
         """(4, 4) the link's frame in the robot's root frame at q = 0 [m]."""
@@ -317,23 +318,32 @@ class RobotModel:
         Unbounded limits are written as ``null`` (JSON has no infinity); floats round-trip
         exactly (``json`` writes ``repr``).
         """
-        def joint(j: UrdfJoint) -> dict[str, Any]:
-            entry: dict[str, Any] = {
-                "name": j.name, "type": j.type, "parent": j.parent, "child": j.child,
-                "xyz": list(j.xyz), "rpy": list(j.rpy), "axis": list(j.axis),
-                "lower": _finite_or_none(j.lower), "upper": _finite_or_none(j.upper),
-                "velocity": _finite_or_none(j.velocity), "effort": _finite_or_none(j.effort),
-            }
-            if j.mimic is not None:
-                entry["mimic"] = {"joint": j.mimic.joint, "multiplier": j.mimic.multiplier,
-                                  "offset": j.mimic.offset}
-            return entry
+        joints, count = self.urdf.joints, len(self.urdf.joints)
 
+        def field(k: int) -> map:
+            return map(operator.itemgetter(k), joints)
+
+        def limits(k: int) -> list[float | None]:
+            numbers = np.fromiter(field(k), float, count)
+            values = numbers.astype(object)  # Python floats
+            values[~np.isfinite(numbers)] = None
+            return values.tolist()
+
+        # The numbers converted a column at a time; then one dict per joint, from a dict display
+        # (twice as fast as dict(zip(keys, row)) by C-level calls).
+        rows = zip(field(0), field(1), field(2), field(3), *(map(list, field(k)) for k in (4, 5, 6)),
+                   *(limits(k) for k in (7, 8, 9, 10)))
+        entries = [{"name": name, "type": kind, "parent": parent, "child": child, "xyz": xyz, "rpy": rpy, "axis": axis,
+                    "lower": lower, "upper": upper, "velocity": velocity, "effort": effort}
+                   for name, kind, parent, child, xyz, rpy, axis, lower, upper, velocity, effort in rows]
+        for k in itertools.compress(range(count), field(11)):  # the mimic joints
+            mimic = joints[k].mimic
+            entries[k]["mimic"] = {"joint": mimic.joint, "multiplier": mimic.multiplier, "offset": mimic.offset}
         return {
             "schema": SCHEMA,
             "name": self.name,
             "links": list(self.urdf.links),
-            "joints": [joint(j) for j in self.urdf.joints],
+            "joints": entries,
             "home": {k: float(v) for k, v in self.home.items()},
             "acceleration": {k: float(v) for k, v in self.acceleration.items()},
             "source": dict(self.source),
@@ -341,7 +351,7 @@ class RobotModel:
 
     def to_json(self) -> str:
         """The model as a JSON string (see :meth:`to_dict`)."""
-        return json.dumps(self.to_dict())
+        return json.dumps(self.to_dict(), check_circular=False)  # plain data: no cycle to look for
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RobotModel:

@@ -2,6 +2,7 @@
 """RobotModel: the whole URDF tree a rig stores, its JSON round trip, tool links and joint values."""
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -30,6 +31,34 @@ def test_json_round_trip_is_exact(make):
     assert back.urdf == model.urdf and back.joint_order == model.joint_order
     q = _random_q(model.skeleton, np.random.default_rng(0))
     np.testing.assert_array_equal(effector_poses(back.skeleton, q), effector_poses(model.skeleton, q))
+
+
+def _json_joint_by_joint(model):
+    """The JSON text of the model as written one joint at a time (the code before issue 26)."""
+    def number(value):
+        return float(value) if math.isfinite(value) else None
+
+    joints = []
+    for j in model.urdf.joints:
+        entry = {"name": j.name, "type": j.type, "parent": j.parent, "child": j.child, "xyz": list(j.xyz),
+                 "rpy": list(j.rpy), "axis": list(j.axis), "lower": number(j.lower), "upper": number(j.upper),
+                 "velocity": number(j.velocity), "effort": number(j.effort)}
+        if j.mimic is not None:
+            entry["mimic"] = {"joint": j.mimic.joint, "multiplier": j.mimic.multiplier, "offset": j.mimic.offset}
+        joints.append(entry)
+    return json.dumps({"schema": "articulate-robot-model/1", "name": model.name, "links": list(model.urdf.links),
+                       "joints": joints, "home": {k: float(v) for k, v in model.home.items()},
+                       "acceleration": {k: float(v) for k, v in model.acceleration.items()},
+                       "source": dict(model.source)})
+
+
+@pytest.mark.parametrize("make", [rail_arm_urdf, dual_arm_urdf, lambda: data_file("robots", "panda.urdf"),
+                                  lambda: "ur5e", lambda: "kinova_gen3_7dof"])
+def test_json_text_equals_the_joint_by_joint_text(make):
+    """to_json writes, character for character, what writing one joint at a time wrote (mimics, nulls, presets)."""
+    source = make()
+    model = RobotModel.from_preset(source) if source in list_presets() else RobotModel.from_urdf(source)
+    assert model.to_json() == _json_joint_by_joint(model)
 
 
 @pytest.mark.parametrize("preset", list_presets())
@@ -236,3 +265,16 @@ def test_tool_queries_equal_walks_of_the_tree(seed):
     assert model.tool_candidates() == _walk_tool_candidates(urdf)
     for base in urdf.links:
         assert model.links_below(base) == _walk_links_below(urdf, base)
+
+
+def test_json_text_keeps_integers_and_negative_zeros_as_written():
+    """Numbers a model holds as ints or -0.0 are written as before, and limits as floats or null."""
+    from ik_core.formats.urdf_model import UrdfJoint, UrdfModel
+    from ik_core.model.skeleton import Mimic
+
+    joints = (UrdfJoint("a", "revolute", "base", "l1", (0, 0, 1), (-0.0, 0.0, 1e-300), (0, 0, 1), -1, 2, 3),
+              UrdfJoint("b", "prismatic", "l1", "l2", axis=(1.0, 0.0, 0.0), lower=0.0, upper=0.5,
+                        mimic=Mimic("a", -2, 0.25)),
+              UrdfJoint("c\u00e9\"", "fixed", "l2", "l3"))
+    model = RobotModel(UrdfModel("r\u00e9", ("base", "l1", "l2", "l3"), joints), home={"a": 1})
+    assert model.to_json() == _json_joint_by_joint(model)
