@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import functools
-import gc
 import itertools
 import math
 import operator
@@ -14,7 +13,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from ..errors import URDFError
-from ..model.skeleton import Mimic, Skeleton
+from ..model.skeleton import Mimic, Skeleton, collector_paused
 from .urdf_model import (
     HELD_JOINT_TYPES,
     MOVING_JOINT_TYPES,
@@ -428,15 +427,8 @@ def parse_urdf(source: str | os.PathLike | XacroExpansion) -> UrdfModel:
             a cycle of mimics, a bad number); the message names the offending element and, where
             it can be found in the text, its line.
     """
-    # The cyclic garbage collector would walk every element and joint made so far, again and
-    # again, while hundreds of thousands are created: paused for the read (nothing here is cyclic).
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():  # for the elements and joints made (nothing here is cyclic)
         return _parse_document(_read_document(source))
-    finally:
-        if paused:
-            gc.enable()
 
 
 def _tree_rows(root: ET.Element, notes: list[str]) -> tuple[str, list[str], list[UrdfJoint]]:

@@ -9,7 +9,8 @@ import gc
 import itertools
 import operator
 from collections import Counter, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from typing import NamedTuple
 
@@ -115,24 +116,33 @@ def _unit_axes(axes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return unit, norm
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a whole robot's objects are made.
+
+    Making hundreds of thousands of objects (a skeleton's joints, a URDF's elements, a model's
+    JSON rows), none of them cyclic, would make the collector walk every object alive again and
+    again, several times the work itself. Restores the collector's state on exit.
+    """
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
+
+
 def _from_columns(cls: type, columns: Sequence[Iterable]) -> list:
     """Instances of slotted dataclass ``cls`` from one iterable per field (in field order), without ``__init__``.
 
     For values already checked all at once: each field is set through its slot, by C-level
     calls only (about 0.1 us a field, where ``__init__`` and its checks take 50 us a joint).
     """
-    count = len(columns[0])
-    # The cyclic garbage collector would walk every object alive, again and again, while the
-    # instances are made (nothing here is cyclic): paused meanwhile.
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        objects = list(map(object.__new__, _repeat(cls, count)))
+    with collector_paused():
+        objects = list(map(object.__new__, _repeat(cls, len(columns[0]))))
         for f, values in zip(fields(cls), columns, strict=True):
             deque(map(getattr(cls, f.name).__set__, objects, values), maxlen=0)
-    finally:
-        if paused:
-            gc.enable()
     return objects
 
 

@@ -27,7 +27,7 @@ from ..errors import SkeletonError, URDFError
 from ..formats.urdf import parse_urdf
 from ..formats.urdf_model import UrdfJoint, UrdfModel
 from ..model.kinematics import effector_poses
-from ..model.skeleton import Effector, Joint, JointKind, Mimic, Skeleton
+from ..model.skeleton import Effector, Joint, JointKind, Mimic, Skeleton, collector_paused
 from .presets import preset_info
 
 SCHEMA = "articulate-robot-model/1"
@@ -351,7 +351,8 @@ class RobotModel:
 
     def to_json(self) -> str:
         """The model as a JSON string (see :meth:`to_dict`)."""
-        return json.dumps(self.to_dict(), check_circular=False)  # plain data: no cycle to look for
+        with collector_paused():  # for the rows made, one dict and three lists a joint
+            return json.dumps(self.to_dict(), check_circular=False)  # plain data: no cycle to look for
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RobotModel:
