@@ -337,9 +337,12 @@ class UrdfModel:
         """Joints under link ``base`` in depth-first pre-order, siblings in document order.
 
         Pre-order puts parents before children and keeps side branches next to their stem,
-        so one pass over the list can carry a value down from each link to its children.
+        so one pass over the list can carry a value down from each link to its children. A name
+        that is no link has no joint below it.
         """
-        return list(map(self.joints.__getitem__, self._joints_below(self.link_index(base)).tolist()))
+        index = self._link_index.get(base)
+        below = [] if index is None else self._joints_below(index).tolist()
+        return list(map(self.joints.__getitem__, below))
 
     def _joints_below(self, base: int) -> np.ndarray:
         """Indices of :meth:`joints_below` link number ``base``."""

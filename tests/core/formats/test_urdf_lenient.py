@@ -376,6 +376,7 @@ def test_to_skeleton_equals_the_walk_joint_by_joint(seed: int) -> None:
             assert j.velocity == (source.velocity if source.moves else np.inf)
         assert urdf.leaf_links(base) == [j.child for j in urdf.joints_below(base) if not any(
             k.parent == j.child for k in urdf.joints)]
+    assert urdf.joints_below("no such link") == []
 
 
 def test_a_default_namespace_on_robot_is_read_as_urdfdom_reads_it() -> None:
