@@ -25,6 +25,10 @@ from .small import SMALL_STEP, limit_passes, small_direction
 _MODE_ROWS = {"position": 3, "aim": 6, "full": 6}
 # Weighted error norm below which the null-space pull fades in proportion.
 _NULL_FADE = 0.1
+# A ball joint the projection moved by more than this [rad] was pressed on its limit by the step.
+_PRESSED = 1e-12
+# Rows within this many tolerances of their targets slide along the ball limits they press on.
+_SLIDE_TOLERANCES = 10.0
 # While tracking, a joint within this fraction of its range from a limit is pulled toward the
 # preferred pose unfaded, growing to the full null-space gain on the limit.
 _LIMIT_MARGIN = 0.15
@@ -173,6 +177,12 @@ class DLSSolver(Solver):
         self._lo, self._hi = np.asarray(skeleton.lower), np.asarray(skeleton.upper)
         # Ball joints with cone/twist limits need a projection beyond the box clamp.
         self._project = any(j.kind is JointKind.BALL and j.limit is not None and j.dof for j in skeleton.joints)
+        # First columns of the limited ball joints (the steps that press on them slide along them).
+        self._limited_balls = np.array(
+            [skeleton.q_index[i] for i, j in enumerate(skeleton.joints)
+             if j.kind is JointKind.BALL and j.limit is not None and j.dof],
+            dtype=int,
+        )
         # Ball limits the best effort re-expresses in box coordinates: its global check, descents
         # from in-limit starts where the limits are exact, does what restarts would, better (see
         # _restart_policy).
@@ -318,25 +328,75 @@ class DLSSolver(Solver):
             # except along near-singular directions, where it holds the joints at the start
             # instead of letting them slide along the family of singular solutions.
             z = pref - q
+        if lo is None:
+            lo, hi = self._lo, self._hi
+        q_new = self._boxed_step(q, ew, Jw, lam, z, lo, hi)
+        if not self._project:
+            return q_new
+        q_in = project_configuration(self.skeleton, q_new)
+        # Near the target, where the step's linear model holds, only the cut keeps the error up.
+        near = np.sqrt(2.0 * E) <= _SLIDE_TOLERANCES * self.tolerance
+        return self._slide_on_ball_limits(q, q_new, q_in, ew, Jw, lam, z, lo, hi, near)
+
+    def _boxed_step(
+        self, q: np.ndarray, ew: np.ndarray, Jw: np.ndarray, lam: np.ndarray, z: np.ndarray | None,
+        lo: np.ndarray, hi: np.ndarray,
+    ) -> np.ndarray:
+        """The configurations q (P, dof) moved by the damped least-squares step, joints stopped at lo/hi."""
         small = len(q) <= SMALL_STEP
         dq = small_direction(ew, Jw, lam, z) if small else dls_direction(ew, Jw, lam, z)
         if self._scaled:
             dq = dq * self._col_scale
-        if lo is None:
-            lo, hi = self._lo, self._hi
         q_new = q + dq
         out = (q_new < lo) | (q_new > hi)
         if not out.any():
-            return project_configuration(self.skeleton, q_new) if self._project else q_new
-        if small:
-            scale = self._col_scale if self._scaled else None
-            q_new = limit_passes(q, q_new, ew, Jw, lam, z, out, lo, hi, scale, self.limit_passes)
-            q_new = np.minimum(np.maximum(q_new, lo), hi)
-            return project_configuration(self.skeleton, q_new) if self._project else q_new
+            return q_new
         scale = self._col_scale if self._scaled else None
-        q_new = limit_passes_rows(q, q_new, ew, Jw, lam, z, out, lo, hi, scale, self.limit_passes)
-        q_new = np.minimum(np.maximum(q_new, lo), hi)
-        return project_configuration(self.skeleton, q_new) if self._project else q_new
+        passes = limit_passes if small else limit_passes_rows
+        q_new = passes(q, q_new, ew, Jw, lam, z, out, lo, hi, scale, self.limit_passes)
+        return np.minimum(np.maximum(q_new, lo), hi)
+
+    def _slide_on_ball_limits(
+        self, q: np.ndarray, q_new: np.ndarray, q_in: np.ndarray, ew: np.ndarray, Jw: np.ndarray, lam: np.ndarray,
+        z: np.ndarray | None, lo: np.ndarray, hi: np.ndarray, near: np.ndarray,
+    ) -> np.ndarray:
+        """The step again for the rows near their targets whose step the ball limits cut: tangent to the limits.
+
+        ``q_new`` is the step's end and ``q_in`` its projection onto the limits (P, dof); ``near``
+        (P,) marks the rows within ``_SLIDE_TOLERANCES`` tolerances of their targets. A ball
+        joint the projection moved was pushed out along (about) the limit's normal: its columns
+        lose their part along that push and the step is solved again, so the other joints take
+        up what the pressed joint cannot give in the same step. Projecting the full step instead
+        returns the pressed joint to the limit and leaves the others where that step put them:
+        the error then falls by a few percent an iteration, not quadratically (measured: 30-100
+        iterations from 1 mm to the tolerance on 5-ball chains). Farther out the rows keep the
+        projected step: the best effort's descent, in the limits' own coordinates, finishes a
+        target the limits hold, and sliding there moved a take's missed frames apart (more
+        follow work and pops on the bench takes).
+        """
+        cols = self._limited_balls[:, None] + np.arange(3)
+        push = (q_new - q_in)[:, cols]  # (P, B, 3)
+        depth = np.sqrt(np.add.reduce(push * push, -1))
+        pressed = depth > _PRESSED
+        rows = np.flatnonzero(pressed.any(axis=1) & near)
+        if not len(rows):
+            return q_in
+        normal = np.where(pressed[rows, :, None], push[rows] / np.maximum(depth[rows, :, None], 1e-300), 0.0)
+        J = Jw[rows].copy()
+        flat = cols.reshape(-1)
+        Jb = J[:, :, flat].reshape(len(rows), J.shape[1], len(cols), 3)
+        Jb = Jb - np.einsum("pmbk,pbk->pmb", Jb, normal)[..., None] * normal[:, None]
+        J[:, :, flat] = Jb.reshape(len(rows), J.shape[1], -1)
+        zr = None
+        if z is not None:
+            zr = z[rows].copy()
+            zb = zr[:, flat].reshape(len(rows), len(cols), 3)
+            zr[:, flat] = (zb - np.add.reduce(zb * normal, -1)[..., None] * normal).reshape(len(rows), -1)
+        slid = self._boxed_step(q[rows], ew[rows], J, lam[rows], zr, lo[rows] if lo.ndim == 2 else lo,
+                                hi[rows] if hi.ndim == 2 else hi)
+        out = q_in.copy()
+        out[rows] = project_configuration(self.skeleton, slid)
+        return out
 
     # --- the solve -------------------------------------------------------------------------
     def _solve(

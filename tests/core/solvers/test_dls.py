@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ik_core import Effector, InvalidInputError, Joint, JointKind, Mimic, Skeleton
-from ik_core.limits import ConeTwistLimit, EulerLimit, limit_violation, project_configuration
+from ik_core.limits import ConeTwistLimit, EulerLimit, SwingTwistLimit, limit_violation, project_configuration
 from ik_core.model.kinematics import effector_poses, jacobian
 from ik_core.model.rotations import rotation_error, rotvec_to_matrix
 from ik_core.solvers import make_solver
@@ -615,3 +615,43 @@ def test_per_effector_weights_decide_who_wins_a_shared_joint() -> None:
     make_solver("dls", skeleton, ["L", "R"], mode="position", weights=[1.0] * 6)
     with pytest.raises(InvalidInputError, match=r"\(2, 6\) such rows"):
         make_solver("dls", skeleton, ["L", "R"], mode="position", weights=[[1.0] * 6] * 3)
+
+
+def _ball_chain(rng: np.random.Generator, bones: int = 5) -> Skeleton:
+    """A chain of ball joints along local Y, each with a random cone-twist or swing-twist limit."""
+    joints = []
+    for i in range(bones):
+        origin = np.eye(4)
+        origin[1, 3] = rng.uniform(0.1, 0.4) if i else 0.0
+        if rng.random() < 0.5:
+            limit = ConeTwistLimit(rng.uniform(0.1, 1.5), rng.uniform(0.1, 1.5), -rng.uniform(0, 1), rng.uniform(0, 1))
+        else:
+            limit = SwingTwistLimit(-rng.uniform(0.0, 1.5, 3), rng.uniform(0.0, 1.5, 3))
+        joints.append(Joint(f"b{i}", JointKind.BALL, i - 1, origin, limit=limit))
+    tip = np.eye(4)
+    tip[1, 3] = rng.uniform(0.1, 0.4)
+    return Skeleton(joints, [Effector("tip", bones - 1, tip)])
+
+
+def test_steps_pressed_on_ball_limits_slide_along_them_near_the_target() -> None:
+    """Targets whose answers press ball joints on their limits, from starts a fraction of a millimetre off.
+
+    A step the limits cut is solved again with the pressed joints moving along their limits only,
+    so the other joints make up the rest in the same step: DLS alone (no best effort) reaches
+    nearly all of them in five iterations. Projecting the full step instead leaves the error
+    falling by a few percent an iteration (about 70 % reached in five).
+    """
+    reached = []
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        skeleton = _ball_chain(rng)
+        solver = DLSSolver(skeleton, ["tip"], mode="position", max_iterations=5)
+        solver.best_effort = False
+        # Rotation vectors far outside the limits, projected: every ball ends on its limit.
+        answers = project_configuration(skeleton, rng.normal(size=(20, skeleton.dof)) * 3.0)
+        targets = effector_poses(skeleton, answers, "tip")[:, :3, 3]
+        starts = project_configuration(skeleton, answers + rng.normal(size=answers.shape) * 5e-4)
+        res = solver.solve(targets, starts)
+        assert np.all(limit_violation(skeleton, res.q) <= 1e-9)
+        reached.extend(res.converged)
+    assert np.mean(reached) >= 0.85
