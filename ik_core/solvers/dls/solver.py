@@ -27,8 +27,9 @@ _MODE_ROWS = {"position": 3, "aim": 6, "full": 6}
 _NULL_FADE = 0.1
 # A ball joint the projection moved by more than this [rad] was pressed on its limit by the step.
 _PRESSED = 1e-12
-# Rows within this many tolerances of their targets slide along the ball limits they press on.
-_SLIDE_TOLERANCES = 10.0
+# Rows within this share of the chain's reach of their targets (or 10 tolerances, if more) slide
+# along the ball limits they press on: 1 mm on a 1 m chain.
+_SLIDE_NEAR = 1e-3
 # While tracking, a joint within this fraction of its range from a limit is pulled toward the
 # preferred pose unfaded, growing to the full null-space gain on the limit.
 _LIMIT_MARGIN = 0.15
@@ -191,6 +192,8 @@ class DLSSolver(Solver):
             for j in skeleton.joints
         )
         self._pref = np.asarray(skeleton.preferred_q)
+        reach = float(np.max(self.reach_bound.lengths, initial=0.0))
+        self._slide_near = max(_SLIDE_NEAR * reach, 10.0 * self.tolerance)
         # Stiff joints get proportionally shorter columns, hence smaller steps.
         self._col_scale = 1.0 - np.asarray(skeleton.stiffness)
         self._scaled = bool(np.any(self._col_scale != 1.0))
@@ -335,7 +338,7 @@ class DLSSolver(Solver):
             return q_new
         q_in = project_configuration(self.skeleton, q_new)
         # Near the target, where the step's linear model holds, only the cut keeps the error up.
-        near = np.sqrt(2.0 * E) <= _SLIDE_TOLERANCES * self.tolerance
+        near = np.sqrt(2.0 * E) <= self._slide_near
         return self._slide_on_ball_limits(q, q_new, q_in, ew, Jw, lam, z, lo, hi, near)
 
     def _boxed_step(
@@ -363,7 +366,7 @@ class DLSSolver(Solver):
         """The step again for the rows near their targets whose step the ball limits cut: tangent to the limits.
 
         ``q_new`` is the step's end and ``q_in`` its projection onto the limits (P, dof); ``near``
-        (P,) marks the rows within ``_SLIDE_TOLERANCES`` tolerances of their targets. A ball
+        (P,) marks the rows near their targets (``_SLIDE_NEAR`` of the chain's reach). A ball
         joint the projection moved was pushed out along (about) the limit's normal: its columns
         lose their part along that push and the step is solved again, so the other joints take
         up what the pressed joint cannot give in the same step. Projecting the full step instead
