@@ -107,10 +107,12 @@ def _as_transform(name: str, value: object) -> np.ndarray:
 def _unit_axes(axes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(N, 3) unit axes of (N, 3) ``axes`` ((0, 0, 1) where a norm is not > 0), and their (N,) norms.
 
-    The norm is computed as ``np.linalg.norm`` computes one vector's (a dot product), bit for
-    bit, so a joint made alone and one made by :meth:`Skeleton.from_columns` get the same axis.
+    The norm is summed component by component, in one fixed order for every row: a joint made
+    alone and one made by :meth:`Skeleton.from_columns` get the same axis bit for bit, whatever
+    the batch size and numpy version (a batched product or a BLAS dot may sum in another order).
     """
-    norm = np.sqrt((axes[:, None, :] @ axes[:, :, None])[:, 0, 0])
+    x, y, z = axes[:, 0], axes[:, 1], axes[:, 2]
+    norm = np.sqrt(x * x + y * y + z * z)
     with np.errstate(divide="ignore", invalid="ignore"):
         unit = np.where((norm > 0)[:, None], axes / norm[:, None], _Z)
     return unit, norm
