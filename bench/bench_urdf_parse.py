@@ -26,7 +26,6 @@ parse (and skeleton, and ``to_json``) calls per joint (``sys.setprofile``; C fun
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import gc
 import json
 import sys
@@ -125,7 +124,7 @@ def bench(sizes, repeats: int, budget: float, model_queries: bool = True, calls:
                 def fresh(model=model):
                     # A new model of the same tree: its caches (tree arrays, name maps) are those a
                     # fresh parse leaves, none of the skeleton's.
-                    return RobotModel(dataclasses.replace(model))
+                    return RobotModel(type(model)(model.name, model.links, model.joints, model.notes))
 
                 q_wall = skeleton_wall = json_wall = None
                 skeleton_calls = json_calls = None

@@ -19,11 +19,12 @@ from .urdf_model import (
     MOVING_JOINT_TYPES,
     SUPPORTED_JOINT_TYPES,
     URDF_JOINT_TYPES,
+    JointColumns,
     URDFElementError,
     UrdfJoint,
     UrdfModel,
     unsupported_type_message,
-    usable_mimics,
+    usable_mimic_columns,
 )
 from .xacro_files import XacroExpansion, expand_xacro, is_xacro_path
 
@@ -177,7 +178,7 @@ _FIND, _GET = ET.Element.find, ET.Element.get
 _NO_ELEMENT = ET.Element("none")  # stands for a missing child: every get() on it gives None
 _MOVING = frozenset(MOVING_JOINT_TYPES)
 _URDF_TYPES = frozenset(URDF_JOINT_TYPES)
-_TYPE = operator.attrgetter("type")
+_HELD = frozenset(HELD_JOINT_TYPES)
 _UNLIMITED = (-math.inf, math.inf, math.inf, math.inf)
 
 
@@ -246,8 +247,8 @@ def _children(elems: list[ET.Element], tag: str, missing: ET.Element | None = No
     return [missing if e is None else e for e in found] if missing is not None and None in found else found
 
 
-def _plain_joints(elems: list[ET.Element]) -> list[UrdfJoint] | None:
-    """Every ``<joint>`` as :func:`_joint_fields` reads it; None if one has a problem or needs a note.
+def _plain_joints(elems: list[ET.Element]) -> JointColumns | None:
+    """Every ``<joint>`` as :func:`_joint_fields` reads it, as columns; None if one has a problem or needs a note.
 
     Linear in the number of joints; no Python code runs per joint but a cached number reader's,
     on a text it has not seen.
@@ -282,8 +283,7 @@ def _plain_joints(elems: list[ET.Element]) -> list[UrdfJoint] | None:
                              _finite_or_default(elem.get("offset"), 0.0))
     except _Unexpected:
         return None
-    lower, upper, velocity, effort = zip(*bounds) if bounds else ((),) * 4
-    return UrdfJoint.from_columns(names, types, *ends, xyz, rpy, axis, lower, upper, velocity, effort, mimic)
+    return JointColumns(names, types, *ends, xyz, rpy, axis, bounds, mimic)
 
 
 XACRO_HINT = ("give the .xacro file itself (it is expanded by the bundled xacro package), or expand it into a "
@@ -431,7 +431,7 @@ def parse_urdf(source: str | os.PathLike | XacroExpansion) -> UrdfModel:
         return _parse_document(_read_document(source))
 
 
-def _tree_rows(root: ET.Element, notes: list[str]) -> tuple[str, list[str], list[UrdfJoint]]:
+def _tree_rows(root: ET.Element, notes: list[str]) -> tuple[str, list[str], JointColumns]:
     """The robot's name, link names and joints, read from the tree one element at a time."""
     if root.tag != "robot":
         raise URDFError(f"the root element is <{root.tag}>, expected <robot>")
@@ -443,7 +443,7 @@ def _tree_rows(root: ET.Element, notes: list[str]) -> tuple[str, list[str], list
     elems = root.findall("joint")
     parsed = _plain_joints(elems)
     if parsed is None:  # something to refuse or to note: the one-by-one reader says what, and where
-        parsed = _joints_one_by_one(elems, notes)
+        parsed = JointColumns.of(_joints_one_by_one(elems, notes))
     return root.get("name") or "robot", links, parsed
 
 
@@ -452,15 +452,15 @@ def _parse_document(document: _Document) -> UrdfModel:
     notes: list[str] = []
     try:
         name, links, parsed = _tree_rows(document.root, notes)
-        joints, mimic_notes = usable_mimics(parsed)
+        columns, mimic_notes = usable_mimic_columns(parsed)
         notes.extend(mimic_notes)
-        if any(map(HELD_JOINT_TYPES.__contains__, map(_TYPE, joints))):
-            for j in joints:
-                if j.type in HELD_JOINT_TYPES:
-                    dof = "6" if j.type == "floating" else "3"
-                    notes.append(f"joint {j.name!r} is {j.type} ({dof} degrees of freedom): held at its "
+        if not _HELD.isdisjoint(columns.types):
+            for joint, jtype in zip(columns.names, columns.types):
+                if jtype in _HELD:
+                    dof = "6" if jtype == "floating" else "3"
+                    notes.append(f"joint {joint!r} is {jtype} ({dof} degrees of freedom): held at its "
                                  "origin, as a fixed joint")
-        return UrdfModel(name, tuple(links), joints, tuple(notes))
+        return UrdfModel.from_columns(name, links, columns, notes)
     except URDFElementError as e:
         line = document.line_of(e.tag, e.element, e.occurrence)
         where = f" (line {line})" if line is not None else ""

@@ -33,7 +33,6 @@ from .presets import preset_info
 SCHEMA = "articulate-robot-model/1"
 _TOOL_NAMES = ("tool", "tcp", "flange", "end_effector", "ee_link", "eef")  # lower-case parts of tool link names
 _TOOL_PATTERN = re.compile("|".join(map(re.escape, _TOOL_NAMES)))
-_CHILD = operator.attrgetter("child")
 
 
 def _number(value: float | None, default: float) -> float:
@@ -136,7 +135,7 @@ class RobotModel:
     @cached_property
     def joint_order(self) -> tuple[str, ...]:
         """Moving, non-mimic joints in URDF document order: the order of exported trajectories."""
-        return tuple(j.name for j in self.urdf.joints if j.moves and j.mimic is None)
+        return tuple(map(self.urdf.columns.names.__getitem__, self._joint_rows.tolist()))
 
     @cached_property
     def skeleton(self) -> Skeleton:
@@ -148,10 +147,10 @@ class RobotModel:
         a skeleton needs a joint, and the link's frame is the world. Floating and planar joints
         are fixed joints at their origin.
         """
-        if not self.urdf.joints:
+        if not self.urdf.columns.names:
             root = self.urdf.root_link
             return Skeleton([Joint(root, JointKind.FIXED, -1, np.eye(4))], [Effector(root, 0)], name=self.name)
-        whole = self.urdf.to_skeleton(None, list(map(_CHILD, self.urdf.joints)))
+        whole = self.urdf.to_skeleton(None, list(self.urdf.columns.children))
         return whole.replace(preferred_q=self._home_for(whole.moving_joint_names, whole))
 
     def no_tools_reason(self) -> str | None:
@@ -162,7 +161,7 @@ class RobotModel:
         """
         if self.joint_order:
             return None
-        if not self.urdf.joints:
+        if not self.urdf.columns.names:
             return (f"robot {self.name!r} is a single link ({self.urdf.root_link!r}): it has no joint, "
                     "so there is no chain to make")
         kinds = Counter(j.type for j in self.urdf.joints)
@@ -318,26 +317,22 @@ class RobotModel:
         Unbounded limits are written as ``null`` (JSON has no infinity); floats round-trip
         exactly (``json`` writes ``repr``).
         """
-        joints, count = self.urdf.joints, len(self.urdf.joints)
+        columns, numbers = self.urdf.columns, self.urdf.numbers
 
-        def field(k: int) -> map:
-            return map(operator.itemgetter(k), joints)
-
-        def limits(k: int) -> list[float | None]:
-            numbers = np.fromiter(field(k), float, count)
-            values = numbers.astype(object)  # Python floats
-            values[~np.isfinite(numbers)] = None
-            return values.tolist()
+        def limits(values: np.ndarray) -> list[float | None]:
+            written = values.astype(object)  # Python floats
+            written[~np.isfinite(values)] = None
+            return written.tolist()
 
         # The numbers converted a column at a time; then one dict per joint, from a dict display
         # (twice as fast as dict(zip(keys, row)) by C-level calls).
-        rows = zip(field(0), field(1), field(2), field(3), *(map(list, field(k)) for k in (4, 5, 6)),
-                   *(limits(k) for k in (7, 8, 9, 10)))
+        rows = zip(*columns[:4], *(map(list, values) for values in (columns.xyz, columns.rpy, columns.axis)),
+                   *map(limits, (numbers.lower, numbers.upper, numbers.velocity, numbers.effort)))
         entries = [{"name": name, "type": kind, "parent": parent, "child": child, "xyz": xyz, "rpy": rpy, "axis": axis,
                     "lower": lower, "upper": upper, "velocity": velocity, "effort": effort}
                    for name, kind, parent, child, xyz, rpy, axis, lower, upper, velocity, effort in rows]
-        for k in itertools.compress(range(count), field(11)):  # the mimic joints
-            mimic = joints[k].mimic
+        for k in itertools.compress(range(len(entries)), columns.mimics):  # the mimic joints
+            mimic = columns.mimics[k]
             entries[k]["mimic"] = {"joint": mimic.joint, "multiplier": mimic.multiplier, "offset": mimic.offset}
         return {
             "schema": SCHEMA,
@@ -397,15 +392,19 @@ class RobotModel:
     # --- joint values ----------------------------------------------------------------------
     def limits(self) -> tuple[np.ndarray, np.ndarray]:
         """(J,) lower and (J,) upper limits of :attr:`joint_order` [rad or m]; +-inf where unbounded."""
-        by_name = {j.name: j for j in self.urdf.joints}
-        lower = np.array([by_name[n].lower for n in self.joint_order], dtype=float)
-        upper = np.array([by_name[n].upper for n in self.joint_order], dtype=float)
-        return lower, upper
+        numbers, rows = self.urdf.numbers, self._joint_rows
+        return numbers.lower[rows], numbers.upper[rows]
 
     def kinds(self) -> tuple[str, ...]:
         """URDF type of each joint of :attr:`joint_order` (revolute, continuous or prismatic)."""
-        by_name = {j.name: j for j in self.urdf.joints}
-        return tuple(by_name[n].type for n in self.joint_order)
+        return tuple(map(self.urdf.columns.types.__getitem__, self._joint_rows.tolist()))
+
+    @cached_property
+    def _joint_rows(self) -> np.ndarray:
+        """(J,) the row of each joint of :attr:`joint_order` in ``urdf.columns``."""
+        mimics = self.urdf.columns.mimics
+        free = np.fromiter(map(operator.is_, mimics, itertools.repeat(None)), bool, len(mimics))
+        return np.flatnonzero(self.urdf.moving & free)
 
 
 def wrap_into_limits(q: np.ndarray, lower: np.ndarray, upper: np.ndarray, revolute: np.ndarray) -> np.ndarray:
