@@ -129,10 +129,11 @@ class JointColumns(NamedTuple):
         types: (J,) URDF joint types.
         parents: (J,) parent link names.
         children: (J,) child link names.
-        xyz: (J,) origin translations, 3 numbers each [m].
-        rpy: (J,) origin rotations, 3 numbers each [rad].
-        axis: (J,) unit axes, 3 numbers each.
-        limits: (J,) ``(lower, upper, velocity, effort)`` each, as :class:`UrdfJoint` holds them.
+        xyz: (J,) origin translations, 3 numbers each [m]; a (J, 3) array or a sequence of triples.
+        rpy: (J,) origin rotations, 3 numbers each [rad]; as ``xyz``.
+        axis: (J,) unit axes, 3 numbers each; as ``xyz``.
+        limits: (J,) ``(lower, upper, velocity, effort)`` each, as :class:`UrdfJoint` holds them;
+            a (J, 4) array or a sequence of quadruples.
         mimics: (J,) the :class:`Mimic` of each joint, or None.
     """
 
@@ -156,12 +157,24 @@ class JointColumns(NamedTuple):
 
     def joints(self) -> list[UrdfJoint]:
         """The :class:`UrdfJoint` of every row."""
-        limits = tuple(zip(*self.limits)) if self.limits else ((),) * 4
-        return UrdfJoint.from_columns(*self[:7], *limits, self.mimics)
+        vectors = (_tuples(column) for column in (self.xyz, self.rpy, self.axis))
+        limits = tuple(zip(*_tuples(self.limits))) if len(self.limits) else ((),) * 4
+        return UrdfJoint.from_columns(*self[:4], *vectors, *limits, self.mimics)
 
     def row(self, k: int) -> UrdfJoint:
         """The :class:`UrdfJoint` of row ``k``."""
-        return UrdfJoint(*(column[k] for column in self[:7]), *self.limits[k], self.mimics[k])
+        vectors = (tuple(_python(column[k])) for column in (self.xyz, self.rpy, self.axis))
+        return UrdfJoint(*(column[k] for column in self[:4]), *vectors, *_python(self.limits[k]), self.mimics[k])
+
+
+def _python(values: Sequence[float]) -> Sequence[float]:
+    """Numbers of an array row as Python floats; other sequences as they are."""
+    return values.tolist() if isinstance(values, np.ndarray) else values
+
+
+def _tuples(rows: Sequence[Sequence[float]]) -> Sequence[tuple[float, ...]]:
+    """Each row as a tuple of Python floats (a (J, n) array's rows converted; tuples kept)."""
+    return list(map(tuple, rows.tolist())) if isinstance(rows, np.ndarray) else rows
 
 
 class JointNumbers(NamedTuple):
@@ -398,6 +411,8 @@ class UrdfModel:
         count = len(columns.names)
 
         def rows(values: Sequence[Sequence[float]], width: int) -> np.ndarray:
+            if isinstance(values, np.ndarray):
+                return values
             return np.fromiter(itertools.chain.from_iterable(values), float, width * count).reshape(count, width)
 
         limits = rows(columns.limits, 4)
