@@ -14,7 +14,7 @@ links below the root, serial check), and two more things an import does once per
 ``RobotModel.skeleton`` (first access: the whole tree as a validated ``Skeleton``, one joint per
 URDF joint and one effector per link) and ``RobotModel.to_json`` (the model a rig stores). Each
 of these two is timed on a fresh copy of the parsed model, so no cache of an earlier run
-helps. Seconds are the
+helps. Last, ``RobotModel.from_json`` of that text (what reading a rig's stored model costs). Seconds are the
 best of ``--repeats`` wall-clock runs; CPU seconds show how much of it was ours on a shared
 machine. ``--repo`` imports ``ik_core`` from another checkout (say, an older commit unpacked
 with ``git archive``) to compare; its rows stop at ``--budget`` seconds per parse. ``--calls``
@@ -26,7 +26,6 @@ parse (and skeleton, and ``to_json``) calls per joint (``sys.setprofile``; C fun
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import gc
 import json
 import sys
@@ -125,9 +124,9 @@ def bench(sizes, repeats: int, budget: float, model_queries: bool = True, calls:
                 def fresh(model=model):
                     # A new model of the same tree: its caches (tree arrays, name maps) are those a
                     # fresh parse leaves, none of the skeleton's.
-                    return RobotModel(dataclasses.replace(model))
+                    return RobotModel(type(model)(model.name, model.links, model.joints, model.notes))
 
-                q_wall = skeleton_wall = json_wall = None
+                q_wall = skeleton_wall = json_wall = from_json_wall = None
                 skeleton_calls = json_calls = None
                 if model_queries:
                     q_wall, _q_cpu, (tools, below, _serial) = best(queries, repeats)
@@ -136,13 +135,16 @@ def bench(sizes, repeats: int, budget: float, model_queries: bool = True, calls:
                     assert len(skeleton.joints) == n and len(skeleton.effectors) == n
                     json_wall, text = best_fresh(lambda rm: rm.to_json(), fresh, repeats)
                     assert len(text) > 100 * n
+                    from_json_wall, _cpu, back = best(lambda text=text: RobotModel.from_json(text), repeats)
+                    assert len(back.urdf.links) == n + 1
                     if calls:
                         rm = fresh()
                         skeleton_calls = python_calls(lambda rm=rm: rm.skeleton) / n
                         json_calls = python_calls(rm.to_json) / n
                 rows.append({"shape": shape, "joints": n, "mb": len(data) / 1e6, "parse_s": wall,
                              "parse_cpu_s": cpu, "elementtree_s": et_wall, "us_per_joint": 1e6 * wall / n,
-                             "model_queries_s": q_wall, "skeleton_s": skeleton_wall, "to_json_s": json_wall,
+                             "model_queries_s": q_wall, "skeleton_s": skeleton_wall,
+                             "to_json_s": json_wall, "from_json_s": from_json_wall,
                              "calls_per_joint": python_calls(lambda: parse_urdf(path)) / n if calls else None,  # noqa: B023
                              "skeleton_calls_per_joint": skeleton_calls, "to_json_calls_per_joint": json_calls})
                 if wall > budget:
@@ -171,7 +173,7 @@ def main() -> int:
         return 0
     print(f"Python {sys.version.split()[0]}, ik_core from {repo}")
     print(f"{'shape':6s} {'joints':>8s} {'MB':>6s} {'parse s':>8s} {'cpu s':>7s} {'ElementTree s':>13s} "
-          f"{'us/joint':>9s} {'model queries s':>15s} {'skeleton s':>10s} {'to_json s':>9s} "
+          f"{'us/joint':>9s} {'model queries s':>15s} {'skeleton s':>10s} {'to_json s':>9s} {'from_json s':>11s} "
           f"{'py calls/joint':>14s} {'skeleton':>8s} {'to_json':>7s}")
 
     def cell(value: float | None, width: int, digits: int = 3) -> str:
@@ -180,7 +182,8 @@ def main() -> int:
     for r in rows:
         print(f"{r['shape']:6s} {r['joints']:8d} {r['mb']:6.1f} {r['parse_s']:8.3f} {r['parse_cpu_s']:7.3f} "
               f"{r['elementtree_s']:13.3f} {r['us_per_joint']:9.1f} {cell(r['model_queries_s'], 15)} "
-              f"{cell(r['skeleton_s'], 10)} {cell(r['to_json_s'], 9)} {cell(r['calls_per_joint'], 14)} "
+              f"{cell(r['skeleton_s'], 10)} {cell(r['to_json_s'], 9)} {cell(r['from_json_s'], 11)} "
+              f"{cell(r['calls_per_joint'], 14)} "
               f"{cell(r['skeleton_calls_per_joint'], 8, 2)} {cell(r['to_json_calls_per_joint'], 7, 2)}")
     return 0
 

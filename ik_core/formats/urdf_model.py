@@ -8,7 +8,7 @@ import math
 import operator
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import FrozenInstanceError
 from functools import cached_property
 from typing import NamedTuple
 
@@ -27,7 +27,7 @@ URDF_JOINT_TYPES: tuple[str, ...] = (*SUPPORTED_JOINT_TYPES, *HELD_JOINT_TYPES)
 # The skeleton kind of each URDF type: floating and planar joints are held fixed.
 _KINDS = {t: JointKind(t) for t in SUPPORTED_JOINT_TYPES} | {t: JointKind.FIXED for t in HELD_JOINT_TYPES}
 _URDF_TYPE_SET = frozenset(URDF_JOINT_TYPES)
-_NAME, _TYPE, _PARENT, _CHILD, _MIMIC = map(operator.attrgetter, ("name", "type", "parent", "child", "mimic"))
+_NAME, _MIMIC = map(operator.attrgetter, ("name", "mimic"))
 _JOINT_OF = operator.attrgetter("joint")
 _MOVING_TYPE_SET = frozenset(MOVING_JOINT_TYPES)
 
@@ -117,7 +117,67 @@ class UrdfJoint(NamedTuple):
         return _origins(np.array(self.xyz), np.array(self.rpy))
 
 
-class _JointNumbers(NamedTuple):
+class JointColumns(NamedTuple):
+    """The J joints of a URDF, one sequence per :class:`UrdfJoint` field, in document order.
+
+    What a reader makes of all the joints at once. A :class:`UrdfModel` made from columns
+    answers its questions from them (in whole-column steps) and makes its :class:`UrdfJoint`
+    tuples only when :attr:`UrdfModel.joints` is asked for.
+
+    Attributes:
+        names: (J,) joint names.
+        types: (J,) URDF joint types.
+        parents: (J,) parent link names.
+        children: (J,) child link names.
+        xyz: (J,) origin translations, 3 numbers each [m]; a (J, 3) array or a sequence of triples.
+        rpy: (J,) origin rotations, 3 numbers each [rad]; as ``xyz``.
+        axis: (J,) unit axes, 3 numbers each; as ``xyz``.
+        limits: (J,) ``(lower, upper, velocity, effort)`` each, as :class:`UrdfJoint` holds them;
+            a (J, 4) array or a sequence of quadruples.
+        mimics: (J,) the :class:`Mimic` of each joint, or None.
+    """
+
+    names: Sequence[str]
+    types: Sequence[str]
+    parents: Sequence[str]
+    children: Sequence[str]
+    xyz: Sequence[Sequence[float]]
+    rpy: Sequence[Sequence[float]]
+    axis: Sequence[Sequence[float]]
+    limits: Sequence[Sequence[float]]
+    mimics: Sequence[Mimic | None]
+
+    @classmethod
+    def of(cls, joints: Sequence[UrdfJoint]) -> JointColumns:
+        """The columns of ``joints``."""
+        if not joints:
+            return cls((), (), (), (), (), (), (), (), ())
+        names, types, parents, children, xyz, rpy, axis, lower, upper, velocity, effort, mimics = zip(*joints)
+        return cls(names, types, parents, children, xyz, rpy, axis, tuple(zip(lower, upper, velocity, effort)), mimics)
+
+    def joints(self) -> list[UrdfJoint]:
+        """The :class:`UrdfJoint` of every row."""
+        vectors = (_tuples(column) for column in (self.xyz, self.rpy, self.axis))
+        limits = tuple(zip(*_tuples(self.limits))) if len(self.limits) else ((),) * 4
+        return UrdfJoint.from_columns(*self[:4], *vectors, *limits, self.mimics)
+
+    def row(self, k: int) -> UrdfJoint:
+        """The :class:`UrdfJoint` of row ``k``."""
+        vectors = (tuple(_python(column[k])) for column in (self.xyz, self.rpy, self.axis))
+        return UrdfJoint(*(column[k] for column in self[:4]), *vectors, *_python(self.limits[k]), self.mimics[k])
+
+
+def _python(values: Sequence[float]) -> Sequence[float]:
+    """Numbers of an array row as Python floats; other sequences as they are."""
+    return values.tolist() if isinstance(values, np.ndarray) else values
+
+
+def _tuples(rows: Sequence[Sequence[float]]) -> Sequence[tuple[float, ...]]:
+    """Each row as a tuple of Python floats (a (J, n) array's rows converted; tuples kept)."""
+    return list(map(tuple, rows.tolist())) if isinstance(rows, np.ndarray) else rows
+
+
+class JointNumbers(NamedTuple):
     """The numbers of a model's J joints (see :class:`UrdfJoint`), one array per field."""
 
     xyz: np.ndarray  # (J, 3) [m]
@@ -129,16 +189,17 @@ class _JointNumbers(NamedTuple):
     effort: np.ndarray  # (J,)
 
 
-@dataclass(frozen=True)
 class UrdfModel:
     """The kinematic tree of a URDF: link names and joints, validated to form one tree.
 
     A robot of a single link (no joint) is a valid model; so is one whose joints are all fixed.
+    Immutable; two models are equal when their names, links and joints are.
 
     Attributes:
         name: The robot's name.
         links: Link names in document order.
-        joints: Joints in document order.
+        joints: Joints in document order (made on first use by a model made :meth:`from_columns`).
+        columns: The joints as :class:`JointColumns`: what the model's own questions read.
         notes: What a lenient reader changed or ignored while reading the file (a mimic on a
             fixed joint, a mimic of a missing joint, a floating joint held still), one
             sentence each, for the import to report. Not compared and not stored.
@@ -152,11 +213,48 @@ class UrdfModel:
 
     name: str
     links: tuple[str, ...]
-    joints: tuple[UrdfJoint, ...]
-    notes: tuple[str, ...] = field(default=(), compare=False)
+    columns: JointColumns
+    notes: tuple[str, ...]
 
-    def __post_init__(self) -> None:
+    def __init__(self, name: str, links: Sequence[str], joints: Sequence[UrdfJoint], notes: Sequence[str] = ()) -> None:
+        joints = tuple(joints)
+        self._set(name, links, JointColumns.of(joints), notes)
+        self.__dict__["joints"] = joints
+
+    @classmethod
+    def from_columns(
+        cls, name: str, links: Sequence[str], columns: JointColumns, notes: Sequence[str] = ()
+    ) -> UrdfModel:
+        """The model of joints given as columns (a reader's), validated as :class:`UrdfModel` validates joints."""
+        model = cls.__new__(cls)
+        model._set(name, links, columns, notes)
+        return model
+
+    def _set(self, name: str, links: Sequence[str], columns: JointColumns, notes: Sequence[str]) -> None:
+        self.__dict__.update(name=name, links=tuple(links), columns=columns, notes=tuple(notes))
         _check_tree(self)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}: a UrdfModel is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}: a UrdfModel is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, UrdfModel):
+            return NotImplemented
+        return (self.name, self.links, self.joints) == (other.name, other.links, other.joints)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.links, self.joints))
+
+    def __repr__(self) -> str:
+        return f"UrdfModel(name={self.name!r}, links={len(self.links)}, joints={len(self.columns.names)})"
+
+    @cached_property
+    def joints(self) -> tuple[UrdfJoint, ...]:
+        """Joints in document order."""
+        return tuple(self.columns.joints())
 
     @cached_property
     def root_link(self) -> str:
@@ -170,21 +268,19 @@ class UrdfModel:
     @cached_property
     def _joint_links(self) -> tuple[np.ndarray, np.ndarray]:
         """(J,) parent and (J,) child link index of each joint; -1 for a name that is no link."""
-        get, count, none = self._link_index.get, len(self.joints), itertools.repeat(-1)
-        return (np.fromiter(map(get, map(_PARENT, self.joints), none), np.intp, count),
-                np.fromiter(map(get, map(_CHILD, self.joints), none), np.intp, count))
+        columns, get, none = self.columns, self._link_index.get, itertools.repeat(-1)
+        count = len(columns.names)
+        return (np.fromiter(map(get, columns.parents, none), np.intp, count),
+                np.fromiter(map(get, columns.children, none), np.intp, count))
 
     @cached_property
-    def _by_child(self) -> dict[str, UrdfJoint]:
-        return dict(zip(map(_CHILD, self.joints), self.joints))
-
-    @cached_property
-    def _by_name(self) -> dict[str, UrdfJoint]:
-        return dict(zip(map(_NAME, self.joints), self.joints))
+    def _joint_index(self) -> dict[str, int]:
+        """Joint name -> its index in :attr:`columns` (the last, if names repeat)."""
+        return dict(zip(self.columns.names, range(len(self.columns.names))))
 
     @cached_property
     def _resolved_mimics(self) -> dict[str, Mimic]:
-        return resolve_mimics(self.joints)
+        return _compose_mimics(self.columns.names, self.columns.mimics, self._joint_index)
 
     @cached_property
     def tree(self) -> LinkTree:
@@ -194,7 +290,8 @@ class UrdfModel:
     @cached_property
     def moving(self) -> np.ndarray:
         """(J,) bool, whether each joint of :attr:`joints` moves (:attr:`UrdfJoint.moves`)."""
-        return np.fromiter(map(_MOVING_TYPE_SET.__contains__, map(_TYPE, self.joints)), bool, len(self.joints))
+        types = self.columns.types
+        return np.fromiter(map(_MOVING_TYPE_SET.__contains__, types), bool, len(types))
 
     def link_index(self, name: str) -> int:
         """The index of link ``name`` in :attr:`links` (and in :attr:`tree`).
@@ -210,7 +307,7 @@ class UrdfModel:
     def leaf_links(self, base_link: str | None = None) -> list[str]:
         """Links without child joints below ``base_link`` (default: the root), depth first."""
         order = self._joints_below(self.link_index(base_link or self.root_link))
-        return list(map(_CHILD, map(self.joints.__getitem__, order[self.tree.leaf[self._joint_links[1][order]]])))
+        return list(map(self.columns.children.__getitem__, order[self.tree.leaf[self._joint_links[1][order]]].tolist()))
 
     def joint(self, name: str) -> UrdfJoint:
         """The joint with this name.
@@ -218,10 +315,10 @@ class UrdfModel:
         Raises:
             UnknownNameError: If there is none; the message lists the joint names.
         """
-        found = self._by_name.get(name)
-        if found is None:
-            raise UnknownNameError("joint", name, [j.name for j in self.joints])
-        return found
+        k = self._joint_index.get(name)
+        if k is None:
+            raise UnknownNameError("joint", name, self.columns.names)
+        return self.columns.row(k)
 
     def to_skeleton(
         self, base_link: str | None = None, tip_links: str | Sequence[str] | None = None
@@ -254,7 +351,7 @@ class UrdfModel:
         else:
             tips = list(dict.fromkeys([tip_links] if isinstance(tip_links, str) else tip_links))
         if not tips:
-            what = "the robot is a single link" if not self.joints else f"no link hangs below {base!r}"
+            what = "the robot is a single link" if not self.columns.names else f"no link hangs below {base!r}"
             raise SkeletonError(f"no tip link: {what}; name at least one link below base link {base!r}")
         tip = np.fromiter(map(self._link_index.get, tips, itertools.repeat(-1)), np.intp, len(tips))
         for k in np.flatnonzero(tip < 0).tolist():
@@ -273,7 +370,7 @@ class UrdfModel:
         flags = np.zeros(len(self.links), bool)
         flags[tip] = True
         kept = tree.above(flags, stop=b) & below  # links on the way from a tip up to the base, base excluded
-        source = self._mimic_sources
+        source, joint_names = self._mimic_sources, self.columns.names
         while True:  # a kept mimic joint keeps the path of the joint it follows (whose path may hold more mimics)
             keep = kept[children]
             wanting = np.flatnonzero(keep & (source >= 0) & ~keep[source])
@@ -281,7 +378,7 @@ class UrdfModel:
                 break
             held = children[source[wanting]]  # the followed joints' child links
             for k in np.flatnonzero(~below[held])[:1].tolist():
-                what = f"joint {self.joints[source[wanting[k]]].name!r} (mimicked by {self.joints[wanting[k]].name!r})"
+                what = f"joint {joint_names[source[wanting[k]]]!r} (mimicked by {joint_names[wanting[k]]!r})"
                 if held[k] == b:
                     raise SkeletonError(f"{what} sits above base link {base!r}, outside the chain")
                 raise SkeletonError(f"{what} does not descend from base link {base!r}")
@@ -289,16 +386,17 @@ class UrdfModel:
             flags[held] = True
             kept |= tree.above(flags, stop=b) & below
         order = self._preorder[keep[self._preorder]]
-        place = np.full(len(self.joints), -1)  # each kept joint's index in the skeleton
+        place = np.full(len(joint_names), -1)  # each kept joint's index in the skeleton
         place[order] = np.arange(len(order))
         entering = np.full(len(self.links), -1)  # the joint whose child each link is
-        entering[children] = np.arange(len(self.joints))
+        entering[children] = np.arange(len(joint_names))
         up = entering[parents[order]]
-        kept = list(map(self.joints.__getitem__, order.tolist()))
-        names, moving, numbers = list(map(_NAME, kept)), self.moving[order], self._numbers
+        kept = order.tolist()
+        names, moving, numbers = list(map(joint_names.__getitem__, kept)), self.moving[order], self.numbers
         resolved = self._resolved_mimics
         return Skeleton.from_columns(
-            names, list(map(_KINDS.__getitem__, map(_TYPE, kept))), np.where(up >= 0, place[up], -1),
+            names, list(map(_KINDS.__getitem__, map(self.columns.types.__getitem__, kept))),
+            np.where(up >= 0, place[up], -1),
             _origins(numbers.xyz[order], numbers.rpy[order]),
             np.where(moving[:, None], numbers.axis[order], (0.0, 0.0, 1.0)), numbers.lower[order],
             numbers.upper[order], np.where(moving, numbers.velocity[order], np.inf),
@@ -307,15 +405,18 @@ class UrdfModel:
         )
 
     @cached_property
-    def _numbers(self) -> _JointNumbers:
+    def numbers(self) -> JointNumbers:
         """The joints' numbers as arrays, in document order."""
-        count, joints = len(self.joints), self.joints
+        columns = self.columns
+        count = len(columns.names)
 
-        def triples(k: int) -> np.ndarray:
-            return np.fromiter(itertools.chain.from_iterable(map(operator.itemgetter(k), joints)), float, 3 * count)
+        def rows(values: Sequence[Sequence[float]], width: int) -> np.ndarray:
+            if isinstance(values, np.ndarray):
+                return values
+            return np.fromiter(itertools.chain.from_iterable(values), float, width * count).reshape(count, width)
 
-        return _JointNumbers(*(triples(k).reshape(-1, 3) for k in (4, 5, 6)),
-                             *(np.fromiter(map(operator.itemgetter(k), joints), float, count) for k in (7, 8, 9, 10)))
+        limits = rows(columns.limits, 4)
+        return JointNumbers(rows(columns.xyz, 3), rows(columns.rpy, 3), rows(columns.axis, 3), *limits.T)
 
     @cached_property
     def _preorder(self) -> np.ndarray:
@@ -325,11 +426,11 @@ class UrdfModel:
     @cached_property
     def _mimic_sources(self) -> np.ndarray:
         """(J,) per joint, the index of the non-mimic joint it follows (its mimics composed), or -1."""
-        source = np.full(len(self.joints), -1)
+        source = np.full(len(self.columns.names), -1)
         resolved = self._resolved_mimics
         if not resolved:
             return source
-        number = dict(zip(map(_NAME, self.joints), range(len(self.joints)))).__getitem__
+        number = self._joint_index.__getitem__
         source[list(map(number, resolved))] = list(map(number, map(_JOINT_OF, resolved.values())))
         return source
 
@@ -369,25 +470,46 @@ def resolve_mimics(joints: Sequence[UrdfJoint]) -> dict[str, Mimic]:
     Returns:
         Mimic joint name -> its composed :class:`Mimic` of a non-mimic joint.
     """
-    followers = list(itertools.compress(joints, map(_MIMIC, joints)))  # the mimic joints
-    by_name = dict(zip(map(_NAME, joints), joints)) if followers else {}
+    names, mimics = list(map(_NAME, joints)), list(map(_MIMIC, joints))
+    return _compose_mimics(names, mimics, dict(zip(names, range(len(names)))) if any(mimics) else {})
+
+
+def _compose_mimics(names: Sequence[str], mimics: Sequence[Mimic | None], index: dict[str, int]) -> dict[str, Mimic]:
+    """:func:`resolve_mimics` of joint columns; ``index`` maps each name to its row."""
     out: dict[str, Mimic] = {}
-    for joint in followers:
-        if joint.name in out:
+    for k in itertools.compress(range(len(mimics)), mimics):  # the mimic joints
+        if names[k] in out:
             continue
-        chain, source = [], joint
-        while source.mimic is not None and source.name not in out:
+        chain, source = [], k
+        while mimics[source] is not None and names[source] not in out:
             chain.append(source)
-            source = by_name[source.mimic.joint]
-        below = out.get(source.name, Mimic(source.name, 1.0, 0.0))
+            source = index[mimics[source].joint]
+        below = out.get(names[source], Mimic(names[source], 1.0, 0.0))
         for link in reversed(chain):  # link = m * source + o, source = below
-            m, o = link.mimic.multiplier, link.mimic.offset
-            below = out[link.name] = Mimic(below.joint, m * below.multiplier, m * below.offset + o)
+            m, o = mimics[link].multiplier, mimics[link].offset
+            below = out[names[link]] = Mimic(below.joint, m * below.multiplier, m * below.offset + o)
     return out
 
 
 def usable_mimics(joints: Sequence[UrdfJoint]) -> tuple[tuple[UrdfJoint, ...], tuple[str, ...]]:
     """The joints with the mimics urdfdom would not apply dropped, and a note for each.
+
+    See :func:`usable_mimic_columns`.
+
+    Args:
+        joints: Joints as written.
+
+    Returns:
+        The joints (the same objects where nothing changed) and the notes, in document order.
+    """
+    columns, notes = usable_mimic_columns(JointColumns.of(joints))
+    if not notes:
+        return tuple(joints), ()
+    return tuple(j if j.mimic is kept else j._replace(mimic=None) for j, kept in zip(joints, columns.mimics)), notes
+
+
+def usable_mimic_columns(columns: JointColumns) -> tuple[JointColumns, tuple[str, ...]]:
+    """The joint columns with the mimics urdfdom would not apply dropped, and a note for each.
 
     urdfdom reads a ``<mimic>`` on any joint and never checks what it names; consumers skip
     the ones they cannot follow. Dropped here, each with a note: a mimic on a joint that does
@@ -396,34 +518,34 @@ def usable_mimics(joints: Sequence[UrdfJoint]) -> tuple[tuple[UrdfJoint, ...], t
     :class:`UrdfModel` to refuse.
 
     Args:
-        joints: Joints as written.
+        columns: Joints as written.
 
     Returns:
-        The joints (the same objects where nothing changed) and the notes, in document order.
+        The columns (the same object if nothing changed) and the notes, in document order.
     """
-    marked = list(itertools.compress(range(len(joints)), map(_MIMIC, joints)))  # the mimic joints
+    names, types, mimics = columns.names, columns.types, columns.mimics
+    marked = list(itertools.compress(range(len(mimics)), mimics))  # the mimic joints
     if not marked:
-        return tuple(joints), ()
-    by_name = dict(zip(map(_NAME, joints), joints))
-    out, notes = list(joints), []
+        return columns, ()
+    index = dict(zip(names, range(len(names))))
+    kept, notes = list(mimics), []
     for k in marked:
-        j = joints[k]
-        mimic = j.mimic
-        source = by_name.get(mimic.joint)
+        mimic, jtype = mimics[k], types[k]
+        source = index.get(mimic.joint)
         problem = ""
-        if not j.moves:
-            still = "does not move" if j.type == "fixed" else "is held at its origin"
-            problem = f"a {j.type} joint {still}, so its <mimic joint='{mimic.joint}'> is ignored"
+        if jtype not in _MOVING_TYPE_SET:
+            still = "does not move" if jtype == "fixed" else "is held at its origin"
+            problem = f"a {jtype} joint {still}, so its <mimic joint='{mimic.joint}'> is ignored"
         elif source is None:
             problem = (f"<mimic joint='{mimic.joint}'> names no joint of the robot; the mimic is "
                        "ignored and the joint moves on its own")
-        elif not source.moves:
-            problem = (f"<mimic joint='{mimic.joint}'> names a {source.type} joint; the mimic is "
+        elif types[source] not in _MOVING_TYPE_SET:
+            problem = (f"<mimic joint='{mimic.joint}'> names a {types[source]} joint; the mimic is "
                        "ignored and the joint moves on its own")
         if problem:
-            notes.append(f"joint {j.name!r}: {problem}")
-            out[k] = j._replace(mimic=None)
-    return tuple(out), tuple(notes)
+            notes.append(f"joint {names[k]!r}: {problem}")
+            kept[k] = None
+    return (columns._replace(mimics=kept), tuple(notes)) if notes else (columns, ())
 
 
 def _names(items: Sequence[str]) -> str:
@@ -437,14 +559,14 @@ def _check_tree(model: UrdfModel) -> None:
     """
     if not model.links:
         raise URDFError(f"robot {model.name!r} has no <link> element")
-    for kind, every, unique in (("link", model.links, model._link_index), ("joint", model.joints, model._by_name)):
+    columns = model.columns
+    for kind, every, unique in (("link", model.links, model._link_index), ("joint", columns.names, model._joint_index)):
         if len(unique) != len(every):  # some name is repeated: which ones
-            names = every if kind == "link" else [j.name for j in every]
-            repeated = sorted(n for n, count in Counter(names).items() if count > 1)
+            repeated = sorted(n for n, count in Counter(every).items() if count > 1)
             raise URDFElementError(
                 kind, repeated[0], f"{kind} names must be unique; repeated: {_names(repeated)}", occurrence=1)
     parents, children = model._joint_links
-    if (not _URDF_TYPE_SET.issuperset(map(_TYPE, model.joints)) or (parents < 0).any() or (children < 0).any()
+    if (not _URDF_TYPE_SET.issuperset(columns.types) or (parents < 0).any() or (children < 0).any()
             or np.bincount(children, minlength=1).max() > 1):
         _raise_first_bad_joint(model)
     tree = model.tree
@@ -459,10 +581,11 @@ def _check_tree(model: UrdfModel) -> None:
     end, _ = tree.climb()
     cyclic = [model.links[k] for k in np.flatnonzero(end != (model.link_index(roots[0]) if roots else -1))]
     if cyclic:
+        entering = int(np.flatnonzero(children == model._link_index[cyclic[0]])[0])
         raise URDFElementError(
-            "joint", model._by_child[cyclic[0]].name,
+            "joint", columns.names[entering],
             f"the joints form a cycle through links {_names(cyclic[:10])}; a URDF must form a tree")
-    _check_mimics(model._by_name)
+    _check_mimics(columns, model._joint_index)
 
 
 def _raise_first_bad_joint(model: UrdfModel) -> None:
@@ -485,24 +608,30 @@ def _raise_first_bad_joint(model: UrdfModel) -> None:
         parent_joint[j.child] = j
 
 
-def _check_mimics(by_name: dict[str, UrdfJoint]) -> None:
-    """Raise unless every mimic is on a moving joint and leads, without cycles, to a moving joint."""
+def _check_mimics(columns: JointColumns, index: dict[str, int]) -> None:
+    """Raise unless every mimic is on a moving joint and leads, without cycles, to a moving joint.
+
+    ``index`` maps each joint name to its row of ``columns`` (names are unique by now).
+    """
+    names, types, mimics = columns.names, columns.types, columns.mimics
     done: set[str] = set()
-    for j in itertools.compress(by_name.values(), map(_MIMIC, by_name.values())):  # the mimic joints
-        if not j.moves:
-            raise URDFElementError("joint", j.name, f"joint {j.name!r}: a {j.type} joint cannot have a <mimic> element")
+    for k in itertools.compress(range(len(mimics)), mimics):  # the mimic joints
+        if types[k] not in _MOVING_TYPE_SET:
+            raise URDFElementError(
+                "joint", names[k], f"joint {names[k]!r}: a {types[k]} joint cannot have a <mimic> element")
         path: list[str] = []
-        source = j
-        while source.mimic is not None and source.name not in done:
-            if source.name in path:
-                cycle = [*path[path.index(source.name):], source.name]
-                raise URDFElementError("joint", j.name, f"mimic joints form a cycle: {' -> '.join(cycle)}")
-            path.append(source.name)
-            target = by_name.get(source.mimic.joint)
-            if target is None or not target.moves:
-                problem = "names no joint of the robot" if target is None else f"names a {target.type} joint"
-                raise URDFElementError(
-                    "joint", source.name, f"joint {source.name!r}: <mimic joint='{source.mimic.joint}'> {problem}")
+        source = k
+        while mimics[source] is not None and names[source] not in done:
+            name = names[source]
+            if name in path:
+                cycle = [*path[path.index(name):], name]
+                raise URDFElementError("joint", names[k], f"mimic joints form a cycle: {' -> '.join(cycle)}")
+            path.append(name)
+            followed = mimics[source].joint
+            target = index.get(followed)
+            if target is None or types[target] not in _MOVING_TYPE_SET:
+                problem = "names no joint of the robot" if target is None else f"names a {types[target]} joint"
+                raise URDFElementError("joint", name, f"joint {name!r}: <mimic joint='{followed}'> {problem}")
             source = target
         done.update(path)
 

@@ -440,3 +440,38 @@ def test_joints_read_all_at_once_equal_joints_read_one_by_one(monkeypatch) -> No
     assert noted.joints[:-1] == at_once.joints and len(at_once.notes) == 2  # the missing mimic, the floating joint
     assert noted.notes == ("joint 'h': <limit velocity='-1'> is negative; read as unknown", *at_once.notes)
     assert at_once.joint("b").axis == (0.0, 0.6, 0.8) and at_once.joint("e").velocity == math.inf
+
+
+def test_a_model_read_as_columns_equals_the_model_of_its_joints() -> None:
+    """The reader's columns go into the model as they are: the joints made from them on demand, one joint
+    looked up, the numbers, the skeleton and the checks are those of a model made from UrdfJoint tuples."""
+    body = "".join([
+        joint("a", "revolute", "l0", "l1"),
+        "<joint name='b' type='continuous'><parent link='l1'/><child link='l2'/><axis xyz='0 3 4'/></joint>",
+        joint("c", "prismatic", "l1", "l3", "<mimic joint='a' multiplier='-2' offset='0.5'/>"),
+        "<joint name='d' type='fixed'><parent link='l0'/><child link='l4'/><origin rpy='0.1 0.2 0.3'/></joint>",
+    ])
+    read = parse_urdf(robot(body, "l0 l1 l2 l3 l4"))
+    made = UrdfModel(read.name, read.links, tuple(read.joints))
+    assert read == made and hash(read) == hash(made) and read.joints == made.joints
+    assert read.joint("b") == made.joint("b") == read.joints[1] and read.joint("c").mimic == Mimic("a", -2.0, 0.5)
+    for got, want in zip(read.numbers, made.numbers, strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert read.to_skeleton().joint_names == made.to_skeleton().joint_names
+    with pytest.raises(AttributeError, match="immutable"):
+        read.name = "other"  # type: ignore[misc]
+
+
+def test_a_joints_first_child_of_each_tag_is_read_as_find_reads_it() -> None:
+    """Children found for all joints at once: a repeated element's first one counts, unknown elements and the
+    order of the children do not matter, and a joint without a child element of some tag gets its default."""
+    body = ("<joint name='a' type='revolute'><limit lower='-1' upper='1' effort='1' velocity='1'/><junk/>"
+            "<origin xyz='1 0 0'/><origin xyz='2 0 0'/><child link='l1'/><axis xyz='0 1 0'/><parent link='l0'/>"
+            "<axis xyz='1 0 0'/></joint>"
+            "<joint name='b' type='fixed'><parent link='l1'/><child link='l2'/></joint>")
+    model = parse_urdf(robot(body, "l0 l1 l2"))
+    a, b = model.joints
+    assert (a.parent, a.child, a.xyz, a.axis, a.lower) == ("l0", "l1", (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), -1.0)
+    assert (b.xyz, b.rpy, b.upper, b.mimic) == ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), math.inf, None)
+    with pytest.raises(URDFError, match="missing <parent link"):
+        parse_urdf(robot("<joint name='c' type='fixed'><child link='l1'/></joint>", "l0 l1"))

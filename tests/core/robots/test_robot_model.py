@@ -278,3 +278,25 @@ def test_json_text_keeps_integers_and_negative_zeros_as_written():
               UrdfJoint("c\u00e9\"", "fixed", "l2", "l3"))
     model = RobotModel(UrdfModel("r\u00e9", ("base", "l1", "l2", "l3"), joints), home={"a": 1})
     assert model.to_json() == _json_joint_by_joint(model)
+
+
+@pytest.mark.parametrize("urdf", [rail_arm_urdf, dual_arm_urdf])
+def test_stored_model_read_a_column_at_a_time_is_the_model_written(urdf):
+    """from_json reads all joints' fields at once: the model equals the one stored (mimic fingers and a
+    continuous joint's unbounded limits included), writes the same text again, and a field of the wrong kind
+    is malformed."""
+    model = RobotModel.from_urdf(urdf())
+    back = RobotModel.from_json(model.to_json())
+    assert back.urdf == model.urdf and back.to_json() == model.to_json()
+    assert back.urdf.joints == model.urdf.joints and back.joint_order == model.joint_order
+    assert list(back.urdf.columns.mimics) == list(model.urdf.columns.mimics)
+    for got, want in zip(back.limits(), model.limits(), strict=True):
+        np.testing.assert_array_equal(got, want)
+    data = model.to_dict()
+    data["joints"][0]["lower"] = "low"
+    with pytest.raises(URDFError, match="malformed"):
+        RobotModel.from_dict(data)
+    data = model.to_dict()
+    data["joints"][-1]["xyz"] = 3.0
+    with pytest.raises(URDFError, match="malformed"):
+        RobotModel.from_dict(data)
