@@ -330,6 +330,10 @@ def _retry_frames(
     A frame that jumped (by more than max_jump, or on a redundant chain by more than
     ``_POP_STEP`` and ``_WHIP_RATIO`` times the step before it: its self-motion whipped) is
     solved again by ``solver``, and the retry kept if it reaches the target with a smaller jump.
+    Where a replaced frame's successor then steps away from it (a redundant chain's self-motion
+    switched there, so the whole run after it would be retried frame by frame), the reached run
+    ahead is solved in one batch from the replaced frame, and each of its answers kept where it
+    steps no further than a frame that needs no retry (see :func:`_solve_ahead`).
     A missed frame already had the batch pass's restarts: it is solved again without restarts
     (bounded work), first from where it is when ``finish_first`` (a look-ahead answer is smooth
     and next to its target: a near-singular frame the polish left short), then from the frame
@@ -353,6 +357,8 @@ def _retry_frames(
     )
     steps = np.concatenate([[0.0], joint_steps(skeleton, q[:-1], q[1:])]) if n > 1 else np.zeros(n)
     replaced = np.zeros(n, dtype=bool)
+    # Answers solved ahead for the frames after a replaced one (see _solve_ahead), by frame.
+    ahead: dict[int, IKResult] = {}
     failed = 0  # retries in a row that left their missed frames missed
     # Frames since the frame before (more than one where frames were taken out of the take).
     gaps = np.ones(n, dtype=int) if frames is None else np.diff(frames, prepend=frames[0] - 1)
@@ -377,16 +383,18 @@ def _retry_frames(
             guess = guess + int(gaps[i]) * velocity
         frame_options = _frame_options(options, i)
         if not missed:
-            retry = solver.solve(targets[i], guess, **frame_options, **extra)
-            if whip and jump <= allowed and i > 1:
-                # A whip of the self-motion: the prediction may carry it on; the frame before
-                # itself is the start that continues the pose.
-                again = solver.solve(targets[i], q[i - 1], **frame_options, **extra)
-                if again.converged and (
-                    not retry.converged
-                    or joint_steps(skeleton, q[i - 1], again.q) < joint_steps(skeleton, q[i - 1], retry.q)
-                ):
-                    retry = again
+            if replaced[i - 1] and i not in ahead:
+                # The frame before was replaced and this one now steps away from it: the batch
+                # answers after it continue the pose it replaced, and retried one at a time the
+                # whole run after it would be (a redundant chain's self-motion switched at the
+                # replaced frame). Solve the converged run ahead at once from the frame before,
+                # as a segment would: frame k of it inside k steps of the jump allowed.
+                ahead = _solve_ahead(solver, targets, q, ok, i, max_jump, gaps, local, options)
+            # An answer solved ahead is kept only where it steps no further than a frame that
+            # needs no retry; otherwise the frame is retried alone from the frame before.
+            retry = ahead.pop(i, None)
+            if retry is None or not _improves(skeleton, q[i - 1], retry, min(jump, pop_step * int(gaps[i]))):
+                retry = solver.solve(targets[i], guess, **frame_options, **extra)
         else:
             retry = calm.solve(targets[i], q[i], radius=max_jump, **frame_options) if finish_first else None
             if retry is None or not retry.converged:
@@ -409,6 +417,39 @@ def _retry_frames(
             )
         if missed:
             failed = 0 if retry.converged else failed + 1
+
+
+# Frames a run solved ahead after a replaced frame spans at most (a segment's length).
+_AHEAD = 32
+
+
+def _improves(skeleton, before: np.ndarray, retry: IKResult, jump: float) -> bool:
+    """Whether a retry reaches its target with a step from ``before`` smaller than ``jump`` [rad or m]."""
+    return bool(retry.converged) and float(joint_steps(skeleton, before, retry.q)) < jump
+
+
+def _solve_ahead(
+    solver: Solver, targets: np.ndarray, q: np.ndarray, ok: np.ndarray, i: int, max_jump: float,
+    gaps: np.ndarray, local: bool, options: dict,
+) -> dict[int, IKResult]:
+    """Retry answers for the reached frames from ``i`` on, solved in one batch from frame ``i - 1``; by frame.
+
+    The run ends at the first missed frame or after ``_AHEAD`` frames. Frame i + k starts from
+    q[i - 1] inside the jump allowed over the frames since it (a segment's box), so the run
+    continues the pose of frame i - 1 instead of the one the batch answers continued.
+    """
+    end = i
+    while end < len(q) and end - i < _AHEAD and ok[end]:
+        end += 1
+    if end - i < 2:
+        return {}
+    frames = np.arange(i, end)
+    extra = {"radius": max_jump * np.cumsum(gaps[frames])} if local else {}
+    batch = solver.solve(
+        targets[frames], np.repeat(q[i - 1][None], len(frames), axis=0), **_frame_options(options, frames), **extra
+    )
+    fields = IKResult.__dataclass_fields__
+    return {int(f): IKResult(**{name: getattr(batch, name)[k] for name in fields}) for k, f in enumerate(frames)}
 
 
 def _without_restarts(solver: Solver) -> Solver:

@@ -45,6 +45,12 @@ _RACE_BOOST = (5, 8)
 # Iterations a target beyond its effector's reach gets, without restarts: no restart can reach
 # it, and the error of a chain stretched toward it stops falling within a few iterations.
 REACH_POLISH = 12
+# DLS iterations a local (boxed) solve of a chain with charted ball limits gets before the targets
+# it has not reached go to the best effort's descent (see _solve_within).
+_HANDOFF = 12
+# Iterations of that descent: the targets it reaches take a few; the others are held by the limits,
+# and the best effort descends them fully after the restarts anyway.
+_HANDOFF_DESCENT = 20
 # Library seeds polished beside each of a few targets beyond reach (one each in larger batches):
 # a lone call's start (the preferred pose) may point anywhere.
 _REACH_SEEDS = 8
@@ -502,21 +508,63 @@ class DLSSolver(Solver):
         pts.lo, pts.hi = lo[pts.t], hi[pts.t]
         if not self._null:
             pts.pref = q0[pts.t]
-        k = self._run(pts, deadline, self.max_iterations)
+        handoff = self._charted and self.mode != "aim"
+        k = self._run(pts, deadline, min(self.max_iterations, _HANDOFF) if handoff else self.max_iterations)
         pts.finish(k)
         miss = np.flatnonzero(pts.best_E >= 0.0)  # converged targets carry best_E = -1
         q, iters, pe, re = pts.best_q, pts.iterations, pts.best_pe, pts.best_re
+        best_E = pts.best_E
+        if handoff and len(miss):
+            # Near a limit DLS in rotation vectors crawls: each step projected back onto a swing
+            # or an Euler limit keeps a few percent of what it promised (about 100 iterations
+            # where the target is a few millimetres away). The best effort's descent runs in the
+            # limits' own coordinates, where they are a box, and reaches such targets in a few
+            # iterations; the targets it leaves short go on to the restarts as before.
+            q, pe, re, best_E = self._descend_missed(q, pe, re, best_E, miss, tp, tr)
+            miss = np.flatnonzero(best_E >= 0.0)
         restarts = np.zeros(N, dtype=int)
         if len(miss) and (deadline is None or time.perf_counter() < deadline):
             # Off the start's branch (or out of the box): the ordinary solve, restarts included.
             far = Particles(self, q0[miss], tp[miss], None if tr is None else tr[miss], policy=self._restart_policy())
             far.finish(self._run(far, deadline, max(self.max_iterations - k, 1)))
-            better = far.best_E < pts.best_E[miss]
+            better = far.best_E < best_E[miss]
             take = miss[better]
             q[take], pe[take], re[take] = far.best_q[better], far.best_pe[better], far.best_re[better]
             iters[miss] += far.iterations
             restarts[miss] = far.restarts
         return q, iters, restarts, pe, re
+
+    def _descend_missed(
+        self, q: np.ndarray, pe: np.ndarray, re: np.ndarray, best_E: np.ndarray, rows: np.ndarray,
+        tp: np.ndarray, tr: np.ndarray | None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The answers of ``rows`` descended by the best effort toward their targets, where that brings them nearer.
+
+        Args:
+            q: (N, dof) answers.
+            pe: (N,) their position errors [m].
+            re: (N,) their rotation errors [rad].
+            best_E: (N,) their halved weighted squared errors (-1 where converged).
+            rows: (R,) the rows to descend.
+            tp: (N, E, 3) target positions [m].
+            tr: (N, E, 3, 3) target rotations ("full" mode), or None.
+
+        Returns:
+            q, pe, re and best_E updated (copies; converged rows' best_E set to -1).
+        """
+        best = self._best_effort()
+        rot = None if tr is None or best.mode == "position" else tr[rows]
+        goal = min(self.tolerance, self.rotation_tolerance) if self.mode == "full" else self.tolerance
+        x, _ = best.descend(q[rows], tp[rows], rot, tolerance=goal, max_iterations=_HANDOFF_DESCENT)
+        ew, _, p_err, r_err = self._residual(self.model.poses(x), tp[rows], None if tr is None else tr[rows])
+        E = 0.5 * np.add.reduce(ew * ew, -1)
+        reached = (p_err <= self.tolerance) & (r_err <= self.rotation_tolerance)
+        keep = reached | (E < best_E[rows])
+        take = rows[keep]
+        q, pe, re, best_E = q.copy(), pe.copy(), re.copy(), best_E.copy()
+        q[take], pe[take], re[take] = x[keep], p_err[keep], r_err[keep]
+        best_E[take] = np.where(reached[keep], -1.0, E[keep])
+        return q, pe, re, best_E
 
     def _reach_toward(
         self, q0: np.ndarray, tp: np.ndarray, tr: np.ndarray | None
