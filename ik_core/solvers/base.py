@@ -177,6 +177,11 @@ class Solver(abc.ABC):
     rotation_matched = True
     #: Per-call options :meth:`solve` accepts (for example ``("pole",)``).
     call_options: tuple[str, ...] = ()
+    #: Whether the solver sets a redundant chain's self-motion by rule (a pole's plane, or the
+    #: start's): it cannot whip from one frame to the next the way a searched self-motion can,
+    #: so a take does not retry its large steps below the jump allowed (see
+    #: :func:`~ik_core.take.tracking.solve_track`).
+    ruled_self_motion = False
 
     def __init__(
         self,

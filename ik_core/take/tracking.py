@@ -328,7 +328,8 @@ def _retry_frames(
     """Re-solve, in order, the frames that missed or jumped, warm-started from the frame before; keep the better.
 
     A frame that jumped (by more than max_jump, or on a redundant chain by more than
-    ``_POP_STEP`` and ``_WHIP_RATIO`` times the step before it: its self-motion whipped) is
+    ``_POP_STEP`` and ``_WHIP_RATIO`` times the step before it: its self-motion whipped, which
+    a solver that sets the self-motion by rule cannot do, see ``Solver.ruled_self_motion``) is
     solved again by ``solver``, and the retry kept if it reaches the target with a smaller jump.
     Where a replaced frame's successor then steps away from it (a redundant chain's self-motion
     switched there, so the whole run after it would be retried frame by frame), the reached run
@@ -371,7 +372,10 @@ def _retry_frames(
             failed = 0
             # A whip is sudden: a step that much larger than the one before (steady fast
             # motion of a tail or a spine steps as far every frame and is left alone).
-            whip = jump > pop_step * int(gaps[i]) and jump > _WHIP_RATIO * float(steps[i - 1])
+            whip = (
+                jump > pop_step * int(gaps[i]) and jump > _WHIP_RATIO * float(steps[i - 1])
+                and not solver.ruled_self_motion
+            )
             if jump <= allowed and not whip:
                 continue
         elif not near[i - 1] or failed >= _RUN_RETRIES:

@@ -104,6 +104,8 @@ class TwoBoneSolver(Solver):
     rotation_matched = False
     # Bakes and live posing pass a chain's pole only to solvers that declare it.
     call_options = ("pole",)
+    # The swivel is the pole's plane, or without a pole the start's bend plane.
+    ruled_self_motion = True
 
     def __init__(
         self, skeleton: Skeleton, effectors: str | int | Sequence[str | int] = 0, **kwargs: object
