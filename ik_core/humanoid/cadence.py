@@ -272,6 +272,13 @@ def step_schedule(
             continue  # one or two dips are no rhythm: the body's drift decides
         s = np.asarray(w)
         feet = _landing_feet(s, head, heading, frame_time, o)
+        # A foot lands once per swing: of two strikes read for the same foot in a row, the first
+        # is a bob of the head in the middle of a long stance (a slow walk's uneven rhythm), not
+        # a step; re-planting the foot there would step it while it stands.
+        again = np.r_[feet[:-1] == feet[1:], False]
+        s, feet = s[~again], feet[~again]
+        if len(s) < 2:
+            continue
         half = np.diff(s)
         s = s - np.round(o.strike_lead * np.r_[half[0], half]).astype(int)
         # A swing takes about the same time at any pace (a slower walk stands longer), and at
