@@ -561,27 +561,34 @@ class ARTICULATE_OT_body_align(bpy.types.Operator):
         return {"FINISHED"}
 
 
-class _FootList:
+class _FootContacts:
+    """A Known Steps list operator: which foot's list, editable armatures only."""
+
+    bl_options = {"REGISTER", "UNDO"}
+
     foot: bpy.props.EnumProperty(
         name="Foot", description="Which foot's contact list",
         items=[("l", "Left", "The left foot's contacts"), ("r", "Right", "The right foot's contacts")],
     )
 
-
-class ARTICULATE_OT_body_contact_add(_FootList, bpy.types.Operator):
-    """Add a contact of a foot to the Known Steps, starting and ending on the current frame"""
-
-    bl_idname = "articulate.body_contact_add"
-    bl_label = "Add Foot Contact"
-    bl_options = {"REGISTER", "UNDO"}
-
     @classmethod
     def poll(cls, context):
         return armature_poll(cls, context, editable=True)
 
-    def execute(self, context):
+    def contacts(self, context):
+        """The armature's body settings and this foot's contact list."""
         body = context.object.articulate.body
-        items = getattr(body, f"contacts_{self.foot}")
+        return body, getattr(body, f"contacts_{self.foot}")
+
+
+class ARTICULATE_OT_body_contact_add(_FootContacts, bpy.types.Operator):
+    """Add a contact of a foot to the Known Steps, starting and ending on the current frame"""
+
+    bl_idname = "articulate.body_contact_add"
+    bl_label = "Add Foot Contact"
+
+    def execute(self, context):
+        body, items = self.contacts(context)
         frame = context.scene.frame_current
         item = items.add()
         item.name, item.frame_start, item.frame_end = f"{frame}-{frame}", frame, frame
@@ -589,20 +596,14 @@ class ARTICULATE_OT_body_contact_add(_FootList, bpy.types.Operator):
         return {"FINISHED"}
 
 
-class ARTICULATE_OT_body_contact_remove(_FootList, bpy.types.Operator):
+class ARTICULATE_OT_body_contact_remove(_FootContacts, bpy.types.Operator):
     """Remove the selected contact of a foot from the Known Steps"""
 
     bl_idname = "articulate.body_contact_remove"
     bl_label = "Remove Foot Contact"
-    bl_options = {"REGISTER", "UNDO"}
-
-    @classmethod
-    def poll(cls, context):
-        return armature_poll(cls, context, editable=True)
 
     def execute(self, context):
-        body = context.object.articulate.body
-        items = getattr(body, f"contacts_{self.foot}")
+        body, items = self.contacts(context)
         active = getattr(body, f"active_contact_{self.foot}")
         if not 0 <= active < len(items):
             self.report({"ERROR"}, f"no contact of the {('left', 'right')[FEET.index(self.foot)]} foot is selected")

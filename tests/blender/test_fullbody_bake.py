@@ -236,3 +236,16 @@ def test_known_steps_time_the_feet(empty_scene, addon, tmp_path):
             assert _still(arm, bone, a + blend_frames, b - blend_frames) < 2e-3, (foot, a, b)
     # Each foot moves during its step.
     assert _still(arm, "LeftAnkle", 61, 90) > 0.01 or _still(arm, "RightAnkle", 101, 180) > 0.01
+
+
+def test_known_steps_lists_add_and_remove(cmu):
+    """The Known Steps lists' + adds a contact of that foot on the current frame, - removes the selected one."""
+    arm, _ = cmu
+    body = arm.articulate.body
+    bpy.context.scene.frame_set(7)
+    assert bpy.ops.articulate.body_contact_add(foot="r") == {"FINISHED"}
+    assert [(c.frame_start, c.frame_end) for c in body.contacts_r] == [(7, 7)] and not len(body.contacts_l)
+    assert bpy.ops.articulate.body_contact_remove(foot="r") == {"FINISHED"}
+    assert not len(body.contacts_r)
+    with pytest.raises(RuntimeError, match="no contact of the left foot"):
+        bpy.ops.articulate.body_contact_remove(foot="l")
