@@ -124,12 +124,14 @@ def reproportioned(bvh, stride_scaled: bool = True) -> np.ndarray:
     joint rotations and the root's ground path onto longer legs does: its feet slide.
     """
     local = bvh.local_transforms()
+    root = [i for i, j in enumerate(bvh.joints) if j.parent < 0]
     for parts, scale in PROPORTIONS:
         for i, name in enumerate(bvh.names):
-            if any(p in name for p in parts):
+            # The root's translation is the hips' place, not a bone ("Hip" names it too, "Hips"):
+            # it is scaled once, below.
+            if i not in root and any(p in name for p in parts):
                 local[:, i, :3, 3] *= scale
     legs = PROPORTIONS[0][1]
-    root = [i for i, j in enumerate(bvh.joints) if j.parent < 0]
     if stride_scaled:
         local[:, root, :3, 3] *= legs  # the hips ride higher on longer legs
     else:

@@ -95,13 +95,99 @@ def _tracker_objects(arm: bpy.types.Object) -> dict[str, bpy.types.Object]:
     return objs
 
 
+FEET = ("l", "r")  # the Known Steps lists' feet: contacts_l, contacts_r
+
+
+def known_contacts(body_settings, frames: range) -> np.ndarray | None:
+    """(N, 2) True on the ``frames`` where the panel's Known Steps list a contact of the left / right foot.
+
+    Returns:
+        None when Known Steps is off.
+
+    Raises:
+        BodyFailed: Known Steps on with no contact listed, or a contact that ends before it starts.
+    """
+    if not body_settings.use_steps:
+        return None
+    lists = [getattr(body_settings, f"contacts_{foot}") for foot in FEET]
+    if not any(len(items) for items in lists):
+        raise BodyFailed("Known Steps is on but neither foot lists a contact: add the frames each foot rests on "
+                         "the ground (Full Body > Known Steps), or turn Known Steps off to time the steps from "
+                         "the head")
+    f = np.asarray(frames)
+    out = np.zeros((len(f), 2), dtype=bool)
+    for k, items in enumerate(lists):
+        for c in items:
+            if c.frame_end < c.frame_start:
+                raise BodyFailed(f"the {('left', 'right')[k]} foot's contact {c.name!r} ends on frame {c.frame_end}, "
+                                 f"before it starts ({c.frame_start}): swap its frames")
+            out[:, k] |= (f >= c.frame_start) & (f <= c.frame_end)
+    return out
+
+
+def read_contacts_csv(path: str) -> dict[str, list[tuple[int, int]]]:
+    """Foot contacts from a CSV: a header ``foot,frame_start,frame_end``, then one contact per line.
+
+    ``foot`` is ``l`` or ``r`` (``left``, ``right`` too); the frames are the timeline's, both included.
+
+    Returns:
+        ``{"l": [(start, end), ...], "r": [...]}``.
+
+    Raises:
+        BodyFailed: An unreadable file or a bad line, naming the file and the line.
+    """
+    import csv
+
+    sides = {"l": "l", "left": "l", "r": "r", "right": "r"}
+    out: dict[str, list[tuple[int, int]]] = {"l": [], "r": []}
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            rows = list(csv.reader(handle))
+    except (OSError, UnicodeDecodeError) as err:
+        raise BodyFailed(f"cannot read the contacts file {path!r}: {err}") from None
+    header = [c.strip().lower() for c in rows[0]] if rows else []
+    if header != ["foot", "frame_start", "frame_end"]:
+        raise BodyFailed(f"{path}: line 1 must be the header foot,frame_start,frame_end; got {','.join(header)!r}")
+    for line, row in enumerate(rows[1:], start=2):
+        if not any(c.strip() for c in row):
+            continue
+        try:
+            foot, start, end = (c.strip() for c in row)
+            side = sides[foot.lower()]
+            first, last = int(start), int(end)
+        except (ValueError, KeyError):
+            raise BodyFailed(f"{path}: line {line} must be a foot (l or r) and two whole frame numbers, got "
+                             f"{','.join(row)!r}") from None
+        if last < first:
+            raise BodyFailed(f"{path}: line {line}: the contact ends on frame {last}, before it starts ({first})")
+        out[side].append((first, last))
+    return out
+
+
+def store_contacts(body_settings, contacts: dict[str, list[tuple[int, int]]]) -> int:
+    """Replace the Known Steps lists by ``contacts`` (foot -> [(start, end)]) and turn Known Steps on.
+
+    Returns:
+        The number of contacts stored.
+    """
+    for foot in FEET:
+        items = getattr(body_settings, f"contacts_{foot}")
+        items.clear()
+        for start, end in sorted(contacts.get(foot, [])):
+            item = items.add()
+            item.name, item.frame_start, item.frame_end = f"{start}-{end}", start, end
+        setattr(body_settings, f"active_contact_{foot}", 0)
+    body_settings.use_steps = True
+    return sum(len(v) for v in contacts.values())
+
+
 def bake_body(context: bpy.types.Context, arm: bpy.types.Object, frames: range) -> dict:
     """Solve the body on ``frames`` from the trackers and key the mapped bones; returns a report.
 
     Raises:
         BodyFailed: Any invalid input, detected before the scene is changed.
     """
-    from ..ik_core.humanoid import TRACKER_ROLES, TRACKERS, calibrate, solve_body
+    from ..ik_core.humanoid import TRACKER_ROLES, TRACKERS, calibrate, solve_body, steps_from_contacts
 
     body_settings = arm.articulate.body
     roles = role_map(arm)
@@ -109,6 +195,8 @@ def bake_body(context: bpy.types.Context, arm: bpy.types.Object, frames: range) 
     trackers = _tracker_objects(arm)
     if len(frames) == 0:
         raise BodyFailed("the frame range is empty: the end frame must not precede the start frame")
+    contact = known_contacts(body_settings, frames)
+    steps = None if contact is None else steps_from_contacts(contact)
     scene = context.scene
     names = [t for t in TRACKERS if t in trackers]
     current = scene.frame_current
@@ -139,7 +227,7 @@ def bake_body(context: bpy.types.Context, arm: bpy.types.Object, frames: range) 
     try:
         body = calibrate(roles, reference, ref_trackers, floor=body_settings.floor)
         fps = scene.render.fps / scene.render.fps_base
-        pose = solve_body(body, samples, frames.step / fps)
+        pose = solve_body(body, samples, frames.step / fps, steps=steps)
     except ArticulateError as err:
         raise BodyFailed(str(err)) from None
     t_solved = time.perf_counter()
@@ -182,6 +270,11 @@ def bake_body(context: bpy.types.Context, arm: bpy.types.Object, frames: range) 
         "world_error_m": np.where(np.isfinite(world_error), world_error, None).tolist(),
         "max_world_error_m": float(np.nanmax(world_error, initial=0.0)),
         "calibration_offsets_m": offsets,
+        # The planned feet's step timing: the Known Steps lists' (how many steps) or read from the head.
+        "steps": "from the head" if steps is None else {"known": len(steps),
+                                                        "lift": [int(frames[i]) for i in steps.lift],
+                                                        "land": [int(frames[i]) for i in steps.land],
+                                                        "foot": ["lr"[f] for f in steps.foot]},
         "warnings": warnings,
         "keys_written": keys,
         "basis_from": "evaluated parents" if evaluated else "rest pose",
@@ -468,5 +561,57 @@ class ARTICULATE_OT_body_align(bpy.types.Operator):
         return {"FINISHED"}
 
 
+class _FootContacts:
+    """A Known Steps list operator: which foot's list, editable armatures only."""
+
+    bl_options = {"REGISTER", "UNDO"}
+
+    foot: bpy.props.EnumProperty(
+        name="Foot", description="Which foot's contact list",
+        items=[("l", "Left", "The left foot's contacts"), ("r", "Right", "The right foot's contacts")],
+    )
+
+    @classmethod
+    def poll(cls, context):
+        return armature_poll(cls, context, editable=True)
+
+    def contacts(self, context):
+        """The armature's body settings and this foot's contact list."""
+        body = context.object.articulate.body
+        return body, getattr(body, f"contacts_{self.foot}")
+
+
+class ARTICULATE_OT_body_contact_add(_FootContacts, bpy.types.Operator):
+    """Add a contact of a foot to the Known Steps, starting and ending on the current frame"""
+
+    bl_idname = "articulate.body_contact_add"
+    bl_label = "Add Foot Contact"
+
+    def execute(self, context):
+        body, items = self.contacts(context)
+        frame = context.scene.frame_current
+        item = items.add()
+        item.name, item.frame_start, item.frame_end = f"{frame}-{frame}", frame, frame
+        setattr(body, f"active_contact_{self.foot}", len(items) - 1)
+        return {"FINISHED"}
+
+
+class ARTICULATE_OT_body_contact_remove(_FootContacts, bpy.types.Operator):
+    """Remove the selected contact of a foot from the Known Steps"""
+
+    bl_idname = "articulate.body_contact_remove"
+    bl_label = "Remove Foot Contact"
+
+    def execute(self, context):
+        body, items = self.contacts(context)
+        active = getattr(body, f"active_contact_{self.foot}")
+        if not 0 <= active < len(items):
+            self.report({"ERROR"}, f"no contact of the {('left', 'right')[FEET.index(self.foot)]} foot is selected")
+            return {"CANCELLED"}
+        items.remove(active)
+        setattr(body, f"active_contact_{self.foot}", max(0, min(active, len(items) - 1)))
+        return {"FINISHED"}
+
+
 classes = (ARTICULATE_OT_body_detect_roles, ARTICULATE_OT_body_bake, ARTICULATE_OT_body_align,
-           ARTICULATE_OT_trackers_import)
+           ARTICULATE_OT_trackers_import, ARTICULATE_OT_body_contact_add, ARTICULATE_OT_body_contact_remove)

@@ -356,6 +356,35 @@ class ARTICULATE_PT_body(_Panel, bpy.types.Panel):
             layout.label(text=body.last_summary, icon="INFO")
 
 
+class ARTICULATE_PT_body_steps(_Panel, bpy.types.Panel):
+    """Known step timing of the full body's planned feet: the frames each foot rests on the ground"""
+
+    bl_label = "Known Steps"
+    bl_idname = "ARTICULATE_PT_body_steps"
+    bl_parent_id = "ARTICULATE_PT_body"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    @classmethod
+    def poll(cls, context):
+        return _armature(context) is not None
+
+    def draw_header(self, context):
+        self.layout.prop(_armature(context).articulate.body, "use_steps", text="")
+
+    def draw(self, context):
+        layout = self.layout
+        body = _armature(context).articulate.body
+        layout.active = body.use_steps
+        for foot, label in (("l", "Left Foot"), ("r", "Right Foot")):
+            layout.label(text=label)
+            row = layout.row()
+            row.template_list("ARTICULATE_UL_contacts", f"body_{foot}", body, f"contacts_{foot}",
+                              body, f"active_contact_{foot}", rows=2)
+            col = row.column(align=True)
+            col.operator("articulate.body_contact_add", icon="ADD", text="").foot = foot
+            col.operator("articulate.body_contact_remove", icon="REMOVE", text="").foot = foot
+
+
 classes = (
     ARTICULATE_UL_chains,
     ARTICULATE_UL_robot_chains,
@@ -368,5 +397,6 @@ classes = (
     ARTICULATE_PT_bake,
     ARTICULATE_PT_ik_fk,
     ARTICULATE_PT_body,
+    ARTICULATE_PT_body_steps,
     ARTICULATE_PT_robot,
 )

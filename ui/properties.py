@@ -226,6 +226,24 @@ class ARTICULATE_PG_body(bpy.types.PropertyGroup):
     last_summary: bpy.props.StringProperty(
         name="Last Full-Body Bake", description="Outcome of the last full-body bake (read only)"
     )
+    use_steps: bpy.props.BoolProperty(
+        name="Known Steps", default=False,
+        description="Time the planned feet's steps by the foot contacts listed here (an annotation, a foot pedal, "
+        "a reference motion's contacts) instead of reading them from the head: each gap between two contacts of "
+        "a foot is one step (feet with trackers follow their trackers)",
+    )
+    contacts_l: bpy.props.CollectionProperty(
+        type=ARTICULATE_PG_contact, description="Frames on which the left foot rests on the ground (Known Steps)"
+    )
+    contacts_r: bpy.props.CollectionProperty(
+        type=ARTICULATE_PG_contact, description="Frames on which the right foot rests on the ground (Known Steps)"
+    )
+    active_contact_l: bpy.props.IntProperty(
+        name="Active Left Contact", default=0, min=0, description="The left foot's contact selected in its list"
+    )
+    active_contact_r: bpy.props.IntProperty(
+        name="Active Right Contact", default=0, min=0, description="The right foot's contact selected in its list"
+    )
 
 
 class ARTICULATE_PG_branch(bpy.types.PropertyGroup):

@@ -15,12 +15,17 @@ FRAMES = 40
 @pytest.fixture
 def cmu(empty_scene, addon):
     """The CMU skeleton with its motion, and three empties keyed on its head and hands (the trackers)."""
+    return cmu_tracked(FRAMES)
+
+
+def cmu_tracked(frames: int):
+    """The CMU skeleton with its motion, and three empties keyed on its head and hands on ``frames`` frames."""
     bpy.ops.import_anim.bvh(filepath=str(MOCAP), frame_start=1, use_fps_scale=False)
     arm = bpy.context.object
     scene = bpy.context.scene
     bones = {"head": "Head", "hand_l": "LeftWrist", "hand_r": "RightWrist"}  # the CMU joints' bones
     samples = {k: [] for k in bones}
-    for f in range(1, FRAMES + 1):
+    for f in range(1, frames + 1):
         scene.frame_set(f)
         for k, b in bones.items():
             samples[k].append(np.array(arm.matrix_world @ arm.pose.bones[b].matrix))
@@ -172,3 +177,75 @@ def test_bundled_tracker_take_is_the_one_made_from_the_bundled_mocap(addon, tmp_
     assert a.shape == (75, 1 + 3 * 7)
     np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)  # 6 significant digits in the file
     np.testing.assert_allclose(np.diff(a[:, 0]), 1 / 30, atol=1e-4)
+
+
+# Known Steps of the test below: the left foot steps on frames 61-89, the right on 101-179.
+KNOWN = {"l": [(1, 60), (90, 240)], "r": [(1, 100), (180, 240)]}
+
+
+def _still(arm, bone: str, first: int, last: int) -> float:
+    """Largest horizontal distance [m] of ``bone``'s head from its place on ``first``, over ``first``..``last``."""
+    scene = bpy.context.scene
+    points = []
+    for f in range(first, last + 1):
+        scene.frame_set(f)
+        points.append(np.array(arm.matrix_world @ arm.pose.bones[bone].head)[:2])
+    return float(np.max(np.linalg.norm(np.array(points) - points[0], axis=-1)))
+
+
+def test_known_steps_time_the_feet(empty_scene, addon, tmp_path):
+    """Known Steps (the panel's foot contacts): the bake's feet lift and land on their frames and stand still
+    on the listed contacts (blends aside), the report gives the steps; on with empty lists, a clear error;
+    `cli.py body --steps CSV` does the same from a file and refuses a bad line (exit 2)."""
+    from test_cli import run_cli
+
+    arm, trackers = cmu_tracked(240)
+    body = arm.articulate.body
+    body.use_steps = True
+    with pytest.raises(RuntimeError, match="neither foot lists a contact"):
+        bpy.ops.articulate.body_bake(use_scene_range=False, frame_start=1, frame_end=240)
+    csv = tmp_path / "steps.csv"
+    csv.write_text("foot,frame_start,frame_end\n" + "".join(
+        f"{foot},{a},{b}\n" for foot, spans in KNOWN.items() for a, b in spans))
+    blend = tmp_path / "known.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    report = tmp_path / "body.json"
+    args = ["--armature", arm.name, "--head", trackers["head"].name, "--hand-l", trackers["hand_l"].name,
+            "--hand-r", trackers["hand_r"].name, "--reference-frame", "1", "--frames", "1-240"]
+    proc = run_cli("body", str(blend), *args, "--steps", str(csv), "--report", str(report), tmp_path=tmp_path)
+    assert proc.returncode in (0, 3), proc.stdout[-2000:] + proc.stderr[-2000:]
+    steps = json.loads(report.read_text())["steps"]
+    assert steps == {"known": 2, "lift": [61, 101], "land": [90, 180], "foot": ["l", "r"]}
+    bad = tmp_path / "bad.csv"
+    bad.write_text("foot,frame_start,frame_end\nl,1,60\nx,5,9\n")
+    proc = run_cli("body", str(blend), *args, "--steps", str(bad), tmp_path=tmp_path)
+    assert proc.returncode == 2 and "line 3" in proc.stderr, proc.stderr[-2000:]
+    # The same from the panel's lists, in this session.
+    for foot, spans in KNOWN.items():
+        items = getattr(body, f"contacts_{foot}")
+        for a, b in spans:
+            item = items.add()
+            item.frame_start, item.frame_end = a, b
+    panel_report = tmp_path / "panel.json"
+    assert bpy.ops.articulate.body_bake(use_scene_range=False, frame_start=1, frame_end=240,
+                                        report_path=str(panel_report)) == {"FINISHED"}
+    assert json.loads(panel_report.read_text())["steps"] == steps
+    blend_frames = 12  # plant_blend and the swing's push-off, at 120 fps
+    for foot, bone in (("l", "LeftAnkle"), ("r", "RightAnkle")):
+        for a, b in KNOWN[foot]:
+            assert _still(arm, bone, a + blend_frames, b - blend_frames) < 2e-3, (foot, a, b)
+    # Each foot moves during its step.
+    assert _still(arm, "LeftAnkle", 61, 90) > 0.01 or _still(arm, "RightAnkle", 101, 180) > 0.01
+
+
+def test_known_steps_lists_add_and_remove(cmu):
+    """The Known Steps lists' + adds a contact of that foot on the current frame, - removes the selected one."""
+    arm, _ = cmu
+    body = arm.articulate.body
+    bpy.context.scene.frame_set(7)
+    assert bpy.ops.articulate.body_contact_add(foot="r") == {"FINISHED"}
+    assert [(c.frame_start, c.frame_end) for c in body.contacts_r] == [(7, 7)] and not len(body.contacts_l)
+    assert bpy.ops.articulate.body_contact_remove(foot="r") == {"FINISHED"}
+    assert not len(body.contacts_r)
+    with pytest.raises(RuntimeError, match="no contact of the left foot"):
+        bpy.ops.articulate.body_contact_remove(foot="l")
