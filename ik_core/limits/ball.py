@@ -122,21 +122,27 @@ def quadrant_ellipse_project(
     the set is convex and the closest point of an outside point lies in its own quadrant.
 
     Args:
-        x: (N,) first coordinates.
-        y: (N,) second coordinates.
-        axes: (N, 4) or (1, 4) semi-axes (x+, x-, y+, y-), each >= 0 (below 1e-12 counts as 0).
+        x: (...,) first coordinates.
+        y: (...,) second coordinates, the shape of ``x``.
+        axes: (..., 4) semi-axes (x+, x-, y+, y-), broadcast against ``x`` (e.g. (N, 4), (1, 4), or
+            (K, 4) for x of shape (P, K)), each >= 0 (below 1e-12 counts as 0).
         iterations: Newton iteration cap.
 
     Returns:
-        (px, py), each (N,), the closest points (points inside unchanged).
+        (px, py), each the shape of ``x``, the closest points (points inside unchanged).
     """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     a, b = quadrant_semi_axes(x, y, axes)
-    a, b = np.where(a < _THIN, 0.0, a), np.where(b < _THIN, 0.0, b)
-    thin = (a == 0.0) | (b == 0.0)
-    px, py = np.where(thin, np.clip(x, -a, a), x), np.where(thin, np.clip(y, -b, b), y)
-    sa, sb = np.where(thin, 1.0, a), np.where(thin, 1.0, b)
-    out = ~thin & ((x / sa) ** 2 + (y / sb) ** 2 > 1.0)
+    if (np.asarray(axes) >= _THIN).all():
+        # No quarter is a segment (the usual case): the general branch's values with fewer calls.
+        px, py = x.copy(), y.copy()
+        out = (x / a) ** 2 + (y / b) ** 2 > 1.0
+    else:
+        a, b = np.where(a < _THIN, 0.0, a), np.where(b < _THIN, 0.0, b)
+        thin = (a == 0.0) | (b == 0.0)
+        px, py = np.where(thin, np.clip(x, -a, a), x), np.where(thin, np.clip(y, -b, b), y)
+        sa, sb = np.where(thin, 1.0, a), np.where(thin, 1.0, b)
+        out = ~thin & ((x / sa) ** 2 + (y / sb) ** 2 > 1.0)
     if out.any():
         px[out], py[out] = _ellipse_boundary_point(x[out], y[out], a[out], b[out], iterations)
     return px, py
@@ -148,15 +154,21 @@ def _ellipse_boundary_point(
     """Closest boundary points of ellipses with semi-axes a, b (> 0) to points (x, y) outside them."""
     ax, ay = np.abs(x), np.abs(y)
     a2, b2 = a * a, b * b
+    # The two coordinates' terms side by side (2, N): one call per operation instead of two
+    # (the loop runs a few times per projection, on few points, so calls are the cost).
+    squares = np.array(np.broadcast_arrays(a2, b2, ax)[:2])
+    lever = np.array([a * ax, b * ay])
     # F(t) = (a x / (t + a^2))^2 + (b y / (t + b^2))^2 - 1 is convex and decreasing; each term
     # alone reaches 1 at these t, so F >= 0 there and Newton climbs monotonically to the root.
-    t = np.maximum(a * ax - a2, b * ay - b2)
+    t = np.maximum(lever[0] - a2, lever[1] - b2)
     scale = np.minimum(a2, b2)
     for _ in range(iterations):
-        da, db = t + a2, t + b2
-        ra, rb = a * ax / da, b * ay / db
-        f = ra * ra + rb * rb - 1.0
-        df = -2.0 * (ra * ra / da + rb * rb / db)
+        d = t + squares
+        r = lever / d
+        r2 = r * r
+        f = r2[0] + r2[1] - 1.0
+        r2 /= d
+        df = -2.0 * (r2[0] + r2[1])
         step = f / df
         # Newton climbs: a step that would go back is rounding at the root, so it ends there
         # (a thin ellipse's rounding otherwise keeps a strict test busy to the cap).

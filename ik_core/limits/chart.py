@@ -191,6 +191,8 @@ class BoxChart:
                 axes.append(np.minimum(coords.swing, _SWING_CAP))
         self.lower, self.upper = lower, upper
         self.swing_axes = np.array(axes, dtype=float).reshape(-1, 4)
+        # Chart columns of each swing pair's two variables.
+        self._swing_columns = (np.array(self.swing_starts, dtype=int), np.array(self.swing_starts, dtype=int) + 1)
         # 1-DoF and unlimited ball variables are copied column for column.
         balls = {s for s, _, _ in self._balls}
         src, dst = [], []
@@ -242,11 +244,8 @@ class BoxChart:
         if self.identity:
             return project_configuration(self.skeleton, x)
         if self.swing_starts:
-            s = np.array(self.swing_starts)
-            P, K = x.shape[0], len(s)
-            axes = np.broadcast_to(self.swing_axes, (P, K, 4)).reshape(-1, 4)
-            pw, pu = quadrant_ellipse_project(x[:, s].reshape(-1), x[:, s + 1].reshape(-1), axes)
-            x[:, s], x[:, s + 1] = pw.reshape(P, K), pu.reshape(P, K)
+            s, u = self._swing_columns
+            x[:, s], x[:, u] = quadrant_ellipse_project(x[:, s], x[:, u], self.swing_axes)
         return x
 
     def to_chart(self, q: np.ndarray) -> np.ndarray:

@@ -70,21 +70,20 @@ def _skew(v: np.ndarray) -> np.ndarray:
     return K
 
 
-def _rotvec_coefficients(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """sin(t)/t, (1-cos t)/t^2 and (t-sin t)/t^3 for t = |v|, by series near 0."""
+def _rotvec_coefficients(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(1-cos t)/t^2 and (t-sin t)/t^3 for t = |v|, by series near 0."""
     t2 = np.einsum("...i,...i->...", v, v)
     t = np.sqrt(t2)
     small = t < 1e-4
     ts = np.where(small, 1.0, t)
-    a = np.where(small, 1.0 - t2 / 6.0, np.sin(ts) / ts)
     b = np.where(small, 0.5 - t2 / 24.0, (1.0 - np.cos(ts)) / ts**2)
     c = np.where(small, 1.0 / 6.0 - t2 / 120.0, (ts - np.sin(ts)) / ts**3)
-    return a, b, c
+    return b, c
 
 
 def ball_left_jacobian(v: np.ndarray) -> np.ndarray:
     """(..., 3, 3) SO(3) left Jacobian of rotation vectors (..., 3)."""
-    _, b, c = _rotvec_coefficients(v)
+    b, c = _rotvec_coefficients(v)
     K = _skew(v)
     return np.eye(3) + b[..., None, None] * K + c[..., None, None] * (K @ K)
 

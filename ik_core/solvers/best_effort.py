@@ -61,6 +61,9 @@ _DAMP_UP, _DAMP_DOWN = 6.0, 3.0
 # Lengths of the projected gradient trials, as multiples of the linear model's line minimum:
 # along a curved limit the projection shortens long steps, so they are tried too.
 _GRADIENT_STEPS = np.array([30.0, 3.0, 0.3, 0.03])
+_SIZES = len(_GRADIENT_STEPS)
+# A round in which no trial gained shrinks the gradient trials' scale by this factor.
+_REACH_SHRINK = _GRADIENT_STEPS[-1] ** 2
 # A row whose trials all failed with gradient steps below this fraction of the line minimum (and
 # heavy damping) is stationary: no feasible descent is left.
 _REACH_MIN = 1e-7
@@ -132,6 +135,7 @@ class BestEffort:
         swings = not self.chart.identity and len(self.chart.swing_starts) > 0
         self._rim_starts = np.array(self.chart.swing_starts, dtype=int) if swings else None
         self._rim_axes = np.asarray(self.chart.swing_axes, dtype=float) if swings else None
+        self._rims_wide = swings and bool(np.all(self._rim_axes > _THIN_SWING))
         self._library: tuple[np.ndarray, np.ndarray] | None = None
         # The library as the skeleton's configurations (built on first use beyond reach).
         self._library_poses: np.ndarray | None = None
@@ -261,22 +265,29 @@ class BestEffort:
         d_mark = d.copy()
         idle = np.zeros(P, dtype=int)
         active = d > tolerance
-        eye = np.eye(dof)
         # What the last projection took off each row's step: the outward normal of the ball
         # limits the row is pressing on (where no chart gives them a rim to follow).
         slide = self._rim_axes is None and bool(self._balls)
         push = np.zeros((P, dof)) if slide else None
         # Scale of the gradient trials, shrunk after a round in which no trial gained.
         reach = np.ones(P)
+        # An iteration runs on a few to a few hundred rows, where numpy's per-call overhead is
+        # much of its cost: the bounds' margins are computed once, each row's state is gathered
+        # once and scattered once, and the trials are written into one buffer.
+        lo_margin, hi_margin = self._lo + _ON_BOUND, self._hi - _ON_BOUND
+        diagonal = slice(None, None, dof + 1)
+        reps = 1 + 2 * len(_GRADIENT_STEPS)
         for iteration in range(max_iterations):
             rows = np.nonzero(active)[0]
-            if not len(rows):
-                break
             R = len(rows)
-            qr, er, Jr = q[rows], e[rows], J[rows]
-            d_before = d[rows]
+            if not R:
+                break
+            everyone = R == P
+            # Read-only gathers: every row's state is read before any is written back.
+            qr, er, Jr = (q, e, J) if everyone else (q[rows], e[rows], J[rows])
+            d_before, lam_r, reach_r = d[rows], lam[rows], reach[rows]
             g = np.einsum("pmi,pm->pi", Jr, er)  # descent direction J^T e
-            frozen = self._locked | ((qr <= self._lo + _ON_BOUND) & (g < 0)) | ((qr >= self._hi - _ON_BOUND) & (g > 0))
+            frozen = self._locked | ((qr <= lo_margin) & (g < 0)) | ((qr >= hi_margin) & (g > 0))
             free = ~frozen
             Jf = Jr * free[:, None, :]
             # A swing pressed onto its ellipse moves along the rim, by its angle there: a step in
@@ -286,35 +297,40 @@ class BestEffort:
             if self._rim_axes is not None:
                 rim = self._pressed_rims(qr, g)
                 if rim is not None:
-                    Jf, frozen = self._along_rims(Jf, frozen, rim)
+                    self._along_rims(Jf, frozen, rim)
             elif slide:
                 Jf = self._slide_on_ball_limits(push[rows], g, Jf)
             gf = np.einsum("pmi,pm->pi", Jf, er)
             A = np.einsum("pmi,pmj->pij", Jf, Jf)
             scale = np.maximum(np.einsum("pii->p", A) / dof, 1e-12)
-            A = A + (lam[rows] * scale)[:, None, None] * eye + frozen[:, :, None] * eye
+            # A + lam scale I + frozen I, in place: adding 0.0 turns -0.0 into +0.0 off the
+            # diagonal as adding the zeros of those identities did, so the solve sees the same bits.
+            np.add(A, 0.0, out=A)
+            A_diagonal = A.reshape(R, dof * dof)[:, diagonal]
+            A_diagonal += (lam_r * scale)[:, None]
+            A_diagonal += frozen
             dq = np.linalg.solve(A, gf[..., None])[..., 0]
             # Beside the damped Gauss-Newton step, projected gradient steps at a few lengths (the
             # linear model's line minimum and shorter): where the projection bends the Gauss-Newton
             # step off course, along a curved limit, a short gradient step still gains.
             Jg = np.einsum("pmi,pi->pm", Jf, gf)
-            t0 = np.add.reduce(gf * gf, -1) / np.maximum(np.add.reduce(Jg * Jg, -1), 1e-300) * reach[rows]
+            t0 = np.add.reduce(gf * gf, -1) / np.maximum(np.add.reduce(Jg * Jg, -1), 1e-300) * reach_r
             # The plain gradient too (box-frozen only): the projection alone decides how it slides.
             gp = g * free
             Jp = np.einsum("pmi,pi->pm", Jr, gp)
-            tp0 = np.add.reduce(gp * gp, -1) / np.maximum(np.add.reduce(Jp * Jp, -1), 1e-300) * reach[rows]
-            steps = np.concatenate([
-                dq[None], (t0[None, :, None] * _GRADIENT_STEPS[:, None, None]) * gf[None],
-                (tp0[None, :, None] * _GRADIENT_STEPS[:, None, None]) * gp[None],
-            ])
-            stepped = np.minimum(np.maximum(qr[None] + steps, self._lo), self._hi)
+            tp0 = np.add.reduce(gp * gp, -1) / np.maximum(np.add.reduce(Jp * Jp, -1), 1e-300) * reach_r
+            steps = np.empty((reps, R, dof))
+            steps[0] = dq
+            np.multiply(t0[None, :, None] * _GRADIENT_STEPS[:, None, None], gf[None], out=steps[1 : 1 + _SIZES])
+            np.multiply(tp0[None, :, None] * _GRADIENT_STEPS[:, None, None], gp[None], out=steps[1 + _SIZES :])
+            stepped = np.add(qr[None], steps)
+            np.maximum(stepped, self._lo, out=stepped)
+            np.minimum(stepped, self._hi, out=stepped)
             if rim is not None:
                 # The Gauss-Newton step and the gradient steps of the rim model: their angle steps.
-                model_steps = 1 + len(_GRADIENT_STEPS)
-                self._step_along_rims(stepped[:model_steps], steps[:model_steps], rim)
+                self._step_along_rims(stepped[: 1 + _SIZES], steps[: 1 + _SIZES], rim)
             stepped = stepped.reshape(-1, dof)
             trial = self.chart.project(stepped) if self._balls else stepped
-            reps = 1 + 2 * len(_GRADIENT_STEPS)
             tpr = np.tile(tp[rows], (reps, 1, 1))
             trr = None if tr is None else np.tile(tr[rows], (reps, 1, 1, 1))
             # Poses of every trial, Jacobians only of the trials kept (one row in reps).
@@ -322,38 +338,43 @@ class BestEffort:
             e_try = self._errors(poses_try, tpr, trr, None)[0]
             d_try = np.sqrt(np.add.reduce(e_try * e_try, -1)).reshape(reps, R)
             pick = np.argmin(d_try, axis=0)
-            flat = pick * R + np.arange(R)
+            order = np.arange(R)
+            flat = pick * R + order
             if slide:
                 push[rows] = (stepped - trial)[flat]
-            best = d_try[pick, np.arange(R)]
+            best = d_try[pick, order]
             # A step must gain beyond rounding: an optimum stays bit for bit what it was.
-            ok = best < d[rows] - 1e-12 * (1.0 + d[rows])
+            gain_floor = d_before - 1e-12 * (1.0 + d_before)
+            ok = best < gain_floor
             # The damping follows the Gauss-Newton trial's own success, whichever trial is kept: a
             # gradient trial that gains more says nothing of the Gauss-Newton model, and growing
             # the damping for it shrinks the Gauss-Newton steps to nothing (a crawl).
-            newton = d_try[0] < d_before - 1e-12 * (1.0 + d_before)
+            newton = d_try[0] < gain_floor
             acc, kept = rows[ok], flat[ok]
             if len(kept):
                 J_kept = self.model.jacobians_at(frames_try, kept)
                 J[acc] = self._errors(poses_try[kept], tpr[kept], None if trr is None else trr[kept], J_kept)[1]
-            q[acc], e[acc], d[acc] = trial[kept], e_try[kept], best[ok]
-            lam[rows] = np.where(
-                newton, np.maximum(lam[rows] / _DAMP_DOWN, 1e-12), np.minimum(lam[rows] * _DAMP_UP, 1e12)
-            )
-            reach[rows] = np.where(ok, np.minimum(reach[rows] * 4.0, 1.0), reach[rows] * _GRADIENT_STEPS[-1] ** 2)
+            d_r = np.where(ok, best, d_before)
+            q[acc], e[acc], d[acc] = trial[kept], e_try[kept], d_r[ok]
+            lam_r = np.where(newton, np.maximum(lam_r / _DAMP_DOWN, 1e-12), np.minimum(lam_r * _DAMP_UP, 1e12))
+            reach_r = np.where(ok, np.minimum(reach_r * 4.0, 1.0), reach_r * _REACH_SHRINK)
+            lam[rows], reach[rows] = lam_r, reach_r
             # Progress is judged over a window: a descent that crawls along a curved limit gains
             # little per step but much in all, and must not be stopped for it.
-            progressed = d_mark[rows] - d[rows] >= STALL_GAIN
-            d_mark[rows] = np.where(progressed, d[rows], d_mark[rows])
-            idle[rows] = np.where(progressed, 0, idle[rows] + 1)
-            stationary = ~ok & (reach[rows] < _REACH_MIN) & (lam[rows] > 1.0)
-            active[rows] = (d[rows] > tolerance) & (idle[rows] < _STALL_WINDOW) & ~stationary
+            mark_r = d_mark[rows]
+            progressed = mark_r - d_r >= STALL_GAIN
+            d_mark[rows] = np.where(progressed, d_r, mark_r)
+            idle_r = np.where(progressed, 0, idle[rows] + 1)
+            idle[rows] = idle_r
+            stationary = ~ok & (reach_r < _REACH_MIN) & (lam_r > 1.0)
+            still = (d_r > tolerance) & (idle_r < _STALL_WINDOW) & ~stationary
             if beat is not None and iteration >= _STALL_WINDOW:
                 # Hopeless: even gaining _CATCH_UP times this iteration's gain in every
                 # iteration left would not bring the row below its mark.
-                gained = d_before - d[rows]
+                gained = d_before - d_r
                 left = max_iterations - 1 - iteration
-                active[rows] &= d[rows] - _CATCH_UP * gained * left <= beat[rows]
+                still &= d_r - _CATCH_UP * gained * left <= beat[rows]
+            active[rows] = still
         return q, d
 
     def _pressed_rims(
@@ -370,24 +391,25 @@ class BestEffort:
             ellipse [rad] (the swing is (a cos, b sin) of it) of each pressed swing; None when
             no swing is pressed. Thin ellipses (a semi-axis near 0) are left to the projection.
         """
-        S = self._rim_starts
-        w, u = x[:, S], x[:, S + 1]
+        S, U = self._rim_starts, self._rim_starts + 1
+        w, u = x[:, S], x[:, U]
         a, b = quadrant_semi_axes(w, u, self._rim_axes)
-        wide = (a > _THIN_SWING) & (b > _THIN_SWING)
-        sa, sb = np.where(wide, a, 1.0), np.where(wide, b, 1.0)
+        if self._rims_wide:
+            sa, sb = a, b  # no thin ellipse: the masks below would keep every swing
+        else:
+            wide = (a > _THIN_SWING) & (b > _THIN_SWING)
+            sa, sb = np.where(wide, a, 1.0), np.where(wide, b, 1.0)
         on_rim = (w / sa) ** 2 + (u / sb) ** 2 >= 1.0 - 1e-9
         # The descent points outward where it has a positive part along the rim's normal.
-        pressing = w / (sa * sa) * g[:, S] + u / (sb * sb) * g[:, S + 1] > 0.0
-        rows, pairs = np.nonzero(wide & on_rim & pressing)
+        pressing = w / (sa * sa) * g[:, S] + u / (sb * sb) * g[:, U] > 0.0
+        rows, pairs = np.nonzero(on_rim & pressing if self._rims_wide else wide & on_rim & pressing)
         if not len(rows):
             return None
         angles = np.arctan2(u[rows, pairs] / sb[rows, pairs], w[rows, pairs] / sa[rows, pairs])
         return rows, pairs, angles
 
-    def _along_rims(
-        self, J: np.ndarray, frozen: np.ndarray, rim: tuple[np.ndarray, np.ndarray, np.ndarray],
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Copies of J (R, m, dof') and frozen (R, dof') with each pressed swing's pair turned into its rim angle.
+    def _along_rims(self, J: np.ndarray, frozen: np.ndarray, rim: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+        """Turn each pressed swing's pair of J (R, m, dof') and frozen (R, dof') into its rim angle, in place.
 
         The pair's first column becomes the derivative along the angle, (-a sin, b cos) of
         the two columns; the second is frozen. ``rim`` from :meth:`_pressed_rims`.
@@ -396,11 +418,9 @@ class BestEffort:
         S = self._rim_starts[pairs]
         cos, sin = np.cos(angles), np.sin(angles)
         a, b = quadrant_semi_axes(cos, sin, self._rim_axes[pairs])
-        J, frozen = J.copy(), frozen.copy()
         J[rows, :, S] = J[rows, :, S] * (-a * sin)[:, None] + J[rows, :, S + 1] * (b * cos)[:, None]
         J[rows, :, S + 1] = 0.0
         frozen[rows, S + 1] = True
-        return J, frozen
 
     def _step_along_rims(
         self, stepped: np.ndarray, steps: np.ndarray, rim: tuple[np.ndarray, np.ndarray, np.ndarray],

@@ -31,6 +31,7 @@ for _col, (_plus, _minus) in enumerate(((7, 5), (2, 6), (3, 1))):
     LOG_PARTS[_plus, _col], LOG_PARTS[_minus, _col] = 1.0, -1.0
 LOG_PARTS[[0, 4, 8], 3] = 1.0
 _EYE3 = np.eye(3)
+_EYE4 = np.eye(4)
 # (a x b)_k = sum_ij eps_kij a_i b_j, arranged to multiply the flattened outer product a_i b_j.
 LEVI_CIVITA = np.zeros((9, 3))
 for _i, _j, _k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
@@ -179,16 +180,6 @@ class _Chain:
         return J if self.identity else J @ self.scatter
 
 
-
-def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Cross products over the last axis (np.cross costs several times more per call on small arrays)."""
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
-    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
-    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
-    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
-    return out
-
-
 class _Tree:
     """Constants of the joints above some effectors when a ball joint is among them.
 
@@ -196,6 +187,13 @@ class _Tree:
     world frames by one product per joint, and each effector's Jacobian column block per kind
     with a few batched products: what :func:`~ik_core.model.kinematics.jacobian` computes joint
     by joint, at a fraction of the calls.
+
+    The descent's trials call this for a few to a few hundred configurations per iteration, so
+    per-call overhead counts: everything that does not depend on q is prepared here, the local
+    transforms are stored by kind in contiguous blocks (basic slices, not fancy-index
+    assignments), and frames are joint-major so each joint's frames are one contiguous block.
+    The floating-point operations on q are exactly the ones of the plain formulation (the same
+    batched matrix products, the same elementwise sums), so answers stay bit for bit the same.
     """
 
     def __init__(self, skeleton: Skeleton, effector_ids: Sequence[int]) -> None:
@@ -225,11 +223,41 @@ class _Tree:
         self.ball_parents = np.array(
             [self.parents[k] if self.parents[k] >= 0 else len(used) for k in self.ball], dtype=int
         )
-        eye = np.eye(3)
-        self._K = np.array([_skew_of(a) for a in self.axes]).reshape(-1, 3, 3)
-        self._eye = eye
+        # Local transforms are stored kind by kind (balls, rotating, prismatic, the rest):
+        # ``slot[k]`` is joint k's place in that order.
+        others = [k for k in range(len(used)) if k not in set(self.ball) | set(self.rot) | set(self.pri)]
+        order = [*self.ball, *self.rot, *self.pri, *others]
+        slot = np.empty(len(used), dtype=int)
+        slot[order] = np.arange(len(used))
+        self._slotted_origins = self.origins[order]
+        nb, nr, npri = len(self.ball), len(self.rot), len(self.pri)
+        self._ball_slots, self._rot_slots = slice(0, nb), slice(nb, nb + nr)
+        self._pri_slots = slice(nb + nr, nb + nr + npri)
+        self._steps = [(k, parent, int(slot[k])) for k, parent in enumerate(self.parents)]
+        self._ball_origin_R = self.origins[self.ball, :3, :3][:, None]  # (B, 1, 3, 3)
+        # Rotating joints: R = I + sin(v) K + (1 - cos(v)) K K, flattened to 9 entries per joint.
+        K = np.array([_skew_of(a) for a in self.axes[self.rot]]).reshape(-1, 3, 3)
+        self._rot_K = K.reshape(-1, 1, 9)
+        self._rot_KK = (K @ K).reshape(-1, 1, 9)
+        self._eye9 = np.eye(3).reshape(9)
+        self._rot_cols, self._pri_cols = self.col[self.rot], self.col[self.pri]
+        self._rot_plain = bool(np.all(self.mult[self.rot] == 1.0) and np.all(self.offset[self.rot] == 0.0))
+        self._pri_plain = bool(np.all(self.mult[self.pri] == 1.0) and np.all(self.offset[self.pri] == 0.0))
+        # I @ R is R bit for bit (R's zeros are +0), so identity origins skip the product.
+        self._rot_origin_R = None
+        if not all(np.array_equal(self.origins[k, :3, :3], np.eye(3)) for k in self.rot):
+            self._rot_origin_R = self.origins[self.rot, :3, :3][:, None]
+        self._pri_along = np.einsum("kij,kj->ki", self.origins[self.pri, :3, :3], self.axes[self.pri])[:, None]
+        self._pri_origin_t = self.origins[self.pri, :3, 3][:, None]
+        # A rotating joint whose axis is a coordinate axis turns about that column of its frame:
+        # read it instead of multiplying by the axis (the products add only zeros).
+        unit = [np.flatnonzero(a) for a in self.axes[self.rot]]
+        self._rot_axis_column = None
+        if all(len(u) == 1 and self.axes[k, u[0]] == 1.0 for k, u in zip(self.rot, unit)):
+            self._rot_axis_column = np.array([int(u[0]) for u in unit], dtype=int)
         # Per effector: its joint's position, offset, and per kind the ancestor positions and
-        # their scatter onto q columns (mimic multipliers included).
+        # their scatter onto q columns (mimic multipliers included); ``columns`` when each of
+        # them is its own q column with multiplier 1 (the scatter is then a plain copy).
         self.effectors = []
         for e in effector_ids:
             eff = skeleton.effectors[e]
@@ -240,59 +268,90 @@ class _Tree:
                 S = np.zeros((len(keep), dof))
                 for r, k in enumerate(keep):
                     S[r, self.col[k]] += self.mult[k]
-                parts.append((keep, S))
+                columns = np.array([self.col[k] for k in keep], dtype=int)
+                plain = len(set(columns.tolist())) == len(keep) and np.all(S[np.arange(len(keep)), columns] == 1.0)
+                place = np.searchsorted(group, keep)  # their places among the group's joints
+                parts.append((keep, S, columns if plain else None, place))
             balls = np.array([b for b, k in enumerate(self.ball) if k in anc], dtype=int)
             self.effectors.append((position[eff.joint], eff.offset, parts, balls))
         self.dof = dof
 
     def frames(self, q: np.ndarray) -> np.ndarray:
-        """(P, n + 1, 4, 4) world frames of the used joints (after their motion), then an identity."""
+        """(n + 1, P, 4, 4) world frames of the used joints (after their motion), then an identity.
+
+        Joint-major: ``F[k]`` holds joint k's frames for the P configurations q (P, dof).
+        """
         P, n = q.shape[0], len(self.parents)
-        local = np.empty((P, n, 4, 4))
-        local[:] = self.origins
+        local = np.empty((n, P, 4, 4))
+        local[:] = self._slotted_origins[:, None]
         if len(self.rot):
-            v = q[:, self.col[self.rot]] * self.mult[self.rot] + self.offset[self.rot]
-            K = self._K[self.rot]
-            R = self._eye + np.sin(v)[..., None, None] * K + (1.0 - np.cos(v))[..., None, None] * (K @ K)
-            local[:, self.rot, :3, :3] = self.origins[self.rot, :3, :3] @ R
+            v = q[:, self._rot_cols].T
+            if not self._rot_plain:
+                v = v * self.mult[self.rot, None] + self.offset[self.rot, None]
+            R = self._eye9 + np.sin(v)[..., None] * self._rot_K + (1.0 - np.cos(v))[..., None] * self._rot_KK
+            R = R.reshape(-1, P, 3, 3)
+            if self._rot_origin_R is not None:
+                R = self._rot_origin_R @ R
+            local[self._rot_slots, :, :3, :3] = R
         if len(self.pri):
-            v = q[:, self.col[self.pri]] * self.mult[self.pri] + self.offset[self.pri]
-            along = np.einsum("kij,kj->ki", self.origins[self.pri, :3, :3], self.axes[self.pri])
-            local[:, self.pri, :3, 3:] = (self.origins[self.pri, :3, 3] + v[..., None] * along)[..., None]
+            v = q[:, self._pri_cols].T
+            if not self._pri_plain:
+                v = v * self.mult[self.pri, None] + self.offset[self.pri, None]
+            local[self._pri_slots, :, :3, 3] = self._pri_origin_t + v[..., None] * self._pri_along
         if len(self.ball):
-            R = rotvec_to_matrix_unchecked(q[:, self.ball_cols])
-            local[:, self.ball, :3, :3] = self.origins[self.ball, :3, :3] @ R
-        F = np.empty((P, n + 1, 4, 4))
-        F[:, n] = np.eye(4)
-        for k, parent in enumerate(self.parents):
-            F[:, k] = local[:, k] if parent < 0 else F[:, parent] @ local[:, k]
+            R = rotvec_to_matrix_unchecked(q[:, self.ball_cols].swapaxes(0, 1))
+            local[self._ball_slots, :, :3, :3] = self._ball_origin_R @ R
+        F = np.empty((n + 1, P, 4, 4))
+        F[n] = _EYE4
+        for k, parent, slot in self._steps:
+            if parent < 0:
+                F[k] = local[slot]
+            else:
+                np.matmul(F[parent], local[slot], out=F[k])
         return F
+
+    def pose(self, F: np.ndarray, which: int) -> np.ndarray:
+        """(P, 3, 4) pose of effector ``which`` (its place in the model) from :meth:`frames` output."""
+        joint, offset, _, _ = self.effectors[which]
+        return (F[joint] @ offset)[:, :3, :]
 
     def pose_and_jacobian(self, F: np.ndarray, q: np.ndarray, which: int) -> tuple[np.ndarray, np.ndarray]:
         """(P, 3, 4) pose and (P, 6, dof) Jacobian of effector ``which`` (its place in the model)."""
-        joint, offset, ((rot, S_rot), (pri, S_pri)), balls = self.effectors[which]
-        pose = (F[:, joint] @ offset)[:, :3, :]
+        _, _, ((rot, S_rot, rot_cols, rot_place), (pri, S_pri, pri_cols, _)), balls = self.effectors[which]
+        pose = self.pose(F, which)
         p = pose[:, :, 3]
         J = np.zeros((q.shape[0], 6, self.dof))
         if len(rot):
-            z = np.einsum("pkij,kj->pki", F[:, rot, :3, :3], self.axes[rot])
-            lin = _cross(z, p[:, None] - F[:, rot][..., :3, 3])
-            J[:, :3] += np.einsum("pki,kd->pid", lin, S_rot)
-            J[:, 3:] += np.einsum("pki,kd->pid", z, S_rot)
+            if self._rot_axis_column is not None:
+                z = F[rot, :, :3, self._rot_axis_column[rot_place]]
+            else:
+                z = np.einsum("kpij,kj->kpi", F[rot, :, :3, :3], self.axes[rot])
+            lin = _cross(z, p - F[rot, :, :3, 3])
+            if rot_cols is not None:
+                # The scatter is a copy; adding 0.0 makes its zeros positive, as its sum onto zeros did.
+                J[:, :3, rot_cols] = lin.transpose(1, 2, 0) + 0.0
+                J[:, 3:, rot_cols] = z.transpose(1, 2, 0) + 0.0
+            else:
+                # The original (P, k, 3) layout, so the sums run in the same order.
+                J[:, :3] += np.einsum("pki,kd->pid", np.ascontiguousarray(lin.swapaxes(0, 1)), S_rot)
+                J[:, 3:] += np.einsum("pki,kd->pid", np.ascontiguousarray(z.swapaxes(0, 1)), S_rot)
         if len(pri):
-            z = np.einsum("pkij,kj->pki", F[:, pri, :3, :3], self.axes[pri])
-            J[:, :3] += np.einsum("pki,kd->pid", z, S_pri)
+            z = np.einsum("kpij,kj->kpi", F[pri, :, :3, :3], self.axes[pri])
+            if pri_cols is not None:
+                J[:, :3, pri_cols] = z.transpose(1, 2, 0) + 0.0
+            else:
+                J[:, :3] += np.einsum("pki,kd->pid", np.ascontiguousarray(z.swapaxes(0, 1)), S_pri)
         if len(balls):
             k = self.ball[balls]
             # Angular velocity of exp(v) in the pre-motion frame is J_l(v) v_dot.
-            R_pre = F[:, self.ball_parents[balls], :3, :3] @ self.origins[k, :3, :3]
-            W = R_pre @ ball_left_jacobian(q[:, self.ball_cols[balls]])
-            lever = p[:, None] - F[:, k][..., :3, 3]
+            R_pre = F[self.ball_parents[balls], :, :3, :3] @ self.origins[k, None, :3, :3]
+            W = R_pre @ ball_left_jacobian(q[:, self.ball_cols[balls]].swapaxes(0, 1))  # (B, P, 3, 3)
+            lever = p - F[k, :, :3, 3]
             lin = _cross(W.swapaxes(-1, -2), lever[:, :, None, :]).swapaxes(-1, -2)
             cols = self.ball_cols[balls].reshape(-1)
             B = len(balls)
-            J[:, :3, cols] = lin.transpose(0, 2, 1, 3).reshape(-1, 3, 3 * B)
-            J[:, 3:, cols] = W.transpose(0, 2, 1, 3).reshape(-1, 3, 3 * B)
+            J[:, :3, cols] = lin.transpose(1, 2, 0, 3).reshape(-1, 3, 3 * B)
+            J[:, 3:, cols] = W.transpose(1, 2, 0, 3).reshape(-1, 3, 3 * B)
         return pose, J
 
 
@@ -336,8 +395,11 @@ class EffectorModel:
         """
         if self.chains is None:
             F = self._tree.frames(q)
-            poses = np.stack([F[:, joint] @ offset for joint, offset, _, _ in self._tree.effectors], axis=1)
-            return poses[..., :3, :], (F, q)
+            n = len(self.effector_ids)
+            poses = self._tree.pose(F, 0)[:, None] if n == 1 else np.stack(
+                [self._tree.pose(F, k) for k in range(n)], axis=1
+            )
+            return poses, (F, q)
         out = [ch.frames(q) for ch in self.chains]
         poses = out[0][1][:, None] if len(out) == 1 else np.stack([p for _, p in out], axis=1)
         return poses, tuple(out)
@@ -346,7 +408,9 @@ class EffectorModel:
         """(R, E, 6, dof) Jacobians of the configurations ``rows`` (R,) of a :meth:`poses_and_frames` call."""
         if self.chains is None:
             F, q = frames
-            Fr, qr = F[rows], q[rows]
+            Fr, qr = F[:, rows], q[rows]
+            if len(self.effector_ids) == 1:
+                return self._tree.pose_and_jacobian(Fr, qr, 0)[1][:, None]
             return np.stack(
                 [self._tree.pose_and_jacobian(Fr, qr, k)[1] for k in range(len(self.effector_ids))], axis=1
             )
@@ -357,6 +421,8 @@ class EffectorModel:
         if self.chains is None:
             F = self._tree.frames(q)
             out = [self._tree.pose_and_jacobian(F, q, k) for k in range(len(self.effector_ids))]
+            if len(out) == 1:
+                return out[0][0][:, None], out[0][1][:, None]
             return np.stack([p for p, _ in out], axis=1), np.stack([J for _, J in out], axis=1)
         if len(self.chains) == 1:
             T, pose = self.chains[0].frames(q)

@@ -396,6 +396,36 @@ def test_ball_joint_tree_kinematics_match_the_reference() -> None:
         np.testing.assert_allclose(J, ref, atol=1e-12)
 
 
+def test_swing_twist_chart_kinematics_match_the_reference() -> None:
+    """The shortcuts for a box chart's joints (twists about z at their ball's frame, swing origins
+    that only rotate) equal kinematics.py, and Jacobians of some rows of a pose batch equal the
+    full batch's rows bit for bit."""
+    rng = np.random.default_rng(23)
+    turn = np.eye(4)
+    turn[:3, :3] = rotvec_to_matrix(rng.normal(size=3))
+    joints = [
+        Joint("s0", JointKind.BALL, -1, turn),
+        Joint("t0", JointKind.REVOLUTE, 0, np.eye(4), axis=(0, 0, 1), lower=-1, upper=1),
+        Joint("s1", JointKind.BALL, 1, _transform(rng)),
+        Joint("t1", JointKind.REVOLUTE, 2, np.eye(4), axis=(0, 0, 1), lower=-1, upper=1),
+        Joint("s2", JointKind.BALL, 3, _transform(rng)),
+        Joint("t2", JointKind.CONTINUOUS, 4, np.eye(4), axis=(0, 0, 1)),
+    ]
+    tree = Skeleton(joints, [Effector("tip", 5, _transform(rng))])
+    model = EffectorModel(tree, [0])
+    assert model.chains is None
+    for batch in (1, 9, 200):
+        q = rng.uniform(-2, 2, (batch, tree.dof))
+        q[:, 2::4] = 0.0  # a swing's third component, locked in a chart
+        poses, J = model.poses_and_jacobians(q)
+        np.testing.assert_allclose(poses, effector_poses(tree, q, [0])[..., :3, :], atol=1e-12)
+        np.testing.assert_allclose(J[:, 0], jacobian(tree, q, 0), atol=1e-12)
+        tried, frames = model.poses_and_frames(q)
+        assert np.array_equal(tried, poses)
+        rows = np.arange(0, batch, 3)
+        assert np.array_equal(model.jacobians_at(frames, rows), J[rows])
+
+
 @settings(max_examples=20, deadline=None)
 @given(angle=st.one_of(st.floats(0.0, np.pi), st.floats(1e-12, 1e-6), st.floats(np.pi - 1e-6, np.pi)))
 def test_rotation_log_is_exact_at_both_ends(angle: float) -> None:
