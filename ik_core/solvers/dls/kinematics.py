@@ -131,7 +131,8 @@ class _Chain:
                 L = self.B0 + s[..., None, None] * self.B1 + np.cos(v)[..., None, None] * self.B2
             for k in self.shifts:  # Hillis-Steele scan: L[i] becomes the product of L[0..i]
                 L[k:] = L[:-k] @ L[k:]
-            return L[:, :, :3], L[-1, :, :3] @ self.end
+            # The P last frames stacked (4 P, 4): one product with the shared end offset.
+            return L[:, :, :3], (L[-1].reshape(4 * P, 4) @ self.end).reshape(P, 4, 4)[:, :3]
         T = np.empty((self.n, P, 3, 4))
         # Columns 0 and 1 of a frame, read as one complex column, turn by Rz(q) when multiplied
         # by exp(-i q): one in-place complex product instead of six real ones per joint.
@@ -234,7 +235,7 @@ class _Tree:
         self._ball_slots, self._rot_slots = slice(0, nb), slice(nb, nb + nr)
         self._pri_slots = slice(nb + nr, nb + nr + npri)
         self._steps = [(k, parent, int(slot[k])) for k, parent in enumerate(self.parents)]
-        self._ball_origin_R = self.origins[self.ball, :3, :3][:, None]  # (B, 1, 3, 3)
+        self._ball_origin_R = self.origins[self.ball, :3, :3]
         # Rotating joints: R = I + sin(v) K + (1 - cos(v)) K K, flattened to 9 entries per joint.
         K = np.array([_skew_of(a) for a in self.axes[self.rot]]).reshape(-1, 3, 3)
         self._rot_K = K.reshape(-1, 1, 9)
@@ -299,8 +300,12 @@ class _Tree:
                 v = v * self.mult[self.pri, None] + self.offset[self.pri, None]
             local[self._pri_slots, :, :3, 3] = self._pri_origin_t + v[..., None] * self._pri_along
         if len(self.ball):
-            R = rotvec_to_matrix_unchecked(q[:, self.ball_cols].swapaxes(0, 1))
-            local[self._ball_slots, :, :3, :3] = self._ball_origin_R @ R
+            R = rotvec_to_matrix_unchecked(q[:, self.ball_cols].swapaxes(0, 1))  # (B, P, 3, 3)
+            # Each joint's origin times all its P rotations side by side: one matrix product per
+            # joint instead of one per configuration (the same sums, so the same bits).
+            wide = R.transpose(0, 2, 1, 3).reshape(-1, 3, 3 * P)
+            turned = (self._ball_origin_R @ wide).reshape(-1, 3, P, 3)
+            local[self._ball_slots, :, :3, :3] = turned.transpose(0, 2, 1, 3)
         F = np.empty((n + 1, P, 4, 4))
         F[n] = _EYE4
         for k, parent, slot in self._steps:
@@ -313,7 +318,9 @@ class _Tree:
     def pose(self, F: np.ndarray, which: int) -> np.ndarray:
         """(P, 3, 4) pose of effector ``which`` (its place in the model) from :meth:`frames` output."""
         joint, offset, _, _ = self.effectors[which]
-        return (F[joint] @ offset)[:, :3, :]
+        # The P frames stacked as one (4 P, 4) matrix: one product with the shared offset.
+        P = F.shape[1]
+        return (F[joint].reshape(4 * P, 4) @ offset).reshape(P, 4, 4)[:, :3, :]
 
     def pose_and_jacobian(self, F: np.ndarray, q: np.ndarray, which: int) -> tuple[np.ndarray, np.ndarray]:
         """(P, 3, 4) pose and (P, 6, dof) Jacobian of effector ``which`` (its place in the model)."""
@@ -344,7 +351,10 @@ class _Tree:
         if len(balls):
             k = self.ball[balls]
             # Angular velocity of exp(v) in the pre-motion frame is J_l(v) v_dot.
-            R_pre = F[self.ball_parents[balls], :, :3, :3] @ self.origins[k, None, :3, :3]
+            P = q.shape[0]
+            # Each parent's P frames stacked (3 P, 3) times the joint's origin: one product per joint.
+            R_pre = (F[self.ball_parents[balls], :, :3, :3].reshape(-1, 3 * P, 3) @ self.origins[k, :3, :3])
+            R_pre = R_pre.reshape(-1, P, 3, 3)
             W = R_pre @ ball_left_jacobian(q[:, self.ball_cols[balls]].swapaxes(0, 1))  # (B, P, 3, 3)
             lever = p - F[k, :, :3, 3]
             lin = _cross(W.swapaxes(-1, -2), lever[:, :, None, :]).swapaxes(-1, -2)
