@@ -30,7 +30,10 @@ class GaitOptions:
         min_width: Smallest lateral gap kept between the feet so they never cross [m].
         max_step: Longest step [m].
         settle_distance: A foot left farther than this from its place ...
-        settle_time: ... for this long steps back to it, so the feet settle when the body stops [s].
+        settle_time: ... for this long steps back to it while the body moves [s] (a body
+            standing still keeps its stance, however uneven: a performer shifting the weight in
+            place does not re-place the feet, and a walk's last step already aims at where the
+            foot stands once the body stops, see ``still_horizon``).
         still_speed: Below this ground speed of the body it counts as standing still [m/s].
         still_horizon: A step that lands at most this long before the body stands still goes
             straight to where the foot will stand then [s].
@@ -115,7 +118,7 @@ def plan_steps(
 
     A foot stays planted until, looking ``anticipation`` ahead, it is farther than
     ``step_distance`` from its neutral place (or turned more than ``step_turn``), or has been
-    more than ``settle_distance`` away for ``settle_time``; it then swings to where it would
+    more than ``settle_distance`` away for ``settle_time`` while the body moves; it then swings to where it would
     stand ``lookahead`` after landing (or, if the body comes to rest within ``still_horizon``,
     where it will stand then), one foot at a time. The loop runs once per step, each
     iteration vectorised over a window of frames.
@@ -176,7 +179,9 @@ def plan_steps(
                 off = np.cumsum(np.concatenate([np.zeros((1, 2)), dist > o.settle_distance]), axis=0)
                 lasting = np.zeros_like(trigger)
                 lasting[settle - 1 :] = np.any(off[settle:] - off[:-settle] >= settle, axis=1)
-                trigger |= lasting
+                # A standing body keeps its stance: on the CMU takes a settle step while the
+                # body stood was a step the performer never took (the feet stood uneven).
+                trigger |= lasting & ~still[idx]
             trigger &= ~walking[t:stop]  # a walk's steps are the schedule's
             over = np.flatnonzero(trigger)
             if over.size:

@@ -557,6 +557,30 @@ def test_plan_steps_stands_still_without_motion() -> None:
     np.testing.assert_array_equal(plan.position, neutral)
 
 
+def test_plan_steps_standing_body_keeps_an_uneven_stance() -> None:
+    """A body that shifts its weight 8 cm sideways and stands keeps its feet where they stood.
+
+    The shift leaves both feet farther than ``settle_distance`` from their places but nearer
+    than ``step_distance``: the performer stands on uneven feet, and a settle step there would be
+    a step never taken (the feet slide against the capture's). A body that keeps moving with
+    its feet left behind still settles them.
+    """
+    n = int(round(3.0 / FT))
+    shift = np.clip((np.arange(n) * FT - 0.5) / 0.3, 0.0, 1.0) * 0.08  # 0.5-0.8 s, then still
+    center = np.stack([shift, np.zeros(n)], axis=1)
+    neutral = np.stack([center + [0.1, 0.0], center - [0.1, 0.0]], axis=1)
+    o = GaitOptions(cadence=None)
+    assert 0.08 > o.settle_distance and 0.08 < o.step_distance
+    plan = plan_steps(neutral, np.zeros(n), FT, o)
+    assert plan.planted.all() and np.all(plan.lift == 0.0)
+    np.testing.assert_array_equal(plan.position, np.broadcast_to(neutral[0], plan.position.shape))
+    # The same offset while the body sways back and forth by 3 cm (above ``still_speed``): the
+    # feet settle back under it.
+    sway = center + np.stack([np.zeros(n), 0.03 * np.sin(2.0 * np.pi * np.arange(n) * FT)], axis=1)
+    moving = np.stack([sway + [0.1, 0.0], sway - [0.1, 0.0]], axis=1)
+    assert not plan_steps(moving, np.zeros(n), FT, o).planted.all()
+
+
 @settings(max_examples=20, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1))
 def test_plan_steps_properties(seed: int) -> None:
