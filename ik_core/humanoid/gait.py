@@ -33,7 +33,8 @@ class GaitOptions:
         settle_time: ... for this long steps back to it while the body moves [s] (a body
             standing still keeps its stance, however uneven: a performer shifting the weight in
             place does not re-place the feet, and a walk's last step already aims at where the
-            foot stands once the body stops, see ``still_horizon``).
+            foot stands once the body stops, see ``still_horizon``), and not within this long
+            before a scheduled step (a walk's first step moves the foot then).
         still_speed: Below this ground speed of the body it counts as standing still [m/s].
         still_horizon: A step that lands at most this long before the body stands still goes
             straight to where the foot will stand then [s].
@@ -181,6 +182,10 @@ def plan_steps(
                 lasting[settle - 1 :] = np.any(off[settle:] - off[:-settle] >= settle, axis=1)
                 # A standing body keeps its stance: on the CMU takes a settle step while the
                 # body stood was a step the performer never took (the feet stood uneven).
+                if q < steps:
+                    # A walk's first step is due within a settle: the foot off its place steps
+                    # then, as the performer's does; a settle step just before it is one too many.
+                    lasting &= np.arange(t, stop) + settle < due
                 trigger |= lasting & ~still[idx]
             trigger &= ~walking[t:stop]  # a walk's steps are the schedule's
             over = np.flatnonzero(trigger)

@@ -16,6 +16,7 @@ from ik_core.humanoid import (
     GaitOptions,
     RoleMap,
     SolveOptions,
+    StepSchedule,
     calibrate,
     detect_roles,
     plan_steps,
@@ -557,28 +558,54 @@ def test_plan_steps_stands_still_without_motion() -> None:
     np.testing.assert_array_equal(plan.position, neutral)
 
 
-def test_plan_steps_standing_body_keeps_an_uneven_stance() -> None:
-    """A body that shifts its weight 8 cm sideways and stands keeps its feet where they stood.
+def _shifted_body(sway: float, seconds: float = 3.0) -> np.ndarray:
+    """Neutral feet (N, 2, 2) of a body shifting 8 cm to its right over 0.2-0.5 s, swaying ``sway`` m at 1 Hz.
 
     The shift leaves both feet farther than ``settle_distance`` from their places but nearer
-    than ``step_distance``: the performer stands on uneven feet, and a settle step there would be
-    a step never taken (the feet slide against the capture's). A body that keeps moving with
-    its feet left behind still settles them.
+    than ``step_distance`` (heading 0: facing +y, the right foot at +x).
     """
-    n = int(round(3.0 / FT))
-    shift = np.clip((np.arange(n) * FT - 0.5) / 0.3, 0.0, 1.0) * 0.08  # 0.5-0.8 s, then still
-    center = np.stack([shift, np.zeros(n)], axis=1)
-    neutral = np.stack([center + [0.1, 0.0], center - [0.1, 0.0]], axis=1)
+    o = GaitOptions()
+    assert o.settle_distance < 0.08 < o.step_distance
+    t = np.arange(int(round(seconds / FT))) * FT
+    center = np.stack([np.clip((t - 0.2) / 0.3, 0.0, 1.0) * 0.08, sway * np.sin(2.0 * np.pi * t)], axis=1)
+    return np.stack([center - [0.1, 0.0], center + [0.1, 0.0]], axis=1)
+
+
+def test_plan_steps_standing_body_keeps_an_uneven_stance() -> None:
+    """A body that shifts its weight and stands keeps its feet where they stood; one that sways on settles them.
+
+    Standing on uneven feet is what performers do: a settle step there would be a step never
+    taken (the feet sliding against the capture's).
+    """
     o = GaitOptions(cadence=None)
-    assert 0.08 > o.settle_distance and 0.08 < o.step_distance
-    plan = plan_steps(neutral, np.zeros(n), FT, o)
+    neutral = _shifted_body(0.0)
+    plan = plan_steps(neutral, np.zeros(len(neutral)), FT, o)
     assert plan.planted.all() and np.all(plan.lift == 0.0)
     np.testing.assert_array_equal(plan.position, np.broadcast_to(neutral[0], plan.position.shape))
-    # The same offset while the body sways back and forth by 3 cm (above ``still_speed``): the
-    # feet settle back under it.
-    sway = center + np.stack([np.zeros(n), 0.03 * np.sin(2.0 * np.pi * np.arange(n) * FT)], axis=1)
-    moving = np.stack([sway + [0.1, 0.0], sway - [0.1, 0.0]], axis=1)
-    assert not plan_steps(moving, np.zeros(n), FT, o).planted.all()
+    # Swaying by 3 cm (above ``still_speed``) the body keeps moving: both feet settle under it.
+    moving = plan_steps(_shifted_body(0.03), np.zeros(len(neutral)), FT, o)
+    assert not moving.planted[:, 0].all() and not moving.planted[:, 1].all()
+
+
+def test_plan_steps_no_settle_just_before_a_scheduled_step() -> None:
+    """A foot off its place that a walk's first step moves soon waits for it instead of settling first.
+
+    The swaying body of the test above settles its left foot 0.6 s in; a schedule lifting that
+    foot 0.2 s later makes that step the foot's first (and the right foot settles after it).
+    """
+    neutral = _shifted_body(0.03)
+    n = len(neutral)
+    o = GaitOptions(cadence=None)
+    free = plan_steps(neutral, np.zeros(n), FT, o)
+    settle = int(np.flatnonzero(~free.planted[:, 0])[0]) - 1  # the settle step's lift
+    lift, land = settle + int(round(0.2 / FT)), settle + int(round(0.5 / FT))
+    walking = np.zeros(n, dtype=bool)
+    walking[lift : land + 1] = True
+    schedule = StepSchedule(np.array([lift]), np.array([land]), np.array([0]), np.array([n - 1]), walking)
+    plan = plan_steps(neutral, np.zeros(n), FT, o, schedule)
+    assert np.flatnonzero(~plan.planted[:, 0])[0] == lift + 1
+    assert plan.planted[land:, 0].all()
+    assert not plan.planted[land:, 1].all()  # the right foot still settles once the walk is over
 
 
 @settings(max_examples=20, deadline=None)
