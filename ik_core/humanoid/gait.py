@@ -33,8 +33,8 @@ class GaitOptions:
         settle_time: ... for this long steps back to it while the body moves [s] (a body
             standing still keeps its stance, however uneven: a performer shifting the weight in
             place does not re-place the feet, and a walk's last step already aims at where the
-            foot stands once the body stops, see ``still_horizon``), and not within this long
-            before a scheduled step (a walk's first step moves the foot then).
+            foot stands once the body stops, see ``still_horizon``); and no triggered step
+            starts within this long before a scheduled one (a walk's first step moves the foot).
         still_speed: Below this ground speed of the body it counts as standing still [m/s].
         still_horizon: A step that lands at most this long before the body stands still goes
             straight to where the foot will stand then [s].
@@ -153,6 +153,7 @@ def plan_steps(
     ahead = max(int(round(o.anticipation / frame_time)), 0)
     look = max(int(round(o.lookahead / frame_time)), 0)
     settle = max(int(round(o.settle_time / frame_time)), 0) if o.settle_distance > 0 else 0
+    wait = max(int(round(o.settle_time / frame_time)), 0)
     center = gaussian_smooth(neutral.mean(axis=1), 0.1 / frame_time)
     speed = np.linalg.norm(np.gradient(center, axis=0), axis=-1) / frame_time if n > 1 else np.zeros(n)
     still = speed < o.still_speed
@@ -182,12 +183,13 @@ def plan_steps(
                 lasting[settle - 1 :] = np.any(off[settle:] - off[:-settle] >= settle, axis=1)
                 # A standing body keeps its stance: on the CMU takes a settle step while the
                 # body stood was a step the performer never took (the feet stood uneven).
-                if q < steps:
-                    # A walk's first step is due within a settle: the foot off its place steps
-                    # then, as the performer's does; a settle step just before it is one too many.
-                    lasting &= np.arange(t, stop) + settle < due
                 trigger |= lasting & ~still[idx]
             trigger &= ~walking[t:stop]  # a walk's steps are the schedule's
+            if q < steps:
+                # A walk's first step is due within ``settle_time``: a foot off its place steps
+                # then, as the performer's does (on the CMU takes a drifted or turned foot moved
+                # just before it was a step too many, the performer's foot standing through it).
+                trigger &= np.arange(t, stop) + wait < due
             over = np.flatnonzero(trigger)
             if over.size:
                 k = int(over[0])

@@ -587,25 +587,36 @@ def test_plan_steps_standing_body_keeps_an_uneven_stance() -> None:
     assert not moving.planted[:, 0].all() and not moving.planted[:, 1].all()
 
 
-def test_plan_steps_no_settle_just_before_a_scheduled_step() -> None:
-    """A foot off its place that a walk's first step moves soon waits for it instead of settling first.
+@pytest.mark.parametrize("cause", ["settle", "turn"])
+def test_plan_steps_no_triggered_step_just_before_a_scheduled_one(cause: str) -> None:
+    """A foot that a walk's first step moves soon waits for it instead of stepping first.
 
-    The swaying body of the test above settles its left foot 0.6 s in; a schedule lifting that
-    foot 0.2 s later makes that step the foot's first (and the right foot settles after it).
+    ``settle``: the swaying body of the test above, whose feet settle 0.6-1.1 s in; ``turn``: a
+    body turning 50 degrees in place over 0.2-0.5 s (beyond ``step_turn``). A schedule lifting
+    the foot that steps first 0.2 s after that step makes the scheduled step its first, and the
+    other foot's first too (it steps after the walk).
     """
-    neutral = _shifted_body(0.03)
-    n = len(neutral)
     o = GaitOptions(cadence=None)
-    free = plan_steps(neutral, np.zeros(n), FT, o)
-    settle = int(np.flatnonzero(~free.planted[:, 0])[0]) - 1  # the settle step's lift
-    lift, land = settle + int(round(0.2 / FT)), settle + int(round(0.5 / FT))
+    if cause == "settle":
+        neutral = _shifted_body(0.03)
+        heading = np.zeros(len(neutral))
+    else:
+        neutral = _shifted_body(0.0) - [0.08, 0.0]  # standing where it stands
+        heading = np.radians(50.0) * np.clip((np.arange(len(neutral)) * FT - 0.2) / 0.3, 0.0, 1.0)
+    n = len(neutral)
+    free = plan_steps(neutral, heading, FT, o)
+    first = np.argmax(~free.planted, axis=0)  # (2,) each foot's first frame in the air
+    foot = int(np.argmin(np.where(free.planted.all(axis=0), n, first)))
+    assert not free.planted[:, foot].all()
+    lift, land = int(first[foot]) - 1 + int(round(0.2 / FT)), int(first[foot]) + int(round(0.5 / FT))
     walking = np.zeros(n, dtype=bool)
     walking[lift : land + 1] = True
-    schedule = StepSchedule(np.array([lift]), np.array([land]), np.array([0]), np.array([n - 1]), walking)
-    plan = plan_steps(neutral, np.zeros(n), FT, o, schedule)
-    assert np.flatnonzero(~plan.planted[:, 0])[0] == lift + 1
-    assert plan.planted[land:, 0].all()
-    assert not plan.planted[land:, 1].all()  # the right foot still settles once the walk is over
+    schedule = StepSchedule(np.array([lift]), np.array([land]), np.array([foot]), np.array([n - 1]), walking)
+    plan = plan_steps(neutral, heading, FT, o, schedule)
+    assert np.flatnonzero(~plan.planted[:, foot])[0] == lift + 1
+    assert plan.planted[: land + 1, 1 - foot].all()
+    assert plan.planted[land:, foot].all()
+    assert not plan.planted[land:, 1 - foot].all()  # the other foot still steps once the walk is over
 
 
 @settings(max_examples=20, deadline=None)
