@@ -691,8 +691,8 @@ def test_steps_pressed_on_ball_limits_slide_along_them_near_the_target() -> None
 def test_a_boxed_solve_near_ball_limits_hands_its_crawl_to_the_limits_own_coordinates() -> None:
     """A take's frame solved from the frame before (a box around it, as tracking does) where the
     answer presses ball joints on their limits: DLS steps in rotation vectors projected onto the
-    limits crawl, so after a few iterations the best effort's descent, in the coordinates the
-    limits are written in, takes over. With 20 iterations nearly every target is reached (about
+    limits crawl, so an attempt that crawls stops and the best effort's descent, in the coordinates
+    the limits are written in, takes over. With 20 iterations nearly every target is reached (about
     88 % when DLS spends them all itself)."""
     reached = []
     for seed in range(10):
