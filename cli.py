@@ -704,12 +704,16 @@ def cmd_body(args: argparse.Namespace) -> int:
     if args.reference_frame is not None:
         body.reference_frame = args.reference_frame
     fullbody = importlib.import_module(f"{ensure_addon().__name__}.operators.fullbody")
+    start, end, step = _frames_or_scene(args)
     if args.steps:
         try:
-            fullbody.store_contacts(body, fullbody.read_contacts_csv(str(Path(args.steps).resolve())))
+            if args.steps == "animation":
+                contacts = fullbody.detect_steps(bpy.context.scene, arm, range(start, end + 1, step))
+            else:
+                contacts = fullbody.read_contacts_csv(str(Path(args.steps).resolve()))
+            fullbody.store_contacts(body, contacts)
         except fullbody.BodyFailed as err:
             raise UsageError(str(err)) from None
-    start, end, step = _frames_or_scene(args)
     report = _run_with_report(bpy.ops.articulate.body_bake, Path(args.report).resolve() if args.report else None,
                               use_scene_settings=False, frame_start=start, frame_end=end, frame_step=step)
     _save(args.out)
@@ -871,7 +875,9 @@ def build_parser() -> argparse.ArgumentParser:
     body.add_argument("--frames", type=_parse_frames, help="range like 1-250 or 1-250:2 (default: the scene's)")
     body.add_argument("--steps", metavar="CSV",
                       help="known step timing: a CSV of foot contacts (header foot,frame_start,frame_end; foot l or "
-                           "r, frames included), stored as the panel's Known Steps and used instead of the head's")
+                           "r, frames included), or 'animation' to detect them from the armature's own foot motion "
+                           "(a capture) over the frames; stored as the panel's Known Steps and used instead of the "
+                           "head's")
     body.add_argument("--out", help="save the baked file here")
     body.add_argument("--report", help="write the JSON report here")
     body.set_defaults(func=cmd_body)

@@ -613,5 +613,78 @@ class ARTICULATE_OT_body_contact_remove(_FootContacts, bpy.types.Operator):
         return {"FINISHED"}
 
 
+def detect_steps(scene: bpy.types.Scene, arm: bpy.types.Object, frames: range) -> dict[str, list[tuple[int, int]]]:
+    """The frames each foot rests on the floor in the armature's own animation (a capture, a reference motion).
+
+    A foot rests while its ankle (role ``foot``) or its ball (role ``toe``, where mapped) is near
+    its resting height and still, by the thresholds of a chain's Detect Contacts; each bone's
+    resting height is its 5th percentile over the frames (the motion's own floor and the rig's
+    proportions, whatever the Floor setting).
+
+    Returns:
+        ``{"l": [(start, end), ...], "r": [...]}``, frames included, as :func:`store_contacts` takes them.
+
+    Raises:
+        BodyFailed: Fewer than two frames, roles without feet, or a foot that never rests (the
+            message says which and what to check).
+    """
+    from ..ik_core.contacts import contact_intervals, detect_contacts
+    from .planting import frame_time
+
+    if len(frames) < 2:
+        raise BodyFailed(f"detecting steps needs at least two frames to measure speeds; the range has {len(frames)}")
+    roles = role_map(arm).bones
+    bones = {foot: [roles[r] for r in (f"foot_{foot}", f"toe_{foot}") if r in roles] for foot in FEET}
+    try:
+        paths = bridge.sample_targets(scene, list(frames), [(arm, b) for foot in FEET for b in bones[foot]])
+    except bridge.BridgeError as err:
+        raise BodyFailed(str(err)) from None
+    dt = frame_time(scene, frames.step)
+    out: dict[str, list[tuple[int, int]]] = {}
+    k = 0
+    for foot in FEET:
+        rests = np.zeros(len(frames), dtype=bool)
+        for _bone in bones[foot]:
+            p = paths[k][:, :3, 3]
+            k += 1
+            rests |= detect_contacts(p, dt, float(np.percentile(p[:, 2], 5)))
+        if not rests.any():
+            side = ("left", "right")[FEET.index(foot)]
+            raise BodyFailed(f"the {side} foot ({', '.join(bones[foot])}) never rests on frames {frames[0]}-"
+                             f"{frames[-1]}: it moves on every one; pick a range where the motion stands or walks")
+        out[foot] = [(int(frames[a]), int(frames[b - 1])) for a, b in contact_intervals(rests)]
+    return out
+
+
+class ARTICULATE_OT_body_steps_detect(FrameRangeOptions, bpy.types.Operator):
+    """Fill the Known Steps from the armature's own foot animation (a capture or a reference motion) over the frame
+    range, and turn Known Steps on"""
+
+    bl_idname = "articulate.body_steps_detect"
+    bl_label = "Detect Known Steps"
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        return armature_poll(cls, context, editable=True)
+
+    def draw(self, context):
+        self.draw_range(self.layout, context)
+
+    def execute(self, context):
+        arm = context.object
+        try:
+            frames = self.frames(context)
+            contacts = detect_steps(context.scene, arm, frames)
+        except (BakeFailed, BodyFailed) as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        store_contacts(arm.articulate.body, contacts)
+        self.report({"INFO"}, f"Frames {frames[0]}-{frames[-1]}: left foot {len(contacts['l'])} contact(s), "
+                              f"right foot {len(contacts['r'])}")
+        return {"FINISHED"}
+
+
 classes = (ARTICULATE_OT_body_detect_roles, ARTICULATE_OT_body_bake, ARTICULATE_OT_body_align,
-           ARTICULATE_OT_trackers_import, ARTICULATE_OT_body_contact_add, ARTICULATE_OT_body_contact_remove)
+           ARTICULATE_OT_trackers_import, ARTICULATE_OT_body_contact_add, ARTICULATE_OT_body_contact_remove,
+           ARTICULATE_OT_body_steps_detect)

@@ -372,8 +372,9 @@ class ARTICULATE_PT_body_steps(_Panel, bpy.types.Panel):
         self.layout.prop(_armature(context).articulate.body, "use_steps", text="")
 
     def draw(self, context):
-        layout = self.layout
         body = _armature(context).articulate.body
+        self.layout.operator("articulate.body_steps_detect", icon="VIEWZOOM")
+        layout = self.layout.column()
         layout.active = body.use_steps
         for foot, label in (("l", "Left Foot"), ("r", "Right Foot")):
             layout.label(text=label)

@@ -249,3 +249,61 @@ def test_known_steps_lists_add_and_remove(cmu):
     assert not len(body.contacts_r)
     with pytest.raises(RuntimeError, match="no contact of the left foot"):
         bpy.ops.articulate.body_contact_remove(foot="l")
+
+
+def _foot_path(arm, bones: list[str], frames: range) -> np.ndarray:
+    """(F, B, 3) world head positions of ``bones`` on ``frames``."""
+    scene = bpy.context.scene
+    out = []
+    for f in frames:
+        scene.frame_set(f)
+        out.append([np.array(arm.matrix_world @ arm.pose.bones[b].head) for b in bones])
+    return np.array(out)
+
+
+def test_known_steps_detected_from_the_capture(empty_scene, addon, tmp_path):
+    """Detect Known Steps fills each foot's list from the armature's own animation: on every listed contact
+    the foot (ankle or ball) stands nearly still near its lowest height, between two contacts of a foot it
+    swings, and at every frame of the walk some foot rests. A range of one frame is refused, lists kept.
+    `cli.py body --steps animation` bakes with the same steps."""
+    from test_cli import run_cli
+
+    arm, trackers = cmu_tracked(240)
+    body = arm.articulate.body
+    blend = tmp_path / "capture.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    assert bpy.ops.articulate.body_steps_detect(use_scene_settings=False, frame_start=1, frame_end=240) == {"FINISHED"}
+    assert body.use_steps
+    frames = range(1, 241)
+    resting = np.zeros(len(frames), dtype=bool)
+    for foot, bones in (("l", ["LeftAnkle", "LeftToe"]), ("r", ["RightAnkle", "RightToe"])):
+        spans = [(c.frame_start, c.frame_end) for c in getattr(body, f"contacts_{foot}")]
+        assert spans, foot
+        path = _foot_path(arm, bones, frames)
+        speed = np.linalg.norm(np.diff(path, axis=0), axis=-1) * 120.0  # m/s at 120 fps, (F-1, B)
+        low = path[..., 2].min(axis=0)
+        for a, b in spans:
+            i, j = a - 1, b - 1
+            assert i <= j
+            # Some part of the foot stays near its lowest height and slow through the contact.
+            near = (path[i : j + 1, :, 2] - low < 0.05).all(axis=0)
+            slow = np.median(speed[i:max(j, i + 1)], axis=0) < 0.3
+            assert (near & slow).any(), (foot, a, b)
+            resting[i : j + 1] = True
+        for (_, b), (a, _) in zip(spans[:-1], spans[1:]):
+            assert np.abs(path[a - 1, :, :2] - path[b - 1, :, :2]).max() > 0.05, (foot, b, a)  # a step between
+    assert resting.mean() > 0.9
+    before = [(c.frame_start, c.frame_end) for c in body.contacts_l]
+    with pytest.raises(RuntimeError, match="at least two frames"):
+        bpy.ops.articulate.body_steps_detect(use_scene_settings=False, frame_start=5, frame_end=5)
+    assert [(c.frame_start, c.frame_end) for c in body.contacts_l] == before
+    report = tmp_path / "body.json"
+    proc = run_cli("body", str(blend), "--armature", arm.name, "--head", trackers["head"].name,
+                   "--hand-l", trackers["hand_l"].name, "--hand-r", trackers["hand_r"].name, "--reference-frame", "1",
+                   "--frames", "1-240", "--steps", "animation", "--report", str(report), tmp_path=tmp_path)
+    assert proc.returncode in (0, 3), proc.stdout[-2000:] + proc.stderr[-2000:]
+    steps = json.loads(report.read_text())["steps"]
+    # Each foot lands on the first frame of each of its contacts (the first one too where it starts mid-take).
+    landings = sorted(c.frame_start for f in "lr" for k, c in enumerate(getattr(body, f"contacts_{f}"))
+                      if k or c.frame_start > 1)
+    assert sorted(steps["land"]) == landings and steps["known"] == len(landings) >= 2
