@@ -25,6 +25,14 @@ from .polls import chain_poll
 MARKER_PREFIX = "Contact"
 
 
+def fill_contact_list(items, spans: Sequence[tuple[int, int]]) -> None:
+    """Replace a contact list's items (a chain's, or a foot's Known Steps) by ``spans`` (start, end), in order."""
+    items.clear()
+    for start, end in sorted(spans):
+        item = items.add()
+        item.name, item.frame_start, item.frame_end = f"{start}-{end}", start, end
+
+
 def store_intervals(chain, frames: Sequence[int], contact: np.ndarray) -> int:
     """Replace the chain's contacts inside ``frames`` by the runs of ``contact`` (N,); those outside stay.
 
@@ -32,12 +40,9 @@ def store_intervals(chain, frames: Sequence[int], contact: np.ndarray) -> int:
         The number of intervals stored.
     """
     first, last = int(frames[0]), int(frames[-1])
-    keep = [(c.name, c.frame_start, c.frame_end) for c in chain.contacts if c.frame_end < first or c.frame_start > last]
+    keep = [(c.frame_start, c.frame_end) for c in chain.contacts if c.frame_end < first or c.frame_start > last]
     new = [(int(frames[a]), int(frames[b - 1])) for a, b in contact_intervals(contact)]
-    chain.contacts.clear()
-    for start, end in sorted([(s, e) for _n, s, e in keep] + new):
-        item = chain.contacts.add()
-        item.name, item.frame_start, item.frame_end = f"{start}-{end}", start, end
+    fill_contact_list(chain.contacts, keep + new)
     chain.active_contact = 0
     return len(new)
 

@@ -15,6 +15,7 @@ from ..ik_core.errors import name_hint
 from . import bridge, compat
 from .baking import BakeFailed
 from .bridge import body_controls
+from .contacts import fill_contact_list
 from .files import BLEND_RELATIVE, TimedImport, chosen_report_path, report_path_problem, write_report
 from .frames import FrameRangeOptions
 from .polls import armature_poll
@@ -171,11 +172,7 @@ def store_contacts(body_settings, contacts: dict[str, list[tuple[int, int]]]) ->
         The number of contacts stored.
     """
     for foot in FEET:
-        items = getattr(body_settings, f"contacts_{foot}")
-        items.clear()
-        for start, end in sorted(contacts.get(foot, [])):
-            item = items.add()
-            item.name, item.frame_start, item.frame_end = f"{start}-{end}", start, end
+        fill_contact_list(getattr(body_settings, f"contacts_{foot}"), contacts.get(foot, []))
         setattr(body_settings, f"active_contact_{foot}", 0)
     body_settings.use_steps = True
     return sum(len(v) for v in contacts.values())

@@ -442,9 +442,8 @@ def _solve_ahead(
     q[i - 1] inside the jump allowed over the frames since it (a segment's box), so the run
     continues the pose of frame i - 1 instead of the one the batch answers continued.
     """
-    end = i
-    while end < len(q) and end - i < _AHEAD and ok[end]:
-        end += 1
+    run = np.asarray(ok[i : i + _AHEAD], dtype=bool)
+    end = i + (int(np.argmin(run)) if not run.all() else len(run))
     if end - i < 2:
         return {}
     frames = np.arange(i, end)
