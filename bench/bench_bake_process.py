@@ -14,8 +14,10 @@ chains removed, an IK constraint on each forearm and shin with Blender's default
 use_tail, 500 iterations), its target and pole empties, and the pole angle whose solved bend plane
 points closest to the pole (searched once, untimed; the rigger's job). Two takes are saved as
 .blend files: every target in reach, and the same take with smooth excursions that carry each
-target beyond its limb's reach (shoulder or hip to target farther than the two bones' lengths) on
-about ``--out-share`` of each chain's frames.
+target beyond its limb's reach (shoulder or hip to target farther than the lower bone's tail gets
+as the elbow or knee turns through its IK range, by more than 0.1 mm: the metarig's rest pose is
+bent and its hinges stop there, so the two bones' lengths overstate it) on about
+``--out-share`` of each chain's frames.
 
 Each route runs as the whole process a user runs, timed from launch to exit (interpreter start,
 ``import bpy``, opening the file, baking, saving):
@@ -163,6 +165,27 @@ def add_skin(arm: bpy.types.Object, segments: int) -> int:
     return len(skin.data.vertices) * 4  # one subdivision level: about four times the vertices
 
 
+def limb_reach(upper, lower) -> float:
+    """The farthest the lower bone's tail gets from the upper bone's head, in armature units.
+
+    The shoulder (or hip) turns the limb rigidly about the upper bone's head, so the distance
+    depends on the hinge alone: the lower bone turning about its own X axis at its head through
+    its IK range (the example's elbows and knees lock Y and Z). A straight-line sum of the two
+    lengths overstates it where the rest pose is bent and the range stops short of straight,
+    and then counts frames a limb cannot reach as in reach.
+    """
+    head = np.array(upper.bone.head_local)
+    pivot, tail = np.array(lower.bone.head_local), np.array(lower.bone.tail_local)
+    axis = np.array(lower.bone.matrix_local.col[0][:3])
+    axis /= np.linalg.norm(axis)
+    lo, hi = (lower.ik_min_x, lower.ik_max_x) if lower.use_ik_limit_x else (-math.pi, math.pi)
+    theta = np.linspace(lo, hi, 3601)[:, None]
+    v = tail - pivot
+    # Rodrigues' rotation of v about the axis by each angle.
+    turned = v * np.cos(theta) + np.cross(axis, v) * np.sin(theta) + axis * (axis @ v) * (1.0 - np.cos(theta))
+    return float(np.linalg.norm(pivot + turned - head, axis=1).max())
+
+
 def build_ik_rig(examples, compat, frames: int, share: float, angles: list[float] | None,
                  skin: int = 0) -> tuple[dict, int]:
     """The example turned into a rig for Blender's IK, with targets out of reach on ``share`` of frames.
@@ -178,7 +201,9 @@ def build_ik_rig(examples, compat, frames: int, share: float, angles: list[float
     for c, ch in enumerate(chains):
         upper, lower = ch["bones"]
         root = np.array(arm.matrix_world @ upper.head)  # the torso holds still in this take
-        reach = (upper.bone.length + lower.bone.length) * max(arm.matrix_world.to_scale())
+        # Out of reach: beyond the limb's reach by more than the bake's default tolerance (0.1 mm),
+        # as the example's feet stand at exactly the straightest knee the limits allow.
+        reach = limb_reach(upper, lower) * max(arm.matrix_world.to_scale()) + 1e-4
         path = _target_path(compat, ch["target"], frames)
         if share > 0:
             path = excursions(path, root, reach, share, offset=0.15 + 0.2 * c)
