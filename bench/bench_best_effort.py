@@ -513,7 +513,8 @@ def run_targets(args, rng: np.random.Generator, chains: list[tuple[Skeleton, str
                     records.append({"solver": label, "family": family, "bones": bones, "cls": cls, "exc": True})
                 continue
             for cls, target, d_opt, _ in targets:
-                rec = {"solver": label, "family": family, "bones": bones, "cls": cls, "exc": False, "opt": d_opt}
+                rec = {"solver": label, "family": family, "bones": bones, "cls": cls, "exc": False, "opt": d_opt,
+                       "chain": skeleton.name}
                 t0 = time.perf_counter()
                 try:
                     res = solver.solve(target, None)
@@ -797,6 +798,12 @@ def main() -> int:
         print(f"{label:9}" + "".join(f"{c[0]:7.2f}/{c[1]:.2f}" if c else f"{'-':>13}" for c in cells))
     if missed_opt:
         print(f"(local descents from solver answers beat the optimum on {missed_opt} answers)")
+    misses = [r for r in records if r["solver"] == "auto" and not r["exc"] and not r.get("nan")
+              and r["cls"] != "reach" and r["d"] - r["opt"] > NEAR]
+    for r in misses:
+        print(f"auto miss: {r['chain']} ({r['cls']}): {1e3 * (r['d'] - r['opt']):.2f} mm above the optimum "
+              f"({1e3 * r['d']:.2f} vs {1e3 * r['opt']:.2f} mm){', not a local minimum' if r['not_min'] else ''}; "
+              f"{r['reason']}")
     print(f"\ntakes: {take_row['takes']} x {args.frames} frames, 3-7 bones, Auto via solve_track; "
           f"{take_row['out_frames']} frames out of the limited workspace; optimum {args.take_starts} fresh "
           f"starts/frame; {t_takes:.0f} s")
