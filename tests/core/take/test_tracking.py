@@ -290,6 +290,35 @@ def _limb() -> Skeleton:
     return Skeleton(joints, [Effector("tip", 1, T2)], name="limb")
 
 
+def test_a_two_bone_limb_beyond_reach_keeps_each_frames_pole_plane() -> None:
+    """Beyond reach a two-bone limb is stretched as far as its hinge allows, and its swivel is its pole's
+    plane: those frames are provably their best effort (the distance equals the reach excess), so the
+    follow pass leaves them as solved, each frame as its pole asks, however fast the pole swings."""
+    T1, T2 = np.eye(4), np.eye(4)
+    T1[1, 3], T2[1, 3] = 0.28, 0.25
+    joints = [
+        Joint("upper", JointKind.BALL, -1, np.eye(4), limit=BALL_LIMIT),
+        # The hinge cannot straighten: beyond reach the elbow stays off the shoulder-wrist line.
+        Joint("fore", JointKind.REVOLUTE, 0, T1, axis=(1.0, 0.0, 0.0), lower=0.4, upper=np.radians(150.0)),
+    ]
+    skeleton = Skeleton(joints, [Effector("tip", 1, T2)], name="bent_limb")
+    solver = make_solver("two_bone", skeleton, "tip", tolerance=1e-4, mode="position")
+    frames = 60
+    target = np.array([0.2, 0.9, 0.1])
+    axis = target / np.linalg.norm(target)
+    side = np.cross(axis, [0.0, 0.0, 1.0])
+    side /= np.linalg.norm(side)
+    up = np.cross(axis, side)
+    turn = 0.15 * np.arange(frames)
+    poles = 0.3 * axis + 0.3 * (np.cos(turn)[:, None] * side + np.sin(turn)[:, None] * up)
+    targets = np.repeat(target[None], frames, axis=0)
+    res = solve_track(solver, targets, None, max_jump=0.5, segment=frames, pole=poles)
+    assert not res.converged.any()
+    np.testing.assert_allclose(res.position_error, solver.reach_excess(targets), atol=1e-9)
+    alone = np.array([solver.solve(t, q, pole=p).q for t, q, p in zip(targets, res.q, poles)])
+    np.testing.assert_allclose(res.q, alone, atol=1e-9)
+
+
 def _ball_chain(bones: int = 3) -> Skeleton:
     T = np.eye(4)
     T[1, 3] = 0.3
