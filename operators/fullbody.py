@@ -306,7 +306,10 @@ def _summary(report: dict) -> str:
     offset = max(report["calibration_offsets_m"].values(), default=0.0)
     # The error is the bones against their goals (each tracker plus the offset kept from calibration, where the
     # controller sits in the palm); the distance to the trackers themselves includes those offsets.
-    text = (f"{len(report['frames'])} frames, head and hands within {report['max_reachable_error_m'] * 1000:.3g} mm "
+    # Below a tenth of a micron the error is rounding, which differs between CPUs and numpy builds: it reads
+    # as that bound, which it is within.
+    reachable_mm = max(report["max_reachable_error_m"] * 1000, 1e-4)
+    text = (f"{len(report['frames'])} frames, head and hands within {reachable_mm:.3g} mm "
             f"of their goals where reachable; {report['max_world_error_m'] * 1000:.3g} mm from the trackers in "
             f"playback, calibration offsets (up to {offset * 1000:.3g} mm) included")
     if held:

@@ -563,7 +563,7 @@ QUOTED = {
     # the full-body guide's panel line for its picture, to the digit, and no warning but the jumps
     ".venvs/5.0.1/bin/python cli.py body take.blend --armature Metarig --head tracker.head --hand-l tracker.hand_l "
     "--hand-r tracker.hand_r --reference-frame 1 --out body.blend --report body.json":
-        ["articulate: 75 frames, head and hands within 4.97e-13 mm of their goals where reachable; 89.1 mm from the "
+        ["articulate: 75 frames, head and hands within 0.0001 mm of their goals where reachable; 89.1 mm from the "
          "trackers in playback, calibration offsets (up to 89.1 mm) included, 3 tracker jumps",
          "articulate: warning: 3 tracker jump(s)"],
     ".venvs/5.0.1/bin/python cli.py ik-to-fk shot.blend --armature rig --frames 1-120 --out fk.blend "
