@@ -361,9 +361,11 @@ class Solver(abc.ABC):
 
         See :meth:`~.best_effort.BestEffort.follow`: frames solved in one batch each start
         from a guess; this pass gives a missed frame its predecessor's basin unless its own
-        answer is nearer its target by more than the best effort's switch margin. Rotating
-        joints are then moved by whole turns nearest the frame before on every frame (the
-        same poses, without a spin in the keys).
+        answer is nearer its target by more than the best effort's switch margin; a solver that
+        sets the self-motion by rule (:attr:`ruled_self_motion`) keeps its frames at the reach
+        bound as solved (provably their best effort, the rest of the pose set by its rule).
+        Rotating joints are then moved by whole turns nearest the frame before on every frame
+        (the same poses, without a spin in the keys).
 
         Args:
             targets: (N, ...) the take's targets, as given to :meth:`solve`, in frame order.
