@@ -244,15 +244,6 @@ class _Var:
     free: np.ndarray | None = None
 
 
-def _ancestors(skeleton: Skeleton, joint: int) -> list[int]:
-    """Joint ``joint`` and every joint above it (its path to the root)."""
-    path = []
-    while joint >= 0:
-        path.append(joint)
-        joint = skeleton.joints[joint].parent
-    return path
-
-
 class Feasible:
     """The limited configurations of a chain or tree as the image of a box ``z`` in ``[lo, hi]``.
 
@@ -304,7 +295,7 @@ class Feasible:
         # effector, and a variable moves an effector only if its joint is on the effector's path.
         self.effectors = list(skeleton.effectors)
         columns = np.array([v.joint for v in self.vars for _ in range(1 if v.kind == "hinge" else 3)])
-        self.paths = [np.isin(columns, _ancestors(skeleton, e.joint)) for e in self.effectors]
+        self.paths = [np.isin(columns, skeleton.ancestors(e.joint)) for e in self.effectors]
 
     # -- local rotations --------------------------------------------------------------------
     def _rotation(self, var: _Var, z: np.ndarray) -> np.ndarray:
@@ -831,7 +822,7 @@ def _positions(skeleton: Skeleton, q: np.ndarray) -> np.ndarray:
 def _path_length(skeleton: Skeleton, effector: int) -> float:
     """Sum of the rest distances [m] from the root (at the origin) along the effector's path: its reach."""
     eff = skeleton.effectors[effector]
-    path = _ancestors(skeleton, eff.joint)[:-1]  # the root's origin is the origin
+    path = skeleton.ancestors(eff.joint)[1:]  # the root's origin is the origin
     return float(sum(np.linalg.norm(skeleton.joints[j].origin[:3, 3]) for j in path)
                  + np.linalg.norm(eff.offset[:3, 3]))
 
@@ -874,8 +865,8 @@ def _arm_given_rest(skeleton: Skeleton, q: np.ndarray, k: int) -> tuple[Skeleton
     """The arm of effector ``k`` alone, hanging where pose ``q`` puts the spine: (arm skeleton with
     effector ``tip``, the indices of its variables in the tree's q)."""
     eff = skeleton.effectors[k]
-    path = _ancestors(skeleton, eff.joint)[::-1]
-    spine_end = max(j for j in path if all(j in _ancestors(skeleton, e.joint) for e in skeleton.effectors))
+    path = list(skeleton.ancestors(eff.joint))
+    spine_end = max(j for j in path if all(j in skeleton.ancestors(e.joint) for e in skeleton.effectors))
     arm = [j for j in path if j > spine_end]
     frames = forward_kinematics(skeleton, q)
     joints = []

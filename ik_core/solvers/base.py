@@ -379,18 +379,14 @@ class Solver(abc.ABC):
         if not self.best_effort or len(missed) < 2:
             return result
         best = self._best_effort()
-        if self.ruled_self_motion and missed.any():
+        tg = as_targets(targets, len(self.effector_ids)) if missed[1:].any() else None
+        if tg is not None and self.ruled_self_motion:
             # A frame at its reach bound is provably its best effort, and a solver that sets the
             # self-motion by rule (a pole's plane) has set the rest of its pose: nothing to follow.
-            at_bound = self.at_reach_bound(
-                as_targets(targets, len(self.effector_ids)), np.asarray(result.position_error),
-                np.asarray(result.rotation_error),
-            )
-            missed &= ~at_bound
+            missed &= ~self.at_reach_bound(tg, np.asarray(result.position_error), np.asarray(result.rotation_error))
         if not missed[1:].any():
             # Every frame reached: only whole turns of rotating joints to take out (a spin).
             return replace(result, q=best.unwrap(result.q))
-        tg = as_targets(targets, len(self.effector_ids))
         E = len(self.effector_ids)
         tp = tg.positions.reshape(-1, E, 3)
         tr = None

@@ -279,38 +279,36 @@ def test_look_ahead_runs_on_any_chain_and_task(dof: int, mode: str, prismatic: b
 # --- frames beyond reach --------------------------------------------------------------------
 
 
-def _limb() -> Skeleton:
-    """A ball joint with Euler limits carrying 0.28 m and an X hinge in [0, 150] deg carrying 0.25 m."""
+def _limb(hinge_lower: float = 0.0) -> Skeleton:
+    """A ball joint with Euler limits carrying 0.28 m and an X hinge in [hinge_lower, 150 deg] carrying 0.25 m."""
     T1, T2 = np.eye(4), np.eye(4)
     T1[1, 3], T2[1, 3] = 0.28, 0.25
     joints = [
         Joint("upper", JointKind.BALL, -1, np.eye(4), limit=BALL_LIMIT),
-        Joint("fore", JointKind.REVOLUTE, 0, T1, axis=(1.0, 0.0, 0.0), lower=0.0, upper=np.radians(150.0)),
+        Joint("fore", JointKind.REVOLUTE, 0, T1, axis=(1.0, 0.0, 0.0), lower=hinge_lower, upper=np.radians(150.0)),
     ]
     return Skeleton(joints, [Effector("tip", 1, T2)], name="limb")
+
+
+def _poles_around(target: np.ndarray, center: np.ndarray, turn: np.ndarray) -> np.ndarray:
+    """(F, 3) poles 0.3 m from ``center`` about the root-to-target line, at the angles ``turn`` (F,) [rad]."""
+    axis = target / np.linalg.norm(target)
+    side = np.cross(axis, [0.0, 0.0, 1.0])
+    side /= np.linalg.norm(side)
+    up = np.cross(axis, side)
+    return center + 0.3 * (np.cos(turn)[:, None] * side + np.sin(turn)[:, None] * up)
 
 
 def test_a_two_bone_limb_beyond_reach_keeps_each_frames_pole_plane() -> None:
     """Beyond reach a two-bone limb is stretched as far as its hinge allows, and its swivel is its pole's
     plane: those frames are provably their best effort (the distance equals the reach excess), so the
     follow pass leaves them as solved, each frame as its pole asks, however fast the pole swings."""
-    T1, T2 = np.eye(4), np.eye(4)
-    T1[1, 3], T2[1, 3] = 0.28, 0.25
-    joints = [
-        Joint("upper", JointKind.BALL, -1, np.eye(4), limit=BALL_LIMIT),
-        # The hinge cannot straighten: beyond reach the elbow stays off the shoulder-wrist line.
-        Joint("fore", JointKind.REVOLUTE, 0, T1, axis=(1.0, 0.0, 0.0), lower=0.4, upper=np.radians(150.0)),
-    ]
-    skeleton = Skeleton(joints, [Effector("tip", 1, T2)], name="bent_limb")
+    # The hinge cannot straighten: beyond reach the elbow stays off the shoulder-wrist line.
+    skeleton = _limb(hinge_lower=0.4)
     solver = make_solver("two_bone", skeleton, "tip", tolerance=1e-4, mode="position")
     frames = 60
     target = np.array([0.2, 0.9, 0.1])
-    axis = target / np.linalg.norm(target)
-    side = np.cross(axis, [0.0, 0.0, 1.0])
-    side /= np.linalg.norm(side)
-    up = np.cross(axis, side)
-    turn = 0.15 * np.arange(frames)
-    poles = 0.3 * axis + 0.3 * (np.cos(turn)[:, None] * side + np.sin(turn)[:, None] * up)
+    poles = _poles_around(target, 0.3 * target / np.linalg.norm(target), 0.15 * np.arange(frames))
     targets = np.repeat(target[None], frames, axis=0)
     res = solve_track(solver, targets, None, max_jump=0.5, segment=frames, pole=poles)
     assert not res.converged.any()
@@ -471,12 +469,8 @@ def test_a_pole_swinging_a_two_bone_limb_fast_costs_no_retries() -> None:
     solver = make_solver("two_bone", skeleton, "tip", tolerance=1e-4, mode="position")
     frames = 96
     target = np.array([0.1, 0.35, 0.1])
-    axis = target / np.linalg.norm(target)
-    side = np.cross(axis, [0.0, 0.0, 1.0])
-    side /= np.linalg.norm(side)
-    up = np.cross(axis, side)
     turn = np.cumsum(np.where((np.arange(frames) >= 40) & (np.arange(frames) < 46), 0.35, 0.01))
-    poles = 0.5 * target + 0.3 * (np.cos(turn)[:, None] * side + np.sin(turn)[:, None] * up)
+    poles = _poles_around(target, 0.5 * target, turn)
     targets = np.repeat(target[None], frames, axis=0)
     calls = []
     solve = solver.solve
