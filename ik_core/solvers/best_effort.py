@@ -75,8 +75,10 @@ _ON_BOUND = 1e-9
 # A swing ellipse with a semi-axis below this [rad] is a segment: its rim has no angle to follow.
 _THIN_SWING = 1e-9
 _TURN = 2.0 * np.pi
-# Batched sweeps of a take's follow pass before it goes frame by frame.
+# Batched sweeps of a take's follow pass before it goes run by run.
 _FOLLOW_SWEEPS = 3
+# Frames of a run of missed frames followed together from the frame before the run's front.
+_FOLLOW_RUN = 24
 # A frame the follow pass moved by more than this [rad or m, over all variables] has its successor
 # followed again; smaller moves cannot carry a successor into another basin.
 _FOLLOW_MOVE = 1e-2
@@ -519,7 +521,13 @@ class BestEffort:
         if beyond is not None and beyond[open_rows].any():
             far = np.flatnonzero(beyond[open_rows])
             if len(self._effector_ids) == 1 and tr is None:
-                gap[far] = self._stretched_gaps(tp[open_rows[far]])
+                # Targets next to one another share one row of stretched gaps: beyond reach many
+                # library poses stretch to within rounding of the same distance, so which of
+                # them rank first is arbitrary, and a neighbour's best are as near as its own
+                # (measured: no loss at all on takes' neighbouring frames).
+                lead = self._leaders(tp[open_rows[far]], None)
+                heads = np.unique(lead)
+                gap[far] = self._stretched_gaps(tp[open_rows[far[heads]]])[np.searchsorted(heads, lead)]
             else:
                 gap[far] = self._radial_gaps(positions, tp[open_rows[far]])
         pick = np.argpartition(gap, k - 1, axis=1)[:, :k]
@@ -707,8 +715,10 @@ class BestEffort:
         work = sorted(int(i) for i in pending)
         while work:
             i = work.pop(0)
-            if len(self._follow_rows(np.array([i]), x, d, tp, tr, tolerance, loss)) and follows[i + 1]:
-                work.extend(int(j) for j in self._gapped(np.array([i + 1]), x))
+            for j in self._follow_run(i, x, d, tp, tr, tolerance, loss, follows):
+                if j in work:
+                    work.remove(j)
+                work.append(j)
         out = q.copy()
         if len(rows):
             out[rows] = self._to_source(
@@ -727,43 +737,114 @@ class BestEffort:
 
         ``loss`` gets, per frame, how much farther the descent from the predecessor ends than
         the frame's own answer (0 where it is as near).
+        """
+        x_new, d_new = self._carried(rows, x[rows - 1], tp, tr, d, tolerance)
+        return rows[self._settle(rows, x_new, d_new, x, d, loss)]
 
-        A lone position effector also starts from the frame before stretched toward the target
-        by the smallest turns: beyond reach the best pose is the straight chain, and the twists
-        about it (which move nothing) stay where the frame before had them.
+    def _follow_run(
+        self, i: int, x: np.ndarray, d: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, tolerance: float,
+        loss: np.ndarray, follows: np.ndarray,
+    ) -> list[int]:
+        """Frame i and the missed frames after it followed from frame i - 1 in one batch; returns those left to follow.
+
+        Following a run of missed frames one frame at a time costs one descent call per frame.
+        The run's next _FOLLOW_RUN frames are instead all descended from the answer of the frame
+        before i in one batch, and settled in order as a frame-by-frame follow would: each
+        frame's answer stands while it continues its (settled) predecessor within FOLLOW_GAP,
+        and the run goes on only where the frame moved. The first frame whose carried answer
+        steps away, or the frame after the batch, is returned to be followed from its settled
+        predecessor.
+
+        Args:
+            i: The first frame (its predecessor is settled).
+            x: (N, dof') the take's chart configurations (updated in place).
+            d: (N,) their distances [m, rad] (updated in place).
+            tp: (N, E, 3) target positions [m].
+            tr: (N, E, 3, 3) target rotations, or None.
+            tolerance: Distance at which a target counts as reached [m].
+            loss: (N,) see :meth:`_follow_rows` (updated in place).
+            follows: (N + 1,) frames that may be followed.
+
+        Returns:
+            The frames to follow next: [] when the run ends.
+        """
+        run = [i]
+        while len(run) < _FOLLOW_RUN and follows[run[-1] + 1]:
+            run.append(run[-1] + 1)
+        rows = np.array(run)
+        x_new, d_new = self._carried(rows, np.repeat(x[i - 1 : i], len(rows), axis=0), tp, tr, d, tolerance)
+        for k, j in enumerate(run):
+            here = rows[k : k + 1]
+            steps_away = k and np.abs(x_new[k] - x[j - 1]).max() > FOLLOW_GAP
+            if k and (steps_away or not self._wins(here, x_new[k], d_new[k], x, d)[0]):
+                # Carried from too far back (it steps away, or its descent from there ends short of
+                # the frame's own answer): follow the frame from its own predecessor instead.
+                return [j]
+            moved = self._settle(here, x_new[k : k + 1], d_new[k : k + 1], x, d, loss)
+            if not moved[0] or not follows[j + 1] or not len(self._gapped(np.array([j + 1]), x)):
+                return []
+        return [run[-1] + 1]
+
+    def _carried(
+        self, rows: np.ndarray, starts: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, d: np.ndarray,
+        tolerance: float,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Frames ``rows``' answers carried on from chart configurations ``starts`` (R, dof'), and their distances.
+
+        A lone position effector also starts from ``starts`` stretched toward the target by the
+        smallest turns: beyond reach the best pose is the straight chain, and the twists about
+        it (which move nothing) stay where the start had them. Of the near-best answers (within
+        STALL_GAIN) the one nearest its start is kept.
         """
         R = len(rows)
-        starts, reps = x[rows - 1], rows
+        all_starts, reps = starts, rows
         if len(self._effector_ids) == 1 and tr is None:
-            far = rows[self._reach.excess(tp[rows]).max(axis=-1) > tolerance]
+            far = np.flatnonzero(self._reach.excess(tp[rows]).max(axis=-1) > tolerance)
             if len(far):
-                prev = self.chart.from_chart(x[far - 1])
-                turned = stretch_toward(self.skeleton, prev, self._effector_ids[0], tp[far, 0])
-                starts, reps = np.concatenate([starts, self.chart.to_chart(turned)]), np.concatenate([rows, far])
+                prev = self.chart.from_chart(starts[far])
+                turned = stretch_toward(self.skeleton, prev, self._effector_ids[0], tp[rows[far], 0])
+                all_starts = np.concatenate([starts, self.chart.to_chart(turned)])
+                reps = np.concatenate([rows, rows[far]])
         # A carried pose that cannot come within SWITCH_MARGIN of the frame's own answer is not
         # taken: its descent stops once it cannot get there (its loss is then where it stopped).
         xs_all, ds_all = self._descend(
-            starts, tp[reps], None if tr is None else tr[reps], tolerance, FOLLOW_DESCENT, beat=d[reps] + SWITCH_MARGIN
+            all_starts, tp[reps], None if tr is None else tr[reps], tolerance, FOLLOW_DESCENT,
+            beat=d[reps] + SWITCH_MARGIN,
         )
         # (2, R) candidates per frame; a frame with no stretched start repeats its first.
-        slot = np.searchsorted(rows, reps[R:])
         xs = np.stack([xs_all[:R], xs_all[:R]])
         ds = np.stack([ds_all[:R], ds_all[:R]])
-        xs[1, slot], ds[1, slot] = xs_all[R:], ds_all[R:]
-        # Of the near-best (within STALL_GAIN), the one nearest the frame before.
+        if len(reps) > R:
+            xs[1, far], ds[1, far] = xs_all[R:], ds_all[R:]
         near = ds <= ds.min(axis=0) + STALL_GAIN
-        gap = np.linalg.norm(xs - x[rows - 1][None], axis=-1)
+        gap = np.linalg.norm(xs - starts[None], axis=-1)
         pick = np.argmin(np.where(near, gap, np.inf), axis=0)
-        x_new, d_new = xs[pick, np.arange(R)], ds[pick, np.arange(R)]
-        # Continuity wins unless the frame's own answer is nearer by more than SWITCH_MARGIN,
-        # the same balance of closeness and continuity as the global check's.
-        own_step = np.abs(x[rows] - x[rows - 1]).max(axis=1)
-        tie = np.abs(d_new - d[rows]) <= STALL_GAIN
-        take = (d_new <= d[rows] + SWITCH_MARGIN) & ~(tie & (own_step <= FOLLOW_TIE_STEP))
+        return xs[pick, np.arange(R)], ds[pick, np.arange(R)]
+
+    def _settle(
+        self, rows: np.ndarray, x_new: np.ndarray, d_new: np.ndarray, x: np.ndarray, d: np.ndarray,
+        loss: np.ndarray,
+    ) -> np.ndarray:
+        """Carried answers (R, dof') and distances (R,) of frames ``rows`` taken where they win; (R,) which moved.
+
+        Continuity wins unless the frame's own answer is nearer by more than SWITCH_MARGIN, the
+        same balance of closeness and continuity as the global check's. Updates x, d and loss.
+        """
+        take = self._wins(rows, x_new, d_new, x, d)
         loss[rows] = np.maximum(d_new - d[rows], 0.0)
         moved = take & (np.linalg.norm(x_new - x[rows], axis=-1) > _FOLLOW_MOVE)
         x[rows[take]], d[rows[take]] = x_new[take], d_new[take]
-        return rows[moved]
+        return moved
+
+    @staticmethod
+    def _wins(rows: np.ndarray, x_new: np.ndarray, d_new: np.ndarray, x: np.ndarray, d: np.ndarray) -> np.ndarray:
+        """(R,) where carried answers x_new (R, dof') at distances d_new (R,) replace frames ``rows``' own.
+
+        See :meth:`_settle`.
+        """
+        own_step = np.abs(x[rows] - x[rows - 1]).max(axis=1)
+        tie = np.abs(d_new - d[rows]) <= STALL_GAIN
+        return (d_new <= d[rows] + SWITCH_MARGIN) & ~(tie & (own_step <= FOLLOW_TIE_STEP))
 
     @staticmethod
     def _gapped(rows: np.ndarray, x: np.ndarray) -> np.ndarray:
