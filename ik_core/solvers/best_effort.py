@@ -74,6 +74,8 @@ _CATCH_UP = 4.0
 _ON_BOUND = 1e-9
 # A swing ellipse with a semi-axis below this [rad] is a segment: its rim has no angle to follow.
 _THIN_SWING = 1e-9
+# A swing's quarter ellipse with a semi-axis at most this [rad] is flat (the projection's own zero).
+_FLAT_SWING = 1e-12
 _TURN = 2.0 * np.pi
 # Batched sweeps of a take's follow pass before it goes run by run.
 _FOLLOW_SWEEPS = 3
@@ -122,7 +124,19 @@ class BestEffort:
         self._reach = ReachBound.of(skeleton, effector_ids)
         self._source_model = self.model if self.chart.identity else EffectorModel(skeleton, effector_ids)
         self._sqrt_w = None if weights is None or np.all(weights == 1.0) else np.asarray(weights, dtype=float)
-        self._lo, self._hi = self.chart.lower, self.chart.upper
+        self._lo, self._hi = self.chart.lower.copy(), self.chart.upper.copy()
+        if not self.chart.identity and len(self.chart.swing_starts):
+            # A swing whose range on one side is nothing (a limit from 0 to some angle, common in
+            # rigs) has a straight edge there, not an arc: the half-ellipse's flat side lies on
+            # that variable's zero. As a bound of the box it is held by the active set and the
+            # swing slides along the edge; as part of the rim the descent can only follow the
+            # arc, whose angle barely moves the swing near the edge's ends (a crawl).
+            S = np.array(self.chart.swing_starts, dtype=int)
+            flat = np.asarray(self.chart.swing_axes, dtype=float) <= _FLAT_SWING
+            self._lo[S[flat[:, 1]]] = 0.0
+            self._hi[S[flat[:, 0]]] = 0.0
+            self._lo[S[flat[:, 3]] + 1] = 0.0
+            self._hi[S[flat[:, 2]] + 1] = 0.0
         # A range that is a single value is a locked axis: it never moves.
         self._locked = self._lo == self._hi
         # First variable of each ball joint whose feasible set is not a box: the chart's swings,
