@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import InvalidInputError, require_finite
 from ..model.kinematics import effector_poses
 from ..model.poles import chain_root, turn_poles
-from ..solvers.base import IKResult, Solver, as_targets
+from ..solvers.base import IKResult, Solver
 from ..solvers.dls.solver import DLSSolver
 from .steps import joint_steps
 
@@ -357,7 +357,6 @@ def _retry_frames(
         & (fields["rotation_error"] <= _NEAR_MISS * solver.rotation_tolerance)
     )
     steps = np.concatenate([[0.0], joint_steps(skeleton, q[:-1], q[1:])]) if n > 1 else np.zeros(n)
-    sweeps = _target_sweeps(solver, targets) if redundant and n > 1 else np.zeros(n)
     replaced = np.zeros(n, dtype=bool)
     # Answers solved ahead for the frames after a replaced one (see _solve_ahead), by frame.
     ahead: dict[int, IKResult] = {}
@@ -372,12 +371,9 @@ def _retry_frames(
         if not missed:
             failed = 0
             # A whip is sudden: a step that much larger than the one before (steady fast
-            # motion of a tail or a spine steps as far every frame and is left alone), or than
-            # the target's own sweep asks for (a self-motion drifting fast while the target
-            # barely moves, frame after frame, is no steady motion of the take's).
+            # motion of a tail or a spine steps as far every frame and is left alone).
             whip = (
-                jump > pop_step * int(gaps[i])
-                and (jump > _WHIP_RATIO * float(steps[i - 1]) or jump > _SWEEP_RATIO * float(sweeps[i]))
+                jump > pop_step * int(gaps[i]) and jump > _WHIP_RATIO * float(steps[i - 1])
                 and not solver.ruled_self_motion
             )
             if jump <= allowed and not whip:
@@ -429,22 +425,6 @@ def _retry_frames(
 
 # Frames a run solved ahead after a replaced frame spans at most (a segment's length).
 _AHEAD = 32
-# On a redundant chain a reached frame's step is a whip also where it is this many times the angle
-# its target sweeps about the chain's root since the frame before (steady fast motions of rigs'
-# spines and tails step 1-3.5 times that; self-motion drifting under a slow target, 15-50 times).
-_SWEEP_RATIO = 3.0
-
-
-def _target_sweeps(solver: Solver, targets: np.ndarray) -> np.ndarray:
-    """(N,) the angle [rad] each frame's targets sweep about their chains' roots since the frame before (0 first).
-
-    The largest over the effectors of the target's displacement over its distance from the
-    chain's root point (``solver.reach_bound.bases``).
-    """
-    positions = as_targets(targets, len(solver.effector_ids)).positions.reshape(len(targets), -1, 3)
-    reach = np.linalg.norm(positions[1:] - solver.reach_bound.bases, axis=-1)
-    moved = np.linalg.norm(np.diff(positions, axis=0), axis=-1)
-    return np.concatenate([[0.0], (moved / np.maximum(reach, 1e-9)).max(axis=-1)])
 
 
 def _improves(skeleton, before: np.ndarray, retry: IKResult, jump: float) -> bool:
