@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Effector poses and Jacobians for the DLS solver: precompiled fast paths for chains and trees of joints."""
+"""Effector poses and Jacobians for the DLS solver: a precompiled fast path for chains of 1-DoF joints."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ...model.kinematics import ball_left_jacobian
+from ...model.rotation_kernels import rotvec_to_matrix_unchecked
 from ...model.skeleton import JointKind, Skeleton
 
 _ROTATING = (JointKind.REVOLUTE, JointKind.CONTINUOUS)
@@ -35,49 +37,6 @@ LEVI_CIVITA = np.zeros((9, 3))
 for _i, _j, _k in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
     LEVI_CIVITA[3 * _i + _j, _k] = 1.0
     LEVI_CIVITA[3 * _j + _i, _k] = -1.0
-
-
-# Pointer jumping composes a tree's frames up to this batch size; above it node by node with the
-# configurations along the last axis does fewer flops (measured on 7- and 12-joint chart chains).
-_SMALL_TREE = 24
-# Above it, up to this batch size every node's rotation is built in one go (fewer calls), above
-# it node by node (smaller temporaries).
-_WIDE_TOGETHER = 256
-# A rotation matrix from the outer product of its unit quaternion (w, x, y, z): entry (a, b) of
-# the outer product times _QUAT_BASIS[4 a + b], summed.
-_QUAT_BASIS = np.zeros((4, 4, 3, 3))
-for (_a, _b), _entries in {
-    (0, 0): ((0, 0, 1), (1, 1, 1), (2, 2, 1)),
-    (1, 1): ((0, 0, 1), (1, 1, -1), (2, 2, -1)),
-    (2, 2): ((0, 0, -1), (1, 1, 1), (2, 2, -1)),
-    (3, 3): ((0, 0, -1), (1, 1, -1), (2, 2, 1)),
-    (1, 2): ((0, 1, 2), (1, 0, 2)),
-    (1, 3): ((0, 2, 2), (2, 0, 2)),
-    (2, 3): ((1, 2, 2), (2, 1, 2)),
-    (0, 1): ((1, 2, -2), (2, 1, 2)),
-    (0, 2): ((0, 2, 2), (2, 0, -2)),
-    (0, 3): ((0, 1, -2), (1, 0, 2)),
-}.items():
-    for _r, _c, _value in _entries:
-        _QUAT_BASIS[_a, _b, _r, _c] = _value
-_QUAT_BASIS = _QUAT_BASIS.reshape(16, 3, 3)
-# The right Jacobian J_r(v) = x0 I + sum_i x_i [e_i]x + sum_ij x_(3 + 3 i + j) e_i e_j^T,
-# flattened: the coefficients (13,) times this (13, 9).
-_RIGHT_JACOBIAN_BASIS = np.zeros((13, 3, 3))
-_RIGHT_JACOBIAN_BASIS[0] = np.eye(3)
-for _i in range(3):
-    _RIGHT_JACOBIAN_BASIS[1 + _i] = np.cross(np.eye(3)[_i], np.eye(3)).T  # [e_i]x: column k is e_i x e_k
-_RIGHT_JACOBIAN_BASIS[4:] = np.eye(9).reshape(9, 3, 3)
-_RIGHT_JACOBIAN_BASIS = _RIGHT_JACOBIAN_BASIS.reshape(13, 9)
-_QUAT_MATRIX = _QUAT_BASIS.reshape(16, 9)
-# The same as sums of four terms: entry e of the rotation is sum_t _QUAT_COEFFICIENTS[t, e]
-# times outer-product entry _QUAT_TERMS[t, e] (zero coefficients pad the shorter sums).
-_QUAT_TERMS = np.zeros((4, 9), dtype=int)
-_QUAT_COEFFICIENTS = np.zeros((4, 9, 1))
-for _e in range(9):
-    _rows = np.flatnonzero(_QUAT_MATRIX[:, _e])
-    _QUAT_TERMS[: len(_rows), _e] = _rows
-    _QUAT_COEFFICIENTS[: len(_rows), _e, 0] = _QUAT_MATRIX[_rows, _e]
 
 
 def _z_to_axis(axis: np.ndarray) -> np.ndarray:
@@ -225,330 +184,189 @@ class _Chain:
 class _Tree:
     """Constants of the joints above some effectors when a ball joint is among them.
 
-    Like :class:`_Chain`, every moving joint becomes a node with a constant ``C_k`` (everything
-    since its nearest moving ancestor, fixed joints folded in; 1-DoF joints re-oriented so that
-    their axis is local z), so its world frame is ``F_k = F_parent(k) C_k M_k(q)``. Every
-    rotating node's motion is a rotation vector ``r_k`` linear in q (a ball's three variables,
-    or ``(0, 0, value)`` for a revolute joint, mimics included), so all of them come from one
-    matrix product with q, and ``C_k M_k`` is linear in the 16 products of the rotation's unit
-    quaternion (w, x, y, z) (plus the slide of a prismatic joint): every node's local transform
-    is one batched product with precomputed bases.
+    The joints' local transforms are built together per kind (one batched product each), the
+    world frames by one product per joint, and each effector's Jacobian column block per kind
+    with a few batched products: what :func:`~ik_core.model.kinematics.jacobian` computes joint
+    by joint, at a fraction of the calls.
 
-    The descent's trials call this for one to thousands of configurations per iteration, so
-    per-call overhead counts for small batches and flops per configuration for large ones: small
-    batches compose the frames by pointer jumping (each node's frame times its ancestor's 2^r
-    levels up, in log-depth rounds of one product each: a Hillis-Steele scan on a serial path),
-    larger ones node by node with the configurations along the last axis. Each effector's
-    Jacobian columns (a 1-DoF joint's axis, a ball joint's three angular-velocity columns) are
-    gathered into one array and crossed with their levers at once. Every operation on a
-    configuration is elementwise or a product within its own row, so a row's answer does not
-    depend on the rows batched with it (within one composition path; the two paths agree to
-    rounding), and the Jacobians of some rows of a batch equal the batch's rows bit for bit.
+    The descent's trials call this for a few to a few hundred configurations per iteration, so
+    per-call overhead counts: everything that does not depend on q is prepared here, the local
+    transforms are stored by kind in contiguous blocks (basic slices, not fancy-index
+    assignments), and frames are joint-major so each joint's frames are one contiguous block.
+    The floating-point operations on q are exactly the ones of the plain formulation (the same
+    batched matrix products, the same elementwise sums), so answers stay bit for bit the same.
     """
 
     def __init__(self, skeleton: Skeleton, effector_ids: Sequence[int]) -> None:
         used = sorted({i for e in effector_ids for i in skeleton.ancestors(skeleton.effectors[e].joint)})
-        dof = self.dof = skeleton.dof
-        C, parents, kinds = [], [], []
-        # r = q @ turn + twist (P, 3 n) and the slides q @ slide + shift (P, n).
-        turn, twist, slide, shift = [], [], [], []
-        # Per joint: its nearest moving ancestor node (itself if moving; -1: none) and the
-        # transform from that node's frame to the joint's frame after its motion.
-        carried: dict[int, tuple[int, np.ndarray]] = {}
-        for i in used:
-            joint = skeleton.joints[i]
-            node, pending = carried[joint.parent] if joint.parent >= 0 else (-1, _EYE4)
-            pending = pending @ joint.origin
-            if joint.kind is JointKind.FIXED:
-                carried[i] = (node, pending)
-                continue
-            Q = _EYE4 if joint.kind is JointKind.BALL else _z_to_axis(joint.axis)
-            C.append(pending @ Q)
-            parents.append(node)
-            kinds.append(joint.kind)
-            src = skeleton.mimic_source[i] if joint.mimic is not None else i
-            col = int(skeleton.q_index[src])
-            gain = joint.mimic.multiplier if joint.mimic is not None else 1.0
-            bias = joint.mimic.offset if joint.mimic is not None else 0.0
-            A, a = np.zeros((dof, 3)), np.zeros(3)
-            S, s = np.zeros(dof), 0.0
-            if joint.kind is JointKind.BALL:
-                A[col : col + 3] = np.eye(3)
-            elif joint.kind is JointKind.PRISMATIC:
-                S[col], s = gain, bias
-            else:
-                A[col, 2], a[2] = gain, bias
-            turn.append(A)
-            twist.append(a)
-            slide.append(S)
-            shift.append(s)
-            carried[i] = (len(C) - 1, Q.T)
-        n = self.n = len(C)
-        self.parents = np.array(parents, dtype=int)
-        self._turn = np.array(turn).reshape(n, dof, 3).transpose(1, 0, 2).reshape(dof, 3 * n)
-        self._twist = np.array(twist).reshape(3 * n) if np.any(twist) else None
-        is_pri = np.array([k is JointKind.PRISMATIC for k in kinds], dtype=bool)
-        self._slide = np.array(slide).reshape(n, dof).T[:, is_pri] if is_pri.any() else None
-        self._shift = np.array(shift)[is_pri]
-        self.ball = np.flatnonzero([k is JointKind.BALL for k in kinds])
-        self.pri = np.flatnonzero(is_pri)
-        # Node k's local transform, flattened: X_k @ basis[k] + base[k], with X_k the outer
-        # product of its quaternion (16,), then its slide if any node slides.
-        C = np.array(C).reshape(n, 4, 4)
-        embedded = np.zeros((16, 4, 4))
-        embedded[:, :3, :3] = _QUAT_BASIS
-        rows = 17 if len(self.pri) else 16
-        basis = np.zeros((n, rows, 4, 4))
-        basis[:, :16] = C[:, None] @ embedded
-        if len(self.pri):
-            basis[self.pri, 16] = C[self.pri] @ _TZ1
-        self._basis = basis.reshape(n, rows, 16)
-        self._base = (C @ np.diag([0.0, 0.0, 0.0, 1.0])).reshape(n, 1, 16)
-        # Pointer jumping: in each round, every node with an ancestor 2^r levels up takes that
-        # ancestor's frame times its own. A serial path uses slices (a Hillis-Steele scan).
-        self.serial = bool(np.array_equal(self.parents, np.arange(n) - 1))
-        self._rounds: list[tuple] = []
-        up = self.parents.copy()  # ancestor 2^r levels up (-1: none)
-        while np.any(up >= 0):
-            take = np.flatnonzero(up >= 0)
-            if self.serial:
-                self._rounds.append((slice(int(take[0]), n), slice(0, n - int(take[0]))))
-            else:
-                self._rounds.append((take, up[take]))
-            up = np.where(up >= 0, up[np.maximum(up, 0)], -1)
-        self._C = C
-        self._CT = np.ascontiguousarray(C.swapaxes(-1, -2))
-        # Per node in order: its place, its parent's, and the place of its slide among the
-        # prismatic nodes (-1: it rotates).
-        slides = {int(k): i for i, k in enumerate(self.pri)}
-        self._steps = [(k, int(self.parents[k]), slides.get(k, -1)) for k in range(n)]
-        # Per effector: its node (-1: above every moving joint), its offset from that node's
-        # frame, and where its Jacobian columns come from and go.
+        self.joints = np.array(used, dtype=int)
+        position = {j: k for k, j in enumerate(used)}
+        joints = [skeleton.joints[i] for i in used]
+        # Parents as positions in ``used`` (roots: -1).
+        self.parents = [position[j.parent] if j.parent >= 0 else -1 for j in joints]
+        self.origins = np.array([j.origin for j in joints]).reshape(-1, 4, 4)
+        kinds = [j.kind for j in joints]
+        self.rot = np.array([k for k, kind in enumerate(kinds) if kind in _ROTATING], dtype=int)
+        self.pri = np.array([k for k, kind in enumerate(kinds) if kind is JointKind.PRISMATIC], dtype=int)
+        self.ball = np.array([k for k, kind in enumerate(kinds) if kind is JointKind.BALL], dtype=int)
+        self.axes = np.array([j.axis for j in joints]).reshape(-1, 3)
+        dof = skeleton.dof
+        # Value of a 1-DoF joint: q[col] * mult + offset (mimics follow their source's column).
+        col, mult, offset = [], [], []
+        for i, j in zip(used, joints):
+            src = skeleton.mimic_source[i] if j.mimic is not None else i
+            col.append(max(int(skeleton.q_index[src]), 0))
+            mult.append(j.mimic.multiplier if j.mimic is not None else 1.0)
+            offset.append(j.mimic.offset if j.mimic is not None else 0.0)
+        self.col, self.mult, self.offset = np.array(col), np.array(mult), np.array(offset)
+        self.ball_cols = (np.array(col)[self.ball][:, None] + np.arange(3)).reshape(-1, 3)
+        # Identity stand-in frame for a root's parent, at position len(used).
+        self.ball_parents = np.array(
+            [self.parents[k] if self.parents[k] >= 0 else len(used) for k in self.ball], dtype=int
+        )
+        # Local transforms are stored kind by kind (balls, rotating, prismatic, the rest):
+        # ``slot[k]`` is joint k's place in that order.
+        others = [k for k in range(len(used)) if k not in set(self.ball) | set(self.rot) | set(self.pri)]
+        order = [*self.ball, *self.rot, *self.pri, *others]
+        slot = np.empty(len(used), dtype=int)
+        slot[order] = np.arange(len(used))
+        self._slotted_origins = self.origins[order]
+        nb, nr, npri = len(self.ball), len(self.rot), len(self.pri)
+        self._ball_slots, self._rot_slots = slice(0, nb), slice(nb, nb + nr)
+        self._pri_slots = slice(nb + nr, nb + nr + npri)
+        self._steps = [(k, parent, int(slot[k])) for k, parent in enumerate(self.parents)]
+        self._ball_origin_R = self.origins[self.ball, :3, :3]
+        # Rotating joints: R = I + sin(v) K + (1 - cos(v)) K K, flattened to 9 entries per joint.
+        K = np.array([_skew_of(a) for a in self.axes[self.rot]]).reshape(-1, 3, 3)
+        self._rot_K = K.reshape(-1, 1, 9)
+        self._rot_KK = (K @ K).reshape(-1, 1, 9)
+        self._eye9 = np.eye(3).reshape(9)
+        self._rot_cols, self._pri_cols = self.col[self.rot], self.col[self.pri]
+        self._rot_plain = bool(np.all(self.mult[self.rot] == 1.0) and np.all(self.offset[self.rot] == 0.0))
+        self._pri_plain = bool(np.all(self.mult[self.pri] == 1.0) and np.all(self.offset[self.pri] == 0.0))
+        # I @ R is R bit for bit (R's zeros are +0), so identity origins skip the product.
+        self._rot_origin_R = None
+        if not all(np.array_equal(self.origins[k, :3, :3], np.eye(3)) for k in self.rot):
+            self._rot_origin_R = self.origins[self.rot, :3, :3][:, None]
+        self._pri_along = np.einsum("kij,kj->ki", self.origins[self.pri, :3, :3], self.axes[self.pri])[:, None]
+        self._pri_origin_t = self.origins[self.pri, :3, 3][:, None]
+        # A rotating joint whose axis is a coordinate axis turns about that column of its frame:
+        # read it instead of multiplying by the axis (the products add only zeros).
+        unit = [np.flatnonzero(a) for a in self.axes[self.rot]]
+        self._rot_axis_column = None
+        if all(len(u) == 1 and self.axes[k, u[0]] == 1.0 for k, u in zip(self.rot, unit)):
+            self._rot_axis_column = np.array([int(u[0]) for u in unit], dtype=int)
+        # Per effector: its joint's position, offset, and per kind the ancestor positions and
+        # their scatter onto q columns (mimic multipliers included); ``columns`` when each of
+        # them is its own q column with multiplier 1 (the scatter is then a plain copy).
         self.effectors = []
         for e in effector_ids:
             eff = skeleton.effectors[e]
-            node, pending = carried[eff.joint]
-            chain, k = [], node
-            while k >= 0:
-                chain.append(k)
-                k = int(self.parents[k])
-            self.effectors.append((node, pending @ eff.offset, self._layout(np.array(sorted(chain), dtype=int))))
+            anc = {position[i] for i in skeleton.ancestors(eff.joint)}
+            parts = []
+            for group in (self.rot, self.pri):
+                keep = np.array([k for k in group if k in anc], dtype=int)
+                S = np.zeros((len(keep), dof))
+                for r, k in enumerate(keep):
+                    S[r, self.col[k]] += self.mult[k]
+                columns = np.array([self.col[k] for k in keep], dtype=int)
+                plain = len(set(columns.tolist())) == len(keep) and np.all(S[np.arange(len(keep)), columns] == 1.0)
+                place = np.searchsorted(group, keep)  # their places among the group's joints
+                parts.append((keep, S, columns if plain else None, place))
+            balls = np.array([b for b, k in enumerate(self.ball) if k in anc], dtype=int)
+            self.effectors.append((position[eff.joint], eff.offset, parts, balls))
+        self.dof = dof
 
-    def _layout(self, nodes: np.ndarray) -> dict:
-        """Where the Jacobian columns of the nodes ``nodes`` (one effector's, sorted) come from and go.
+    def frames(self, q: np.ndarray) -> np.ndarray:
+        """(n + 1, P, 4, 4) world frames of the used joints (after their motion), then an identity.
 
-        Its columns follow the nodes, three per ball joint. The dict holds ``m`` (their number),
-        ``nodes`` (None for all nodes), ``lever`` (each column's place in ``nodes``), the places
-        and columns of the 1-DoF nodes (``axis_at``, ``axis_cols``), of the balls (``ball_at``,
-        ``ball_cols``, three each), the prismatic columns (``slide``), and the map onto q: both
-        ``columns`` and ``scatter`` None (identity), ``columns`` (m,) q columns (each its own,
-        multiplier 1) or ``scatter`` (m, dof) (mimics add multiplier times their column).
+        Joint-major: ``F[k]`` holds joint k's frames for the P configurations q (P, dof).
         """
-        is_ball = np.isin(nodes, self.ball)
-        width = np.where(is_ball, 3, 1)
-        start = np.concatenate([[0], np.cumsum(width)[:-1]]).astype(int)
-        m = int(width.sum())
-        axis_at, ball_at = np.flatnonzero(~is_ball), np.flatnonzero(is_ball)
-        out = {
-            "m": m,
-            "nodes": None if np.array_equal(nodes, np.arange(self.n)) else nodes,
-            "lever": np.repeat(np.arange(len(nodes)), width),
-            "axis_at": axis_at,
-            "axis_cols": start[axis_at],
-            "ball_at": ball_at,
-            "ball_cols": (start[ball_at, None] + np.arange(3)).reshape(-1),
-            "slide": start[np.flatnonzero(np.isin(nodes, self.pri))],
-            "columns": None,
-            "scatter": None,
-        }
-        # A column's q column and multiplier: the rotation vector's (or slide's) derivative.
-        T = self._turn.reshape(self.dof, self.n, 3)
-        S = np.zeros((m, self.dof))
-        for k, node in enumerate(nodes):
-            if k in ball_at:
-                S[start[k] : start[k] + 3] = T[:, node].T
-            elif node in self.pri:
-                S[start[k]] = self._slide[:, np.searchsorted(self.pri, node)]
-            else:
-                S[start[k]] = T[:, node, 2]
-        where = np.argmax(S != 0.0, axis=1)
-        if m == self.dof and np.array_equal(S, np.eye(m)):
-            return out
-        single = np.all((S != 0.0).sum(axis=1) == 1) and np.all(S[np.arange(m), where] == 1.0)
-        if single and len(set(where.tolist())) == m:
-            out["columns"] = where
-        else:
-            out["scatter"] = S
-        return out
-
-    def frames(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """World frames of the nodes and their rotations' terms.
-
-        Up to :data:`_SMALL_TREE` configurations, every node's local transform comes from one
-        batched product and the frames from log-depth rounds of products (pointer jumping);
-        larger batches go through :meth:`_frames_wide`. The two agree to rounding.
-
-        Args:
-            q: (P, dof) configurations.
-
-        Returns:
-            (n, P, r, 4) node frames after their motion (joint-major; the top r = 4 or 3 rows of
-            homogeneous transforms), and (n, P, 6) per node its rotation vector [rad], angle
-            [rad] (floored at 1e-300), and the sine and cosine of half the angle.
-        """
-        P, n = q.shape[0], self.n
-        if P > _SMALL_TREE:
-            return self._frames_wide(q)
-        aux = np.empty((n, P, 6))
-        r = q @ self._turn
-        if self._twist is not None:
-            r += self._twist
-        aux[..., :3] = r.reshape(P, n, 3).swapaxes(0, 1)
-        r, angle, half = aux[..., :3], aux[..., 3], aux[..., 4:]
-        # The floor keeps 0 / 0 away: sin(x) is x below 1e-8, so the quaternion's vector part
-        # sin(t / 2) r / t stays r / 2 as the angle vanishes (or underflows).
-        np.maximum(np.sqrt(np.einsum("npi,npi->np", r, r)), 1e-300, out=angle)
-        np.sin(0.5 * aux[..., 3:4] + QUARTER, out=half)  # sin(t / 2), cos(t / 2) in one call
-        quat = np.concatenate([half[..., 1:], r * (half[..., :1] / aux[..., 3:4])], axis=-1)
-        X = (quat[..., :, None] * quat[..., None, :]).reshape(n, P, 16)
-        if self._slide is not None:
-            d = np.zeros((n, P, 1))
-            d[self.pri, :, 0] = (q @ self._slide + self._shift).T
-            X = np.concatenate([X, d], axis=-1)
-        # One product per configuration and node (a whole-batch product would round each row
-        # by where it falls in the batch: BLAS kernels differ at the edges).
-        L = ((X[:, :, None] @ self._basis[:, None]) + self._base[:, None]).reshape(n, P, 4, 4)
-        for dst, src in self._rounds:
-            L[dst] = L[src] @ L[dst]
-        return L, aux
-
-    def _frames_wide(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`frames` for larger batches: node by node, configurations along the last axis.
-
-        Pointer jumping would multiply more; here the product with the constant ``C_k`` is one
-        matrix product and the rotation a broadcast product and a sum, all long elementwise
-        loops, and the temporaries are per node so they stay small. Returns the same arrays as
-        :meth:`frames` (as transposed views): (n, P, 3, 4) frames and (n, P, 6) terms.
-        """
-        P, n = q.shape[0], self.n
-        aux = np.empty((n, 6, P))
-        r = self._turn.T @ q.T
-        if self._twist is not None:
-            r += self._twist[:, None]
-        r = aux[:, :3] = r.reshape(n, 3, P)
-        angle = aux[:, 3]
-        np.maximum(np.sqrt(np.einsum("nip,nip->np", r, r)), 1e-300, out=angle)
-        h = 0.5 * angle
-        np.sin(h, out=aux[:, 4])
-        np.cos(h, out=aux[:, 5])
-        quat = np.empty((n, 4, P))
-        quat[:, 0] = aux[:, 5]
-        np.multiply(r, (aux[:, 4] / angle)[:, None], out=quat[:, 1:])
-        if self._slide is not None:
-            d = self._slide.T @ q.T + self._shift[:, None]
-        # Rotations from their quaternions' outer products, as elementwise sums (a matrix product
-        # would round a configuration by where it falls in the batch): for all nodes at once
-        # while that stays small (fewer calls), else node by node (large temporaries cost page
-        # faults).
-        together = P <= _WIDE_TOGETHER
-        if together:
-            rotations = _quat_rotations(quat).reshape(n, 1, 3, 3, P)
-        F = np.empty((n, 3, 4, P))
-        for k, parent, at in self._steps:
-            G = F[k]
+        P, n = q.shape[0], len(self.parents)
+        local = np.empty((n, P, 4, 4))
+        local[:] = self._slotted_origins[:, None]
+        if len(self.rot):
+            v = q[:, self._rot_cols].T
+            if not self._rot_plain:
+                v = v * self.mult[self.rot, None] + self.offset[self.rot, None]
+            R = self._eye9 + np.sin(v)[..., None] * self._rot_K + (1.0 - np.cos(v))[..., None] * self._rot_KK
+            R = R.reshape(-1, P, 3, 3)
+            if self._rot_origin_R is not None:
+                R = self._rot_origin_R @ R
+            local[self._rot_slots, :, :3, :3] = R
+        if len(self.pri):
+            v = q[:, self._pri_cols].T
+            if not self._pri_plain:
+                v = v * self.mult[self.pri, None] + self.offset[self.pri, None]
+            local[self._pri_slots, :, :3, 3] = self._pri_origin_t + v[..., None] * self._pri_along
+        if len(self.ball):
+            R = rotvec_to_matrix_unchecked(q[:, self.ball_cols].swapaxes(0, 1))  # (B, P, 3, 3)
+            # Each joint's origin times all its P rotations side by side: one matrix product per
+            # joint instead of one per configuration (the same sums, so the same bits).
+            wide = R.transpose(0, 2, 1, 3).reshape(-1, 3, 3 * P)
+            turned = (self._ball_origin_R @ wide).reshape(-1, 3, P, 3)
+            local[self._ball_slots, :, :3, :3] = turned.transpose(0, 2, 1, 3)
+        F = np.empty((n + 1, P, 4, 4))
+        F[n] = _EYE4
+        for k, parent, slot in self._steps:
             if parent < 0:
-                G[:] = self._C[k, :3, :, None]
+                F[k] = local[slot]
             else:
-                np.matmul(self._CT[k], F[parent], out=G)
-            if at >= 0:  # a slide
-                G[:, 3] += G[:, 2] * d[at]
-                continue
-            if together:
-                R = rotations[k]
-            else:
-                R = _quat_rotations(quat[k]).reshape(1, 3, 3, P)
-            np.add.reduce(G[:, :3, None] * R, axis=1, out=G[:, :3])  # G[:, :3] R, summed over j
-        return F.transpose(0, 3, 1, 2), aux.transpose(0, 2, 1)
+                np.matmul(F[parent], local[slot], out=F[k])
+        return F
 
     def pose(self, F: np.ndarray, which: int) -> np.ndarray:
-        """(P, 3, 4) pose of effector ``which`` (its place in the model) from :meth:`frames`'s node frames."""
-        node, end, _ = self.effectors[which]
-        _, P, rows, _ = F.shape
-        if node < 0:
-            return np.broadcast_to(end[:3], (P, 3, 4)).copy()
-        # The P frames stacked as one (rows P, 4) matrix: one product with the shared offset.
-        return (F[node].reshape(rows * P, 4) @ end).reshape(P, rows, 4)[:, :3]
+        """(P, 3, 4) pose of effector ``which`` (its place in the model) from :meth:`frames` output."""
+        joint, offset, _, _ = self.effectors[which]
+        # The P frames stacked as one (4 P, 4) matrix: one product with the shared offset.
+        P = F.shape[1]
+        return (F[joint].reshape(4 * P, 4) @ offset).reshape(P, 4, 4)[:, :3, :]
 
-    def jacobian(self, F: np.ndarray, aux: np.ndarray, pose: np.ndarray, which: int) -> np.ndarray:
-        """(P, 6, dof) world-frame Jacobian of effector ``which`` (rows: linear, angular).
-
-        Args:
-            F: (n, P, r, 4) node frames from :meth:`frames` (or some rows of them).
-            aux: (n, P, 6) the rotation terms from :meth:`frames` (the same rows).
-            pose: (P, 3, 4) the effector's pose in those frames.
-            which: The effector's place in the model.
-        """
-        lay = self.effectors[which][2]
-        P, m = F.shape[1], lay["m"]
-        if m == 0:
-            return np.zeros((P, 6, self.dof))
-        if lay["nodes"] is not None:
-            F, aux = F[lay["nodes"]], aux[lay["nodes"]]
-        # Angular columns: a 1-DoF node's axis is its frame's z; a ball's three are W = R J_r(v)
-        # with R its frame after the motion (the right Jacobian J_r(v) = J_l(-v) =
-        # I - b K + c K^2, K = [v]x, takes R_pre J_l(v)'s place without R_pre).
-        Z = np.empty((m, P, 3))
-        if len(lay["axis_at"]):
-            Z[lay["axis_cols"]] = F[lay["axis_at"], :, :3, 2]
-        if len(lay["ball_at"]):
-            ball = aux[lay["ball_at"]]
-            v, t, s, c = ball[..., :3], ball[..., 3], ball[..., 4], ball[..., 5]
-            t2 = t * t
-            # (t - sin t) / t^3 loses its digits as t -> 0: its series below 1e-4 rad.
-            small = t < 1e-4
-            ts = np.where(small, 1.0, t)
-            cubic = np.where(small, 1.0 / 6.0 - t2 / 120.0, (ts - 2.0 * s * c) / (ts * ts * ts))
-            g = s / t  # b = (1 - cos t) / t^2 = 2 g^2, exact at any angle
-            Y = np.empty((*t.shape, 13))
-            Y[..., 0] = 1.0 - cubic * t2
-            np.multiply(v, (-2.0 * g * g)[..., None], out=Y[..., 1:4])
-            Y[..., 4:] = ((cubic[..., None] * v)[..., :, None] * v[..., None, :]).reshape(*t.shape, 9)
-            W = F[lay["ball_at"], :, :3, :3] @ (Y @ _RIGHT_JACOBIAN_BASIS).reshape(-1, P, 3, 3)
-            Z[lay["ball_cols"]] = W.transpose(0, 3, 1, 2).reshape(-1, P, 3)
-        D = (pose[:, :, 3] - F[..., :3, 3])[lay["lever"]]
-        J = np.empty((P, 6, m))
-        if P <= _SMALL_JACOBIAN:
-            # z x d as one product with the Levi-Civita tensor (few calls); its sums hold one
-            # product each way and exact zeros, so it rounds as the component-wise form below.
-            lin = (Z[..., :, None] * D[..., None, :]).reshape(m, P, 9) @ LEVI_CIVITA
-            J[:, :3] = lin.transpose(1, 2, 0)
-        else:
-            zx, zy, zz = Z[..., 0], Z[..., 1], Z[..., 2]
-            dx, dy, dz = D[..., 0], D[..., 1], D[..., 2]
-            J[:, 0] = (zy * dz - zz * dy).T
-            J[:, 1] = (zz * dx - zx * dz).T
-            J[:, 2] = (zx * dy - zy * dx).T
-        J[:, 3:] = Z.transpose(1, 2, 0)
-        if len(lay["slide"]):
-            J[:, :3, lay["slide"]] = J[:, 3:, lay["slide"]]
-            J[:, 3:, lay["slide"]] = 0.0
-        if lay["scatter"] is not None:
-            return J @ lay["scatter"]
-        if lay["columns"] is not None:
-            out = np.zeros((P, 6, self.dof))
-            out[:, :, lay["columns"]] = J
-            return out
-        return J
+    def pose_and_jacobian(self, F: np.ndarray, q: np.ndarray, which: int) -> tuple[np.ndarray, np.ndarray]:
+        """(P, 3, 4) pose and (P, 6, dof) Jacobian of effector ``which`` (its place in the model)."""
+        _, _, ((rot, S_rot, rot_cols, rot_place), (pri, S_pri, pri_cols, _)), balls = self.effectors[which]
+        pose = self.pose(F, which)
+        p = pose[:, :, 3]
+        J = np.zeros((q.shape[0], 6, self.dof))
+        if len(rot):
+            if self._rot_axis_column is not None:
+                z = F[rot, :, :3, self._rot_axis_column[rot_place]]
+            else:
+                z = np.einsum("kpij,kj->kpi", F[rot, :, :3, :3], self.axes[rot])
+            lin = _cross(z, p - F[rot, :, :3, 3])
+            if rot_cols is not None:
+                # The scatter is a copy; adding 0.0 makes its zeros positive, as its sum onto zeros did.
+                J[:, :3, rot_cols] = lin.transpose(1, 2, 0) + 0.0
+                J[:, 3:, rot_cols] = z.transpose(1, 2, 0) + 0.0
+            else:
+                # The original (P, k, 3) layout, so the sums run in the same order.
+                J[:, :3] += np.einsum("pki,kd->pid", np.ascontiguousarray(lin.swapaxes(0, 1)), S_rot)
+                J[:, 3:] += np.einsum("pki,kd->pid", np.ascontiguousarray(z.swapaxes(0, 1)), S_rot)
+        if len(pri):
+            z = np.einsum("kpij,kj->kpi", F[pri, :, :3, :3], self.axes[pri])
+            if pri_cols is not None:
+                J[:, :3, pri_cols] = z.transpose(1, 2, 0) + 0.0
+            else:
+                J[:, :3] += np.einsum("pki,kd->pid", np.ascontiguousarray(z.swapaxes(0, 1)), S_pri)
+        if len(balls):
+            k = self.ball[balls]
+            # Angular velocity of exp(v) in the pre-motion frame is J_l(v) v_dot.
+            P = q.shape[0]
+            # Each parent's P frames stacked (3 P, 3) times the joint's origin: one product per joint.
+            R_pre = (F[self.ball_parents[balls], :, :3, :3].reshape(-1, 3 * P, 3) @ self.origins[k, :3, :3])
+            R_pre = R_pre.reshape(-1, P, 3, 3)
+            W = R_pre @ ball_left_jacobian(q[:, self.ball_cols[balls]].swapaxes(0, 1))  # (B, P, 3, 3)
+            lever = p - F[k, :, :3, 3]
+            lin = _cross(W.swapaxes(-1, -2), lever[:, :, None, :]).swapaxes(-1, -2)
+            cols = self.ball_cols[balls].reshape(-1)
+            B = len(balls)
+            J[:, :3, cols] = lin.transpose(1, 2, 0, 3).reshape(-1, 3, 3 * B)
+            J[:, 3:, cols] = W.transpose(1, 2, 0, 3).reshape(-1, 3, 3 * B)
+        return pose, J
 
 
-def _quat_rotations(quat: np.ndarray) -> np.ndarray:
-    """(..., 9, P) flattened rotation matrices of unit quaternions (..., 4, P) (w, x, y, z).
-
-    Each entry sums at most four products of two components, in a fixed order, so every
-    configuration (last axis) rounds the same whatever the batch.
-    """
-    outer = (quat[..., :, None, :] * quat[..., None, :, :]).reshape(*quat.shape[:-2], 16, quat.shape[-1])
-    return np.add.reduce(outer[..., _QUAT_TERMS, :] * _QUAT_COEFFICIENTS, axis=-3)
+def _skew_of(a: np.ndarray) -> np.ndarray:
+    return np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
 
 
 class EffectorModel:
@@ -586,13 +404,12 @@ class EffectorModel:
         few needs the Jacobians of the kept ones only.
         """
         if self.chains is None:
-            frames = self._tree.frames(q)
+            F = self._tree.frames(q)
             n = len(self.effector_ids)
-            poses = self._tree.pose(frames[0], 0)[:, None] if n == 1 else np.stack(
-                [self._tree.pose(frames[0], k) for k in range(n)], axis=1
+            poses = self._tree.pose(F, 0)[:, None] if n == 1 else np.stack(
+                [self._tree.pose(F, k) for k in range(n)], axis=1
             )
-            # The poses ride along: the Jacobians' levers then come from the very same numbers.
-            return poses, (*frames, poses)
+            return poses, (F, q)
         out = [ch.frames(q) for ch in self.chains]
         poses = out[0][1][:, None] if len(out) == 1 else np.stack([p for _, p in out], axis=1)
         return poses, tuple(out)
@@ -600,22 +417,23 @@ class EffectorModel:
     def jacobians_at(self, frames: tuple, rows: np.ndarray) -> np.ndarray:
         """(R, E, 6, dof) Jacobians of the configurations ``rows`` (R,) of a :meth:`poses_and_frames` call."""
         if self.chains is None:
-            F, aux, poses = frames
-            F, aux, poses = F[:, rows], aux[:, rows], poses[rows]
+            F, q = frames
+            Fr, qr = F[:, rows], q[rows]
             if len(self.effector_ids) == 1:
-                return self._tree.jacobian(F, aux, poses[:, 0], 0)[:, None]
-            return np.stack([self._tree.jacobian(F, aux, poses[:, k], k) for k in range(poses.shape[1])], axis=1)
+                return self._tree.pose_and_jacobian(Fr, qr, 0)[1][:, None]
+            return np.stack(
+                [self._tree.pose_and_jacobian(Fr, qr, k)[1] for k in range(len(self.effector_ids))], axis=1
+            )
         return np.stack([ch.jacobian(T[:, rows], p[rows]) for ch, (T, p) in zip(self.chains, frames)], axis=1)
 
     def poses_and_jacobians(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(P, E, 3, 4) effector poses and (P, E, 6, dof) Jacobians for q (P, dof)."""
         if self.chains is None:
-            F, aux = self._tree.frames(q)
-            poses = [self._tree.pose(F, k) for k in range(len(self.effector_ids))]
-            J = [self._tree.jacobian(F, aux, p, k) for k, p in enumerate(poses)]
-            if len(poses) == 1:
-                return poses[0][:, None], J[0][:, None]
-            return np.stack(poses, axis=1), np.stack(J, axis=1)
+            F = self._tree.frames(q)
+            out = [self._tree.pose_and_jacobian(F, q, k) for k in range(len(self.effector_ids))]
+            if len(out) == 1:
+                return out[0][0][:, None], out[0][1][:, None]
+            return np.stack([p for p, _ in out], axis=1), np.stack([J for _, J in out], axis=1)
         if len(self.chains) == 1:
             T, pose = self.chains[0].frames(q)
             return pose[:, None], self.chains[0].jacobian(T, pose)[:, None]

@@ -426,53 +426,6 @@ def test_swing_twist_chart_kinematics_match_the_reference() -> None:
         assert np.array_equal(model.jacobians_at(frames, rows), J[rows])
 
 
-@pytest.mark.parametrize("batch", [1, 9, 40, 300])
-def test_serial_ball_chain_kinematics_are_exact_at_both_ends(batch: int) -> None:
-    """A serial chain of ball joints (limited and not; most followed by a twist at their frame, as
-    in a box chart), a fixed, a revolute and a prismatic joint equals kinematics.py to 1e-12 for
-    rotation vectors at 0, near 0, near pi and past it, in both composition paths; a row's pose
-    does not depend on the rows batched with it, and Jacobians of some rows of a pose batch
-    (a single one included) equal the full batch's rows bit for bit."""
-    rng = np.random.default_rng(8)
-    joints = [
-        Joint("s0", JointKind.BALL, -1, _transform(rng), limit=ConeTwistLimit(1.2, 0.8, -1.0, 1.0)),
-        Joint("t0", JointKind.REVOLUTE, 0, np.eye(4), axis=(0, 0, 1), lower=-1, upper=1),
-        Joint("s1", JointKind.BALL, 1, _transform(rng)),
-        Joint("f", JointKind.FIXED, 2, _transform(rng)),
-        Joint("a", JointKind.REVOLUTE, 3, _transform(rng), axis=rng.normal(size=3), lower=-2, upper=2),
-        Joint("s2", JointKind.BALL, 4, _transform(rng), limit=ConeTwistLimit(0.9, 0.9, -0.5, 0.5)),
-        Joint("t2", JointKind.CONTINUOUS, 5, np.eye(4), axis=(0, 0, 1)),
-        Joint("s3", JointKind.BALL, 6, _transform(rng)),
-        Joint("t3", JointKind.REVOLUTE, 7, np.eye(4), axis=(0, 0, 1), lower=-1, upper=1),
-        Joint("p", JointKind.PRISMATIC, 8, _transform(rng), axis=rng.normal(size=3), lower=-0.5, upper=0.5),
-    ]
-    chain = Skeleton(joints, [Effector("tip", 9, _transform(rng))])
-    model = EffectorModel(chain, [0])
-    assert model.chains is None
-    q = rng.uniform(-2, 2, (batch, chain.dof))
-    balls = [chain.q_index[chain.joint_index(name)] for name in ("s0", "s1", "s2", "s3")]
-    axis = rng.normal(size=3)
-    axis /= np.linalg.norm(axis)
-    angles = [0.0, 1e-12, 1e-9, 3e-5, 1e-3, np.pi - 1e-9, np.pi, np.pi + 1e-7, np.pi + 0.5, 2 * np.pi - 1e-6]
-    for row, angle in enumerate(angles[: batch * 4]):
-        col = balls[row % 4]
-        q[row // 4, col : col + 3] = axis * angle * (-1.0) ** row
-    poses, J = model.poses_and_jacobians(q)
-    np.testing.assert_allclose(poses[:, 0], effector_poses(chain, q, 0)[..., :3, :], rtol=0.0, atol=1e-12)
-    np.testing.assert_allclose(J[:, 0], jacobian(chain, q, 0), rtol=0.0, atol=1e-12)
-    tried, frames = model.poses_and_frames(q)
-    assert np.array_equal(tried, poses)
-    for rows in (np.arange(0, batch, 3), np.array([batch - 1]), np.arange(min(batch, 12))):
-        assert np.array_equal(model.jacobians_at(frames, rows), J[rows])
-    # A row's pose does not depend on the rows batched with it (batches on one side of the
-    # small-batch bound share a composition path).
-    other = np.where(np.arange(batch)[:, None] % 2 == 0, q, rng.uniform(-2, 2, q.shape))
-    assert np.array_equal(model.poses(other)[::2], poses[::2])
-    for size in {1, 5, 9} if batch <= 9 else {25, 31, batch - 1}:
-        if size <= batch:
-            assert np.array_equal(model.poses(q[:size]), poses[:size])
-
-
 @settings(max_examples=20, deadline=None)
 @given(angle=st.one_of(st.floats(0.0, np.pi), st.floats(1e-12, 1e-6), st.floats(np.pi - 1e-6, np.pi)))
 def test_rotation_log_is_exact_at_both_ends(angle: float) -> None:
