@@ -226,6 +226,8 @@ class Solver(abc.ABC):
         #: Global starts that check each missed target's best effort (0: a local descent only).
         self.global_starts = GLOBAL_STARTS
         self._best: BestEffort | None = None
+        # While a report is written: the joints on a limit of each missed answer, by batch index.
+        self._held_joints: dict[tuple[int, ...], list[int]] | None = None
 
     def reach_excess(self, targets: np.ndarray) -> np.ndarray:
         """How far [m] each target's position lies beyond the reach of its effector.
@@ -322,12 +324,24 @@ class Solver(abc.ABC):
         reason = np.empty(batch, dtype=object)
         reason[...] = "converged"
         if not converged.all():
-            for row in np.argwhere(~converged):  # also right for a 0-d batch
-                idx = tuple(row)
-                if bad[idx]:
-                    reason[idx] = "numerical failure; returned the warm start"
-                else:
-                    reason[idx] = self._unreached_reason(tg, q, idx, pos_err[idx], rot_err[idx])
+            held = ~converged & ~bad
+            if self.best_effort and held.any():
+                # The joints on a limit of every missed answer at once: a take misses hundreds of
+                # frames, and one chart conversion each cost more than the rest of the report.
+                rows = np.flatnonzero(held.reshape(-1))
+                on_limit = self._best_effort().joints_on_limit_rows(q.reshape(-1, q.shape[-1])[rows])
+                self._held_joints = {
+                    tuple(int(i) for i in row): joints for row, joints in zip(np.argwhere(held), on_limit)
+                }
+            try:
+                for row in np.argwhere(~converged):  # also right for a 0-d batch
+                    idx = tuple(row)
+                    if bad[idx]:
+                        reason[idx] = "numerical failure; returned the warm start"
+                    else:
+                        reason[idx] = self._unreached_reason(tg, q, idx, pos_err[idx], rot_err[idx])
+            finally:
+                self._held_joints = None
         at_limit = (np.abs(q - self.skeleton.lower) <= 1e-9) | (np.abs(q - self.skeleton.upper) <= 1e-9)
         return IKResult(
             q=q,
@@ -495,7 +509,9 @@ class Solver(abc.ABC):
         errs = f"position error {pos_err:.3g} m"
         if self.mode != "position" and rot_err > self.rotation_tolerance:
             errs += f", {'aim' if self.mode == 'aim' else 'rotation'} error {rot_err:.3g} rad"
-        held = self._best_effort().joints_on_limit(q[idx])
+        memo = self._held_joints
+        key = tuple(int(i) for i in idx)
+        held = memo[key] if memo is not None and key in memo else self._best_effort().joints_on_limit(q[idx])
         if not held:
             return f"no pose near the closest one found comes nearer ({errs}; no joint on a limit)"
         names = [self.skeleton.joints[i].name for i in held]

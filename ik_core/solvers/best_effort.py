@@ -567,20 +567,28 @@ class BestEffort:
         keep = min(FINISHED_STARTS, k)
         top = np.argsort(Xd, axis=1)[:, :keep]
         Xq = np.take_along_axis(Xq, top[..., None], axis=1)[np.searchsorted(leaders, leader)]
-        # A follower also finishes from its own nearest library pose: a basin its leader's
-        # screening passed over may be its best.
-        follower = np.flatnonzero(leader != np.arange(len(open_rows)))
+        # A leader finishes from its `keep` best screened starts; a follower from its leader's best
+        # one and from its own nearest library pose (a basin its leader's screening passed over may
+        # be its best). Slots per row: the leader's `keep`, then the follower's own.
+        n = len(open_rows)
+        follower = np.flatnonzero(leader != np.arange(n))
         nearest = np.argmin(np.take_along_axis(gap, pick, axis=1), axis=1)
-        starts = np.concatenate([Xq.reshape(-1, Xq.shape[-1]), configs[pick[follower, nearest[follower]]]])
-        rep = np.concatenate([np.repeat(open_rows, keep), open_rows[follower]])
+        used = np.zeros((n, keep + 1), dtype=bool)
+        used[:, :keep] = True
+        used[follower, 1:keep] = False
+        used[follower, keep] = True
+        candidates = np.empty((n, keep + 1, Xq.shape[-1]))
+        candidates[:, :keep] = Xq
+        candidates[follower, keep] = configs[pick[follower, nearest[follower]]]
+        slot_row, slot = np.nonzero(used)
+        rep = open_rows[slot_row]
         # A finishing start that cannot come nearer than the local answer by SWITCH_MARGIN stops early.
         mark = d_local[rep] - SWITCH_MARGIN
-        done_q, done_d = self._descend(starts, tp[rep], None if tr is None else tr[rep], tolerance, beat=mark)
-        # Per row its keep answers and, for a follower, its own start's (inf elsewhere).
-        n, shared = len(open_rows), len(open_rows) * keep
+        done_q, done_d = self._descend(
+            candidates[slot_row, slot], tp[rep], None if tr is None else tr[rep], tolerance, beat=mark
+        )
         Xq, Xd = np.zeros((n, keep + 1, done_q.shape[-1])), np.full((n, keep + 1), np.inf)
-        Xq[:, :keep], Xd[:, :keep] = done_q[:shared].reshape(n, keep, -1), done_d[:shared].reshape(n, keep)
-        Xq[follower, keep], Xd[follower, keep] = done_q[shared:], done_d[shared:]
+        Xq[slot_row, slot], Xd[slot_row, slot] = done_q, done_d
         best_d = Xd.min(axis=1)
         # Among near-ties of the best, the one nearest the warm start.
         near = Xd <= best_d[:, None] + STALL_GAIN
@@ -674,8 +682,14 @@ class BestEffort:
 
     def joints_on_limit(self, q: np.ndarray) -> list[int]:
         """Indices of the skeleton's joints whose limits a pose (dof,) rests on, in joint order."""
-        x = self.chart.to_chart(project_configuration(self.skeleton, np.asarray(q, dtype=float)[None]))
-        return sorted({int(j) for j in self.chart.variable_joint[self.chart.on_limit(x)[0]]})
+        return self.joints_on_limit_rows(np.asarray(q, dtype=float)[None])[0]
+
+    def joints_on_limit_rows(self, q: np.ndarray) -> list[list[int]]:
+        """For each pose of q (P, dof), the indices of the joints whose limits it rests on, in joint order."""
+        x = self.chart.to_chart(project_configuration(self.skeleton, np.asarray(q, dtype=float)))
+        on = self.chart.on_limit(x)
+        joints = self.chart.variable_joint
+        return [sorted({int(j) for j in joints[row]}) for row in on]
 
     def follow(
         self, q: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, missed: np.ndarray, tolerance: float,
