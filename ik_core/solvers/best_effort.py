@@ -62,6 +62,13 @@ _DAMP_UP, _DAMP_DOWN = 6.0, 3.0
 # along a curved limit the projection shortens long steps, so they are tried too.
 _GRADIENT_STEPS = np.array([30.0, 3.0, 0.3, 0.03])
 _SIZES = len(_GRADIENT_STEPS)
+# Beside them a pattern move: the step the descent made over its last _PATTERN_LAG iterations,
+# taken _PATTERN_STRETCH times again. Along a curved valley (a chain bending against several
+# limits at once) the slope and the Gauss-Newton model see only the next few tenths of a
+# millimetre, while the path of the last iterations points down the valley (Hooke and Jeeves'
+# pattern move).
+_PATTERN_LAG = 4
+_PATTERN_STRETCH = 2.0
 # A round in which no trial gained shrinks the gradient trials' scale by this factor.
 _REACH_SHRINK = _GRADIENT_STEPS[-1] ** 2
 # A row whose trials all failed with gradient steps below this fraction of the line minimum (and
@@ -257,8 +264,10 @@ class BestEffort:
         """Descend from chart configurations x to a local minimum of the distance inside the limits.
 
         Each iteration freezes the variables resting on a bound that the descent direction
-        pushes outward (and the locked ones), takes a damped Gauss-Newton step on the others,
-        projects it onto the limits and keeps it only if it shortens the distance.
+        pushes outward (and the locked ones), tries a damped Gauss-Newton step on the others,
+        gradient steps of a few lengths and a pattern move (the last few iterations' step, taken
+        again twice over), each projected onto the limits, and keeps the best if it shortens the
+        distance.
 
         Args:
             x: (P, dof') in-limit chart configurations.
@@ -292,7 +301,9 @@ class BestEffort:
         # once and scattered once, and the trials are written into one buffer.
         lo_margin, hi_margin = self._lo + _ON_BOUND, self._hi - _ON_BOUND
         diagonal = slice(None, None, dof + 1)
-        reps = 1 + 2 * len(_GRADIENT_STEPS)
+        reps = 2 + 2 * len(_GRADIENT_STEPS)
+        # Each row's configuration at the last _PATTERN_LAG iterations (slot k % _PATTERN_LAG: iteration k's).
+        history = np.repeat(q[None], _PATTERN_LAG, axis=0)
         for iteration in range(max_iterations):
             rows = np.nonzero(active)[0]
             R = len(rows)
@@ -338,7 +349,10 @@ class BestEffort:
             steps = np.empty((reps, R, dof))
             steps[0] = dq
             np.multiply(t0[None, :, None] * _GRADIENT_STEPS[:, None, None], gf[None], out=steps[1 : 1 + _SIZES])
-            np.multiply(tp0[None, :, None] * _GRADIENT_STEPS[:, None, None], gp[None], out=steps[1 + _SIZES :])
+            np.multiply(tp0[None, :, None] * _GRADIENT_STEPS[:, None, None], gp[None], out=steps[1 + _SIZES : -1])
+            slot = history[iteration % _PATTERN_LAG]
+            np.multiply(qr - (slot if everyone else slot[rows]), _PATTERN_STRETCH, out=steps[-1])
+            slot[rows] = qr
             stepped = np.add(qr[None], steps)
             np.maximum(stepped, self._lo, out=stepped)
             np.minimum(stepped, self._hi, out=stepped)
