@@ -51,7 +51,7 @@ REACH_POLISH = 12
 # that converge faster go on to convergence as before.
 _CRAWL_CHECK = 2
 # Iterations of that descent: the targets it reaches take a few; the others are held by the limits,
-# and the best effort descends them fully after the restarts anyway.
+# and the best effort descends them fully (and checks them globally) in the finish.
 _HANDOFF_DESCENT = 20
 # Library seeds polished beside each of a few targets beyond reach (one each in larger batches):
 # a lone call's start (the preferred pose) may point anywhere.
@@ -481,6 +481,9 @@ class DLSSolver(Solver):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Solve N targets that may be within reach: in a box first when ``r`` is given, restarts after.
 
+        With best effort on, a boxed attempt handed to the best effort's descent and still short
+        is left to the best effort's finish (its global check), not solved again over the range.
+
         Args:
             q0: (N, dof) starts inside the limits.
             tp: (N, E, 3) target positions [m].
@@ -522,8 +525,8 @@ class DLSSolver(Solver):
             # or an Euler limit keeps a few percent of what it promised (about 100 iterations
             # where the target is a few millimetres away), so an attempt that crawls stops early
             # (_CRAWL_CHECK). The best effort's descent runs in the limits' own coordinates, where
-            # they are a box, and reaches such targets in a few iterations; the targets it leaves
-            # short go on to the restarts as before. Only crawling attempts are handed over: one that
+            # they are a box, and reaches such targets in a few iterations (see below for the
+            # targets it leaves short). Only crawling attempts are handed over: one that
             # converges in DLS ends where its pull settles it, so a bake stays the same on CPUs
             # whose float maths differ in the last bits (tests/blender/test_determinism.py).
             q, pe, re, best_E = self._descend_missed(q, pe, re, best_E, miss, tp, tr)
