@@ -226,8 +226,6 @@ class Solver(abc.ABC):
         #: Global starts that check each missed target's best effort (0: a local descent only).
         self.global_starts = GLOBAL_STARTS
         self._best: BestEffort | None = None
-        # While a report is written: the joints on a limit of each missed answer, by batch index.
-        self._held_joints: dict[tuple[int, ...], list[int]] | None = None
 
     def reach_excess(self, targets: np.ndarray) -> np.ndarray:
         """How far [m] each target's position lies beyond the reach of its effector.
@@ -325,23 +323,21 @@ class Solver(abc.ABC):
         reason[...] = "converged"
         if not converged.all():
             held = ~converged & ~bad
+            on_limit: dict[tuple[int, ...], list[int]] = {}
             if self.best_effort and held.any():
                 # The joints on a limit of every missed answer at once: a take misses hundreds of
                 # frames, and one chart conversion each cost more than the rest of the report.
                 rows = np.flatnonzero(held.reshape(-1))
-                on_limit = self._best_effort().joints_on_limit_rows(q.reshape(-1, q.shape[-1])[rows])
-                self._held_joints = {
-                    tuple(int(i) for i in row): joints for row, joints in zip(np.argwhere(held), on_limit)
-                }
-            try:
-                for row in np.argwhere(~converged):  # also right for a 0-d batch
-                    idx = tuple(row)
-                    if bad[idx]:
-                        reason[idx] = "numerical failure; returned the warm start"
-                    else:
-                        reason[idx] = self._unreached_reason(tg, q, idx, pos_err[idx], rot_err[idx])
-            finally:
-                self._held_joints = None
+                joints = self._best_effort().joints_on_limit_rows(q.reshape(-1, q.shape[-1])[rows])
+                on_limit = {tuple(int(i) for i in row): j for row, j in zip(np.argwhere(held), joints)}
+            for row in np.argwhere(~converged):  # also right for a 0-d batch
+                idx = tuple(int(i) for i in row)
+                if bad[idx]:
+                    reason[idx] = "numerical failure; returned the warm start"
+                else:
+                    reason[idx] = self._unreached_reason(
+                        tg, q, idx, pos_err[idx], rot_err[idx], held=on_limit.get(idx)
+                    )
         at_limit = (np.abs(q - self.skeleton.lower) <= 1e-9) | (np.abs(q - self.skeleton.upper) <= 1e-9)
         return IKResult(
             q=q,
@@ -489,14 +485,19 @@ class Solver(abc.ABC):
         return pos_err, rot_err.max(axis=-1)
 
     def _unreached_reason(
-        self, tg: Targets, q: np.ndarray, idx: tuple[int, ...], pos_err: float, rot_err: float
+        self, tg: Targets, q: np.ndarray, idx: tuple[int, ...], pos_err: float, rot_err: float,
+        held: list[int] | None = None,
     ) -> str:
-        """Human-readable reason for one unconverged target."""
+        """Human-readable reason for one unconverged target.
+
+        ``held``: the joints on a limit of the answer q[idx] when the caller found them already
+        (a report finds them for all its missed answers at once), else None.
+        """
         far = self._out_of_reach_reason(tg, idx, pos_err)
         if far is not None:
             return far
         if self.best_effort:
-            return self._held_reason(q, idx, pos_err, rot_err)
+            return self._held_reason(q, idx, pos_err, rot_err, held)
         what = []
         if pos_err > self.tolerance:
             what.append(f"position error {pos_err:.3g} m > tolerance {self.tolerance:g} m")
@@ -504,14 +505,15 @@ class Solver(abc.ABC):
             what.append(f"rotation error {rot_err:.3g} rad > tolerance {self.rotation_tolerance:g} rad")
         return "not converged: " + "; ".join(what)
 
-    def _held_reason(self, q: np.ndarray, idx: tuple[int, ...], pos_err: float, rot_err: float) -> str:
+    def _held_reason(
+        self, q: np.ndarray, idx: tuple[int, ...], pos_err: float, rot_err: float, held: list[int] | None = None
+    ) -> str:
         """The reason for a missed target inside the reach, after its best effort: what holds it."""
         errs = f"position error {pos_err:.3g} m"
         if self.mode != "position" and rot_err > self.rotation_tolerance:
             errs += f", {'aim' if self.mode == 'aim' else 'rotation'} error {rot_err:.3g} rad"
-        memo = self._held_joints
-        key = tuple(int(i) for i in idx)
-        held = memo[key] if memo is not None and key in memo else self._best_effort().joints_on_limit(q[idx])
+        if held is None:
+            held = self._best_effort().joints_on_limit(q[idx])
         if not held:
             return f"no pose near the closest one found comes nearer ({errs}; no joint on a limit)"
         names = [self.skeleton.joints[i].name for i in held]

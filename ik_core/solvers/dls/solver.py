@@ -663,14 +663,15 @@ class DLSSolver(Solver):
         return pe.reshape(batch), re.reshape(batch)
 
     def _unreached_reason(
-        self, tg: Targets, q: np.ndarray, idx: tuple[int, ...], pos_err: float, rot_err: float
+        self, tg: Targets, q: np.ndarray, idx: tuple[int, ...], pos_err: float, rot_err: float,
+        held: list[int] | None = None,
     ) -> str:
         """Explain one unconverged target: out of reach, held by limits, or out of budget."""
         far = self._out_of_reach_reason(tg, idx, pos_err)
         if far is not None:
             return far
         if self.best_effort:
-            return self._held_reason(q, idx, pos_err, rot_err)
+            return self._held_reason(q, idx, pos_err, rot_err, held)
         n = 0 if self._last_restarts is None else int(self._last_restarts[idx])
         errs = f"position error {pos_err:.3g} m"
         if self.mode != "position":

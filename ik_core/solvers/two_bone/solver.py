@@ -280,10 +280,11 @@ class TwoBoneSolver(Solver):
         return self._pivot + frames[..., self._ball, :3, :3] @ self._elbow
 
     def _unreached_reason(
-        self, tg: Targets, q: np.ndarray, idx: tuple[int, ...], pos_err: float, rot_err: float
+        self, tg: Targets, q: np.ndarray, idx: tuple[int, ...], pos_err: float, rot_err: float,
+        held: list[int] | None = None,
     ) -> str:
         if pos_err <= self.tolerance:
-            return super()._unreached_reason(tg, q, idx, pos_err, rot_err)
+            return super()._unreached_reason(tg, q, idx, pos_err, rot_err, held)
         far = self._out_of_reach_reason(tg, idx, pos_err)
         if far is not None:
             return far + " (arm stretched toward it)"
@@ -302,5 +303,5 @@ class TwoBoneSolver(Solver):
                 f"bend needed for a target {D:.4g} m away; best effort leaves {pos_err:.3g} m of position error"
             )
         return "ball joint limit prevents pointing at the target; " + super()._unreached_reason(
-            tg, q, idx, pos_err, rot_err
+            tg, q, idx, pos_err, rot_err, held
         )
