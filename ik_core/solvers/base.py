@@ -15,7 +15,7 @@ from ..model.kinematics import forward_kinematics
 from ..model.rotations import rotation_angle_unchecked
 from ..model.skeleton import Skeleton
 from .best_effort import GLOBAL_STARTS, BestEffort
-from .reach import ReachBound
+from .reach import ReachBound, stretch_toward
 
 MODES = ("position", "aim", "full")
 _EYE3 = np.eye(3)
@@ -226,6 +226,8 @@ class Solver(abc.ABC):
         #: Global starts that check each missed target's best effort (0: a local descent only).
         self.global_starts = GLOBAL_STARTS
         self._best: BestEffort | None = None
+        # Best-effort problems led by the effectors within reach, by pattern (see _led_problems).
+        self._led: dict[tuple[bool, ...], tuple[BestEffort, BestEffort, np.ndarray]] = {}
 
     def reach_excess(self, targets: np.ndarray) -> np.ndarray:
         """How far [m] each target's position lies beyond the reach of its effector.
@@ -402,7 +404,34 @@ class Solver(abc.ABC):
         tr = None
         if tg.rotations is not None and best.mode != "position":
             tr = tg.rotations.reshape(-1, E, 3, 3)
-        q, jumps = best.follow(np.asarray(result.q, dtype=float), tp, tr, missed, self.tolerance)
+        q = np.asarray(result.q, dtype=float)
+        lead = self.leading_effectors(tp)
+        if not lead.any():
+            q, jumps = best.follow(q, tp, tr, missed, self.tolerance)
+        else:
+            # Each frame follows its predecessor in its own problem (led by the effectors within
+            # reach where others are beyond, see improve_missed).
+            jumps = np.zeros(len(q))
+            plain = missed & ~lead.any(axis=-1)
+            for pattern in np.unique(lead[lead.any(axis=-1)], axis=0):
+                frames = np.flatnonzero(missed & (lead == pattern).all(axis=-1))
+                leaders, followers, _ = self._led_problems(tuple(bool(b) for b in pattern))
+                # Frames whose leaders reach their targets were solved led (see improve_missed):
+                # their followers follow the frame before with the leaders' joints held; the
+                # other frames share the distance as the solver weighs it.
+                tr_l = None if tr is None else tr[frames][:, pattern]
+                reached = leaders.distances(q[frames], tp[frames][:, pattern], tr_l) <= self._lead_goal(leaders)
+                plain[frames[~reached]] = True
+                follow = np.zeros(len(q), dtype=bool)
+                follow[frames[reached]] = True
+                if follow[1:].any():
+                    q, pattern_jumps = followers.follow(
+                        q, tp[:, ~pattern], None if tr is None else tr[:, ~pattern], follow, self.tolerance
+                    )
+                    jumps = np.maximum(jumps, pattern_jumps)
+            if plain[1:].any():
+                q, plain_jumps = best.follow(q, tp, tr, plain, self.tolerance)
+                jumps = np.maximum(jumps, plain_jumps)
         pos_err, rot_err = self.errors(q, tg)
         bad = np.zeros(len(q), dtype=bool)
         followed = self._report(tg, q, pos_err, rot_err, bad, result.iterations)
@@ -452,8 +481,51 @@ class Solver(abc.ABC):
         flat = q.reshape(-1, dof).copy()
         warm = np.broadcast_to(q0, q.shape).reshape(-1, dof)[rows]
         beyond = self.reach_bound.excess(tp).max(axis=-1) > self.tolerance
-        flat[rows] = best.improve(flat[rows], warm, tp, tr, self.tolerance, self.global_starts, beyond)
+        lead = self.leading_effectors(tp)
+        plain = ~lead.any(axis=-1)
+        # Where some effectors' targets lie beyond reach and the others' within it, the others
+        # lead: their own best effort first (the whole global check: the shared joints may pose
+        # anywhere that reaches them), then the far effectors' best effort with every joint that
+        # moves a leader held. Where the leaders cannot reach their targets either, nothing leads:
+        # every effector shares the distance as the solver weighs it (a leader's last micrometre
+        # would otherwise outweigh any distance of the others, and their poses jump on it).
+        for pattern in np.unique(lead[~plain], axis=0):
+            sel = np.flatnonzero((lead == pattern).all(axis=-1))
+            leaders, followers, free = self._led_problems(tuple(bool(b) for b in pattern))
+            tr_sel = None if tr is None else tr[sel]
+            tp_l, tr_l = tp[sel][:, pattern], None if tr_sel is None else tr_sel[:, pattern]
+            first = leaders.improve(flat[rows[sel]], warm[sel], tp_l, tr_l, self.tolerance, self.global_starts)
+            reached = leaders.distances(first, tp_l, tr_l) <= self._lead_goal(leaders)
+            plain[sel[~reached]] = True
+            if reached.any():
+                done = sel[reached]
+                flat[rows[done]] = self._given_leaders(
+                    followers, free, ~pattern, first[reached], flat[rows[done]], tp[done],
+                    None if tr is None else tr[done],
+                )
+        if plain.any():
+            sel = np.flatnonzero(plain)
+            flat[rows[sel]] = best.improve(
+                flat[rows[sel]], warm[sel], tp[sel], None if tr is None else tr[sel], self.tolerance,
+                self.global_starts, beyond[sel],
+            )
         return flat.reshape(q.shape)
+
+    def leading_effectors(self, tp: np.ndarray) -> np.ndarray:
+        """(P, E) True for the effectors that lead each target set's best effort.
+
+        Those are the effectors whose targets lie within their reach on a target set where
+        other effectors' targets lie beyond theirs; none lead where all or none are beyond
+        (every effector then weighs as the solver weighs it).
+
+        Args:
+            tp: (P, E, 3) target positions [m].
+        """
+        beyond = self.reach_bound.excess(tp) > self.tolerance
+        if beyond.shape[-1] < 2:
+            return np.zeros(beyond.shape, dtype=bool)
+        mixed = beyond.any(axis=-1) & ~beyond.all(axis=-1)
+        return ~beyond & mixed[..., None]
 
     def _best_effort(self) -> BestEffort:
         """The solver's best-effort problem (built on first use)."""
@@ -463,6 +535,75 @@ class Solver(abc.ABC):
                 self.skeleton, self.effector_ids, mode, self.aim_axis, weights=self.best_effort_weights()
             )
         return self._best
+
+    def _led_problems(self, lead: tuple[bool, ...]) -> tuple[BestEffort, BestEffort, np.ndarray]:
+        """The best-effort problems of target sets led by the effectors flagged in ``lead`` (built on first use).
+
+        The first has the leaders alone; the second the others, with every joint that moves a
+        leader held (see :meth:`leading_effectors`); last, (dof,) True for the variables the
+        second may move.
+        """
+        if lead not in self._led:
+            mode = self.mode if self.rotation_matched else "position"
+            E = len(self.effector_ids)
+            base = self.best_effort_weights()
+            w = None if base is None else np.reshape(base, (E, -1))
+            flags = np.array(lead)
+            skeleton = self.skeleton
+            leader_joints = [skeleton.effectors[self.effector_ids[e]].joint for e in np.flatnonzero(flags)]
+            held = sorted({j for joint in leader_joints for j in skeleton.ancestors(joint)})
+            problems = [
+                BestEffort(
+                    skeleton, [self.effector_ids[e] for e in np.flatnonzero(group)], mode, self.aim_axis,
+                    weights=None if w is None else w[group].reshape(-1), held_joints=() if group is flags else held,
+                )
+                for group in (flags, ~flags)
+            ]
+            owner = np.repeat(np.arange(len(skeleton.joints)), [j.dof for j in skeleton.joints])
+            self._led[lead] = (problems[0], problems[1], ~np.isin(owner, held))
+        return self._led[lead]
+
+    def _lead_goal(self, leaders: BestEffort) -> float:
+        """Distance [m, rad] within which leaders count as on their targets.
+
+        Position and rotation rows share one distance: within the tighter tolerance is within both.
+        """
+        return self.tolerance if leaders.mode == "position" else min(self.tolerance, self.rotation_tolerance)
+
+    def _given_leaders(
+        self, followers: BestEffort, free: np.ndarray, follow: np.ndarray, q: np.ndarray, q_before: np.ndarray,
+        tp: np.ndarray, tr: np.ndarray | None,
+    ) -> np.ndarray:
+        """Poses q (P, dof) whose leaders are on their targets, with the other effectors' own joints at their best.
+
+        The joints that move a leader are held. The others descend from q, from the answer
+        before the leaders' best effort, ``q_before`` (P, dof) (the leaders' global check may
+        have left them anywhere, while the solver had pulled them toward their targets), and, for
+        a lone follower's position, from q with its own joints stretched toward its target (beyond
+        reach, the best pose where the limits allow).
+
+        Args:
+            followers: The followers' problem (see :meth:`_led_problems`).
+            free: (dof,) True for the variables it may move.
+            follow: (E,) True for the followers.
+            q: (P, dof) answers with the leaders on their targets.
+            q_before: (P, dof) the solver's answers before the leaders' best effort.
+            tp: (P, E, 3) target positions [m].
+            tr: (P, E, 3, 3) target rotations, or None.
+        """
+        tp_f, tr_f = tp[:, follow], None if tr is None else tr[:, follow]
+        starts = [q, q.copy()]
+        starts[1][:, free] = q_before[:, free]
+        if np.count_nonzero(follow) == 1 and tr_f is None:
+            effector = self.effector_ids[int(np.flatnonzero(follow)[0])]
+            starts.append(q.copy())
+            starts[2][:, free] = stretch_toward(self.skeleton, q, effector, tp_f[:, 0])[:, free]
+        k, P = len(starts), len(q)
+        x, d = followers.descend(
+            np.concatenate(starts), np.tile(tp_f, (k, 1, 1)), None if tr_f is None else np.tile(tr_f, (k, 1, 1, 1))
+        )
+        best = np.argmin(d.reshape(k, P), axis=0)
+        return x.reshape(k, P, -1)[best, np.arange(P)]
 
     def errors(self, q: np.ndarray, tg: Targets) -> tuple[np.ndarray, np.ndarray]:
         """(...,) worst position error [m] and rotation error [rad] over the effectors."""

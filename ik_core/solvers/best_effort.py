@@ -131,11 +131,14 @@ class BestEffort:
         aim_axis: (3,) unit aim axis in the effector frame ("aim" mode).
         weights: (m,) square roots of the error rows' weights (a DLS solver's), or None.
         seed: Seed of the global check's start library (identical calls give identical results).
+        held_joints: Joints whose variables the problem holds where each start has them (an arm's
+            best effort given the spine that other effectors' targets set, see
+            :meth:`~ik_core.solvers.base.Solver.leading_effectors`).
     """
 
     def __init__(
         self, skeleton: Skeleton, effector_ids: Sequence[int], mode: str, aim_axis: np.ndarray,
-        weights: np.ndarray | None = None, seed: int = 0,
+        weights: np.ndarray | None = None, seed: int = 0, held_joints: Sequence[int] = (),
     ) -> None:
         self.skeleton = skeleton
         self.mode = mode
@@ -162,8 +165,10 @@ class BestEffort:
             self._hi[S[flat[:, 0]]] = 0.0
             self._lo[S[flat[:, 3]] + 1] = 0.0
             self._hi[S[flat[:, 2]] + 1] = 0.0
-        # A range that is a single value is a locked axis: it never moves.
-        self._locked = self._lo == self._hi
+        # A range that is a single value is a locked axis: it never moves; nor does a held joint.
+        held = np.isin(self.chart.variable_joint, np.asarray(held_joints, dtype=int))
+        self._held = held if held.any() else None
+        self._locked = (self._lo == self._hi) | held
         # First variable of each ball joint whose feasible set is not a box: the chart's swings,
         # or, where a limit has no box coordinates, the limited ball joints themselves.
         self._balls = list(self.chart.swing_starts) if not self.chart.identity else [
@@ -235,6 +240,11 @@ class BestEffort:
         if self._sqrt_w is None:
             return e, J
         return e * self._sqrt_w, None if J is None else J * self._sqrt_w[:, None]
+
+    def distances(self, q: np.ndarray, tp: np.ndarray, tr: np.ndarray | None) -> np.ndarray:
+        """(P,) weighted distances [m, rad] of the skeleton's configurations q (P, dof) from their targets."""
+        e = self.residual(q, tp, tr, jacobian=False, model=self._source_model)[0]
+        return np.sqrt(np.add.reduce(e * e, -1))
 
     # --- local descent -------------------------------------------------------------------
     def descend(
@@ -377,6 +387,10 @@ class BestEffort:
             if rim is not None:
                 # The Gauss-Newton step and the gradient steps of the rim model: their angle steps.
                 self._step_along_rims(stepped[: 1 + _SIZES], steps[: 1 + _SIZES], rim)
+            if self._held is not None:
+                # Held variables stay put (a held swing pressed on its rim is otherwise re-set
+                # from its angle there, and a held ball limit's slide is not frozen).
+                stepped[:, :, self._held] = qr[:, self._held]
             stepped = stepped.reshape(-1, dof)
             trial = self.chart.project(stepped) if self._balls else stepped
             tpr = np.tile(tp[rows], (reps, 1, 1))
@@ -850,7 +864,7 @@ class BestEffort:
         ``loss`` gets, per frame, how much farther the descent from the predecessor ends than
         the frame's own answer (0 where it is as near).
         """
-        x_new, d_new = self._carried(rows, x[rows - 1], tp, tr, d, tolerance)
+        x_new, d_new = self._carried(rows, self._own_held(x[rows - 1], x[rows]), tp, tr, d, tolerance)
         return rows[self._settle(rows, x_new, d_new, x, d, loss)]
 
     def _follow_run(
@@ -884,7 +898,8 @@ class BestEffort:
         while len(run) < _FOLLOW_RUN and follows[run[-1] + 1]:
             run.append(run[-1] + 1)
         rows = np.array(run)
-        x_new, d_new = self._carried(rows, np.repeat(x[i - 1 : i], len(rows), axis=0), tp, tr, d, tolerance)
+        starts = self._own_held(np.repeat(x[i - 1 : i], len(rows), axis=0), x[rows])
+        x_new, d_new = self._carried(rows, starts, tp, tr, d, tolerance)
         for k, j in enumerate(run):
             here = rows[k : k + 1]
             steps_away = k and np.abs(x_new[k] - x[j - 1]).max() > FOLLOW_GAP
@@ -896,6 +911,14 @@ class BestEffort:
             if not moved[0] or not follows[j + 1] or not len(self._gapped(np.array([j + 1]), x)):
                 return []
         return [run[-1] + 1]
+
+    def _own_held(self, starts: np.ndarray, own: np.ndarray) -> np.ndarray:
+        """Chart starts (R, dof') carried from other frames, with the held variables of the frames' own x (R, dof')."""
+        if self._held is None:
+            return starts
+        starts = starts.copy()
+        starts[:, self._held] = own[:, self._held]
+        return starts
 
     def _carried(
         self, rows: np.ndarray, starts: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, d: np.ndarray,
@@ -915,7 +938,8 @@ class BestEffort:
             if len(far):
                 prev = self.chart.from_chart(starts[far])
                 turned = stretch_toward(self.skeleton, prev, self._effector_ids[0], tp[rows[far], 0])
-                all_starts = np.concatenate([starts, self.chart.to_chart(turned)])
+                # Stretching turns the whole path: the held joints go back where the start had them.
+                all_starts = np.concatenate([starts, self._own_held(self.chart.to_chart(turned), starts[far])])
                 reps = np.concatenate([rows, rows[far]])
         # A carried pose that cannot come within SWITCH_MARGIN of the frame's own answer is not
         # taken: its descent stops once it cannot get there (its loss is then where it stopped).
