@@ -886,6 +886,22 @@ def _arm_given_rest(skeleton: Skeleton, q: np.ndarray, k: int) -> tuple[Skeleton
     return sub, cols
 
 
+def _arm_best_given_rest(skeleton: Skeleton, q: np.ndarray, target: np.ndarray, far: int, rng: np.random.Generator,
+                         starts: int, check: bool = False) -> tuple[Feasible, np.ndarray, float]:
+    """The far arm alone where pose ``q`` puts the rest of the tree, and its own best effort toward ``target``.
+
+    Returns the arm's box (``Feasible``, checked against ik_core's FK when ``check``), the indices of
+    its variables in the tree's q, and the distance [m] of its global optimum (the answer's own arm
+    pose one of the starts).
+    """
+    sub, cols = _arm_given_rest(skeleton, q, far)
+    arm = Feasible(sub)
+    if check:
+        arm.check(rng)
+    _, d_arm = global_optimum(arm, target, rng, starts, extra=arm.z_of(q[cols]))
+    return arm, cols, d_arm
+
+
 def _tree_record(skeleton, feas, label, cls, t, d_opt, far, per_opt, kinds, q, ms, converged, reason, rng,
                  starts) -> dict:
     """One record: the answer's stacked distance, per-effector distances, and the checks of the serial table."""
@@ -908,10 +924,7 @@ def _tree_record(skeleton, feas, label, cls, t, d_opt, far, per_opt, kinds, q, m
     if far >= 0:
         # Each effector's best effort given the others: the reachable arm on its target, the far
         # arm against its own optimum with the rest of the tree held where the answer put it.
-        sub, cols = _arm_given_rest(skeleton, q, far)
-        arm = Feasible(sub)
-        arm.check(rng)
-        _, d_arm = global_optimum(arm, t[far], rng, starts, extra=arm.z_of(q[cols]))
+        arm, cols, d_arm = _arm_best_given_rest(skeleton, q, t[far], far, rng, starts, check=True)
         rec["far_excess"] = per[far] - min(d_arm, per[far])
         if not rec["converged"]:
             _, d_local = polish(arm, t[far], arm.z_of(q[cols])[0], maxiter=40)
@@ -1067,9 +1080,7 @@ def run_tree_takes(args, rng: np.random.Generator) -> list[dict]:
         judge = np.random.default_rng([args.seed, 8, k])  # its own stream: the next takes stay what they were
         for f in mixed:
             far = int(np.argmax(beyond[f]))
-            sub, cols = _arm_given_rest(skeleton, q[f], far)
-            arm = Feasible(sub)
-            _, d_arm = global_optimum(arm, targets[f, far], judge, args.take_starts, extra=arm.z_of(q[f, cols]))
+            _, _, d_arm = _arm_best_given_rest(skeleton, q[f], targets[f, far], far, judge, args.take_starts)
             excess[f] = per[f, 1 - far] + per[f, far] - min(d_arm, per[f, far])
         steps, opt_steps = _joint_steps(skeleton, q), _joint_steps(skeleton, q_opt)
         row.update(

@@ -419,8 +419,8 @@ class Solver(abc.ABC):
                 # Frames whose leaders reach their targets were solved led (see improve_missed):
                 # their followers follow the frame before with the leaders' joints held; the
                 # other frames share the distance as the solver weighs it.
-                tr_l = None if tr is None else tr[frames][:, pattern]
-                reached = leaders.distances(q[frames], tp[frames][:, pattern], tr_l) <= self._lead_goal(leaders)
+                frames_tr = None if tr is None else tr[frames]
+                reached = self._leaders_reached(leaders, pattern, q[frames], tp[frames], frames_tr)
                 plain[frames[~reached]] = True
                 follow = np.zeros(len(q), dtype=bool)
                 follow[frames[reached]] = True
@@ -493,9 +493,11 @@ class Solver(abc.ABC):
             sel = np.flatnonzero((lead == pattern).all(axis=-1))
             leaders, followers, free = self._led_problems(tuple(bool(b) for b in pattern))
             tr_sel = None if tr is None else tr[sel]
-            tp_l, tr_l = tp[sel][:, pattern], None if tr_sel is None else tr_sel[:, pattern]
-            first = leaders.improve(flat[rows[sel]], warm[sel], tp_l, tr_l, self.tolerance, self.global_starts)
-            reached = leaders.distances(first, tp_l, tr_l) <= self._lead_goal(leaders)
+            tr_l = None if tr_sel is None else tr_sel[:, pattern]
+            first = leaders.improve(
+                flat[rows[sel]], warm[sel], tp[sel][:, pattern], tr_l, self.tolerance, self.global_starts
+            )
+            reached = self._leaders_reached(leaders, pattern, first, tp[sel], tr_sel)
             plain[sel[~reached]] = True
             if reached.any():
                 done = sel[reached]
@@ -563,12 +565,15 @@ class Solver(abc.ABC):
             self._led[lead] = (problems[0], problems[1], ~np.isin(owner, held))
         return self._led[lead]
 
-    def _lead_goal(self, leaders: BestEffort) -> float:
-        """Distance [m, rad] within which leaders count as on their targets.
+    def _leaders_reached(
+        self, leaders: BestEffort, lead: np.ndarray, q: np.ndarray, tp: np.ndarray, tr: np.ndarray | None,
+    ) -> np.ndarray:
+        """(P,) whether poses q (P, dof) bring the leaders flagged in ``lead`` (E,) onto their targets.
 
         Position and rotation rows share one distance: within the tighter tolerance is within both.
         """
-        return self.tolerance if leaders.mode == "position" else min(self.tolerance, self.rotation_tolerance)
+        goal = self.tolerance if leaders.mode == "position" else min(self.tolerance, self.rotation_tolerance)
+        return leaders.distances(q, tp[:, lead], None if tr is None else tr[:, lead]) <= goal
 
     def _given_leaders(
         self, followers: BestEffort, free: np.ndarray, follow: np.ndarray, q: np.ndarray, q_before: np.ndarray,

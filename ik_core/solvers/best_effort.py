@@ -279,9 +279,7 @@ class BestEffort:
         if self.chart.identity:
             return x, d
         out = project_configuration(self.skeleton, self.chart.from_chart(x))
-        e_out = self.residual(out, tp, tr, jacobian=False, model=self._source_model)[0]
-        e_q = self.residual(q, tp, tr, jacobian=False, model=self._source_model)[0]
-        d_out, d_q = np.sqrt(np.add.reduce(e_out * e_out, -1)), np.sqrt(np.add.reduce(e_q * e_q, -1))
+        d_out, d_q = self.distances(out, tp, tr), self.distances(q, tp, tr)
         keep = d_q < d_out - slack if slack > 0.0 else d_q <= d_out
         return np.where(keep[:, None], q, out), np.where(keep, d_q, d_out)
 
