@@ -364,8 +364,11 @@ def _retry_frames(
     # Frames since the frame before (more than one where frames were taken out of the take).
     gaps = np.ones(n, dtype=int) if frames is None else np.diff(frames, prepend=frames[0] - 1)
     for i in range(1, n):
-        # Steps were measured once for the whole take; only a repaired predecessor needs a new one.
-        jump = float(joint_steps(skeleton, q[i - 1], q[i])) if replaced[i - 1] else float(steps[i])
+        # Steps were measured once for the whole take; a repaired predecessor needs a new one, and
+        # the next frame's whip test compares with it (not with the step the batch had given).
+        if replaced[i - 1]:
+            steps[i] = joint_steps(skeleton, q[i - 1], q[i])
+        jump = float(steps[i])
         allowed = max_jump * int(gaps[i])
         missed = not ok[i]
         if not missed:
@@ -411,6 +414,7 @@ def _retry_frames(
         )
         if better:
             replaced[i] = True
+            steps[i] = retry_jump
             for f in fields:
                 value = np.asarray(getattr(retry, f))
                 # [()] unwraps 0-d fields: an object array would otherwise store the array itself.
