@@ -317,7 +317,7 @@ _RUN_RETRIES = 4
 # before is retried from it even below max_jump: the self-motion whipped where carrying the frame
 # before on reaches the target too (a pop the take never asked for).
 _POP_STEP = 0.2
-# ... and only where that step is more than this many times the step before it.
+# ... and only where that step is more than this many times the calmer of the two steps before it.
 _WHIP_RATIO = 2.0
 
 
@@ -328,7 +328,7 @@ def _retry_frames(
     """Re-solve, in order, the frames that missed or jumped, warm-started from the frame before; keep the better.
 
     A frame that jumped (by more than max_jump, or on a redundant chain by more than
-    ``_POP_STEP`` and ``_WHIP_RATIO`` times the step before it: its self-motion whipped, which
+    ``_POP_STEP`` and ``_WHIP_RATIO`` times the calmer of the two steps before it: its self-motion whipped, which
     a solver that sets the self-motion by rule cannot do, see ``Solver.ruled_self_motion``) is
     solved again by ``solver``, and the retry kept if it reaches the target with a smaller jump.
     Where a replaced frame's successor then steps away from it (a redundant chain's self-motion
@@ -373,12 +373,11 @@ def _retry_frames(
         missed = not ok[i]
         if not missed:
             failed = 0
-            # A whip is sudden: a step that much larger than the one before (steady fast
-            # motion of a tail or a spine steps as far every frame and is left alone).
-            whip = (
-                jump > pop_step * int(gaps[i]) and jump > _WHIP_RATIO * float(steps[i - 1])
-                and not solver.ruled_self_motion
-            )
+            # A whip is sudden: a step that much larger than the calmer of the two before (steady
+            # fast motion of a tail or a spine steps as far every frame and is left alone; the
+            # second frame of a two-frame whip is one too).
+            calm_step = float(steps[i - 1] if i < 3 else min(steps[i - 1], steps[i - 2]))
+            whip = jump > pop_step * int(gaps[i]) and jump > _WHIP_RATIO * calm_step and not solver.ruled_self_motion
             if jump <= allowed and not whip:
                 continue
         elif not near[i - 1] or failed >= _RUN_RETRIES:
