@@ -171,7 +171,7 @@ def prepare_chains(
         source = aiming.chain_source(arm, bones, chain) if aim else bridge.ChainSource(
             arm, bones[0], chain.target, chain.target_bone, chain.pole, chain.pole_bone,
             tip_bone=bones[-1].name, use_tail=chain.use_tail, influence=(chain, "influence"),
-            foot_bone=foot)
+            foot_bone=foot, free_bones=tuple(b.name for b in bones))
         prepared.append(PreparedChain(chain, bones, skeleton, source, name, requested=solver))
     for p in prepared:
         if p.source.foot_bone in owner:  # another chain's bone: its keys are that chain's
@@ -704,10 +704,16 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
                 solvers[u.members[0]] = solver = solver_for(p, scale)
                 # A closed-form solver needs no segments: its start only picks the bend side.
                 chain_segment = len(frames) if p.solver == "two_bone" else segment
+                # At partial influence Blender's IK starts each frame from the pose without IK,
+                # which is the answer at influence 0: so does ours, rather than drift from frame to frame.
+                starts = None
+                if smp.full_target is not None and smp.free_rotations is not None:
+                    starts = initial_q(p, rot.matrix_to_rotvec(smp.free_rotations))
                 results[u.members[0]] = res = track_chain(
                     solver, smp.base, smp.target, q0, pole=smp.pole,
                     use_rotation=p.settings.use_rotation, scale=scale, progress=progress,
                     max_jump=max_jump, segment=chain_segment, pole_angle=p.settings.pole_angle, look_ahead=robot,
+                    starts=starts,
                 )
                 if stretchy(p):
                     take = _stretch(p, smp, res, scale)
@@ -943,26 +949,30 @@ def pole_warnings(prepared: Sequence[PreparedChain]) -> list[str]:
 
 
 def initial_q(p: PreparedChain, rotvecs: np.ndarray) -> np.ndarray:
-    """The chain's current pose as a configuration of its skeleton (moving joints only).
+    """The chain's pose as a configuration of its skeleton (moving joints only).
 
     Args:
         p: The prepared chain.
-        rotvecs: (B, 3) rotation vectors of the chain bones' current pose rotations [rad].
+        rotvecs: (..., B, 3) rotation vectors of the chain bones' pose rotations [rad].
+
+    Returns:
+        (..., dof) configurations.
     """
     from ..ik_core import JointKind
 
+    rotvecs = np.asarray(rotvecs, dtype=float)
     parts = []
     for pb_index, joint in enumerate(p.skeleton.joints):
+        v = rotvecs[..., pb_index, :]
         if joint.kind is JointKind.BALL:
-            parts.append(rotvecs[pb_index])
+            parts.append(v)
         elif joint.dof == 1:
             # The angle about the hinge axis of the bone's rotation (its twist; swing discarded):
             # 2 atan2(sin(t/2) n . axis, cos(t/2)) for the rotation vector t n.
-            v = rotvecs[pb_index]
-            t = float(np.sqrt(v @ v))
-            along = float(v @ joint.axis) * (np.sin(t / 2) / t if t > 1e-12 else 0.5)
-            parts.append([2.0 * np.arctan2(along, np.cos(t / 2))])
-    return np.concatenate(parts) if parts else np.zeros(0)
+            t = np.sqrt(np.sum(v * v, axis=-1))
+            half = np.where(t > 1e-12, np.sin(t / 2) / np.maximum(t, 1e-12), 0.5)
+            parts.append((2.0 * np.arctan2((v @ joint.axis) * half, np.cos(t / 2)))[..., None])
+    return np.concatenate(parts, axis=-1) if parts else np.zeros((*rotvecs.shape[:-2], 0))
 
 
 def chain_rotations(p: PreparedChain, q: np.ndarray) -> tuple[list, np.ndarray]:

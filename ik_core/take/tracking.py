@@ -52,6 +52,7 @@ def solve_track(
     progress=None,
     segment: int = 32,
     look_ahead: bool = False,
+    starts: np.ndarray | None = None,
     **options: np.ndarray,
 ) -> IKResult:
     """Solve a take in batched segments, each warm-started from the previous one, then repair.
@@ -99,6 +100,12 @@ def solve_track(
         look_ahead: Run the look-ahead repairs (DLS only) on a take the frame-by-frame passes
             left with jumps: several times slower on such takes, for offline bakes that
             want every jump gone that can be.
+        starts: (N, dof) a start for every frame instead of the frame before, or None. A chain
+            at partial influence starts each frame from its pose without IK, as Blender's IK
+            solver does: at influence 0 that pose is the answer, and it moves as its keys move.
+            Each frame is solved within one ``max_jump`` of its start first, and a reached frame
+            keeps the answer its start leads to (no retry for a jump); only missed frames are
+            retried, from the frame before.
         **options: Per-frame solver options with a leading N axis (for example ``pole``).
 
     Returns:
@@ -113,9 +120,14 @@ def solve_track(
     if not (np.isfinite(max_jump) and max_jump > 0):
         raise InvalidInputError(f"max_jump must be a finite number > 0 [rad or m], got {max_jump!r}")
     n = len(targets)
+    if starts is not None:
+        starts = np.asarray(starts, dtype=float)
+        if starts.shape != (n, solver.skeleton.dof):
+            raise InvalidInputError(f"starts must be (N, dof) = ({n}, {solver.skeleton.dof}), got {starts.shape}")
+        require_finite("starts", starts)
     beyond = solver.reach_excess(targets) > solver.tolerance if n else np.zeros(0, dtype=bool)
     if not beyond.any() or beyond.all():
-        result = _track(solver, targets, q0, max_jump, progress, segment, look_ahead, options)
+        result = _track(solver, targets, q0, max_jump, progress, segment, look_ahead, options, starts=starts)
         # Missed frames of a batch each started from a guess: give them their predecessor's basin.
         return solver.follow_missed(targets, result)
     # No retry or restart brings a target beyond reach nearer: track the other frames, then
@@ -124,7 +136,7 @@ def solve_track(
     inner_progress = None if progress is None else (lambda done, _total: progress(int(inside[done - 1]) + 1, n))
     inner = _track(
         solver, targets[inside], q0, max_jump, inner_progress, segment, False, _frame_options(options, inside),
-        frames=inside,
+        frames=inside, starts=None if starts is None else starts[inside],
     )
     fields = {}
     for f in IKResult.__dataclass_fields__:
@@ -142,7 +154,8 @@ def solve_track(
     held[outside] = (poses if held.shape[-2:] == (4, 4) else poses[..., :3, 3]).reshape(held[outside].shape)
     if look_ahead and isinstance(solver, DLSSolver) and "radius" in solver.call_options and n > 2:
         fields = _repair_jumps(solver, held, fields, q0, max_jump, segment, options)
-    far = solver.solve(targets[outside], fields["q"][outside], **_frame_options(options, outside))
+    far_starts = fields["q"][outside] if starts is None else starts[outside]
+    far = solver.solve(targets[outside], far_starts, **_frame_options(options, outside))
     for f in fields:
         fields[f][outside] = np.asarray(getattr(far, f))
     if progress is not None:
@@ -175,14 +188,15 @@ def interpolate_gaps(values: np.ndarray, gap: np.ndarray) -> np.ndarray:
 
 def _track(
     solver: Solver, targets: np.ndarray, q0: np.ndarray | None, max_jump: float, progress, segment: int,
-    look_ahead: bool, options: dict, frames: np.ndarray | None = None,
+    look_ahead: bool, options: dict, frames: np.ndarray | None = None, starts: np.ndarray | None = None,
 ) -> IKResult:
     """:func:`solve_track`'s passes over a take (arguments validated).
 
     ``frames`` (N,) are the increasing frame numbers of the targets in the whole take when
     some frames were taken out (None: 0 .. N-1): segments then span the same frame numbers,
     and predictions the same times, as they would in the whole take, so the frames kept are
-    solved from the starts they would have had.
+    solved from the starts they would have had. ``starts`` (N, dof): each frame's own start
+    (see :func:`solve_track`), or None.
     """
     n = len(targets)
     frames = np.arange(n) if frames is None else np.asarray(frames)
@@ -205,14 +219,18 @@ def _track(
         window += segment * max((int(frames[lo]) - window) // segment, 0)
         hi = lo + int(np.searchsorted(frames[lo:], window + segment))
         steps = frames[lo:hi] - start_frame
-        extra = {"radius": max_jump * steps} if local else {}
+        # Frames with their own start stay within one frame's jump of it.
+        extra = {"radius": max_jump * (steps if starts is None else np.ones_like(steps))} if local else {}
         # Each frame starts from the last frame moved on at its velocity: where two branches
         # meet at a singularity, the prediction lies on the branch the motion continues on (the
         # last frame alone is as near to both), and nearer starts need fewer iterations.
         # Extrapolating is for solvers that then search a box around the guess (DLS's radius);
         # a closed-form or geometric solver only uses its start to pick between solutions. A
         # redundant chain's velocity is zero (see _velocity).
-        guess = start + steps[:, None] * velocity if local else start
+        if starts is not None:
+            guess = starts[lo:hi]
+        else:
+            guess = start + steps[:, None] * velocity if local else start
         part = solver.solve(targets[lo:hi], guess, **_frame_options(options, slice(lo, hi)), **extra)
         # A frame whose velocity changes abruptly has likely switched branch where two meet
         # (two elbow or wrist branches near a singularity lie within max_jump of each other):
@@ -240,7 +258,7 @@ def _track(
     if not parts:
         return solver.solve(targets, q0, **options)
     fields = {f: np.concatenate([getattr(p, f) for p in parts]) for f in IKResult.__dataclass_fields__}
-    _retry_frames(solver, targets, fields, max_jump, local, options, frames=frames)
+    _retry_frames(solver, targets, fields, max_jump, local, options, frames=frames, own_starts=starts is not None)
     if look_ahead and isinstance(solver, DLSSolver) and local and n > 2:
         fields = _repair_jumps(solver, targets, fields, q0, max_jump, segment, options)
     return IKResult(**fields)
@@ -319,11 +337,14 @@ _RUN_RETRIES = 4
 _POP_STEP = 0.2
 # ... and only where that step is more than this many times the calmer of the two steps before it.
 _WHIP_RATIO = 2.0
+# ... and the successor of a replaced frame where its step grew past _WHIP_RATIO times what it was
+# and past this fraction of that step.
+_SHIFT_FLOOR = 0.25
 
 
 def _retry_frames(
     solver: Solver, targets: np.ndarray, fields: dict, max_jump: float, local: bool, options: dict,
-    finish_first: bool = False, frames: np.ndarray | None = None,
+    finish_first: bool = False, frames: np.ndarray | None = None, own_starts: bool = False,
 ) -> None:
     """Re-solve, in order, the frames that missed or jumped, warm-started from the frame before; keep the better.
 
@@ -345,6 +366,8 @@ def _retry_frames(
     run keeps its batch answers: frames that limits hold off their targets cost a few retries,
     not one each. ``frames`` (N,) are the frame numbers when frames were taken out of the take
     (see :func:`_track`): predictions and the step allowed then span the frames between.
+    With ``own_starts`` (each frame was solved from its own start, see :func:`solve_track`) only
+    missed frames are retried: a reached frame's answer is the one its start leads to.
     """
     q, ok = fields["q"], fields["converged"]
     n = len(q)
@@ -357,6 +380,7 @@ def _retry_frames(
         & (fields["rotation_error"] <= _NEAR_MISS * solver.rotation_tolerance)
     )
     steps = np.concatenate([[0.0], joint_steps(skeleton, q[:-1], q[1:])]) if n > 1 else np.zeros(n)
+    batch_steps = steps.copy()
     replaced = np.zeros(n, dtype=bool)
     # Answers solved ahead for the frames after a replaced one (see _solve_ahead), by frame.
     ahead: dict[int, IKResult] = {}
@@ -373,11 +397,20 @@ def _retry_frames(
         missed = not ok[i]
         if not missed:
             failed = 0
+            if own_starts:
+                continue
             # A whip is sudden: a step that much larger than the calmer of the two before (steady
             # fast motion of a tail or a spine steps as far every frame and is left alone; the
             # second frame of a two-frame whip is one too).
             calm_step = float(steps[i - 1] if i < 3 else min(steps[i - 1], steps[i - 2]))
             whip = jump > pop_step * int(gaps[i]) and jump > _WHIP_RATIO * calm_step and not solver.ruled_self_motion
+            # A repair must not move the jump it removed on to the next frame: a frame that steps
+            # away from its replaced predecessor much further than it stepped from the one replaced
+            # is retried from it too (a still target then holds still).
+            whip = whip or (
+                bool(replaced[i - 1]) and jump > _SHIFT_FLOOR * pop_step * int(gaps[i])
+                and jump > _WHIP_RATIO * float(batch_steps[i]) and not solver.ruled_self_motion
+            )
             if jump <= allowed and not whip:
                 continue
         elif not near[i - 1] or failed >= _RUN_RETRIES:
@@ -559,6 +592,7 @@ def track_chain(
     segment: int = 32,
     pole_angle: float = 0.0,
     look_ahead: bool = False,
+    starts: np.ndarray | None = None,
 ) -> IKResult:
     """Solve one chain on every frame of a take, each frame warm-started from the previous one.
 
@@ -580,6 +614,7 @@ def track_chain(
         look_ahead: Look-ahead repairs of jumps (see :func:`solve_track`).
         pole_angle: Turn of the bend direction from the pole about the root-to-target axis
             [rad] (see :func:`~ik_core.model.poles.turn_poles`); 0 bends the chain toward the pole.
+        starts: (N, dof) each frame's own start (see :func:`solve_track`), or None.
 
     Returns:
         An :class:`IKResult` of batch shape (N,), errors in world units [m, rad].
@@ -607,7 +642,8 @@ def track_chain(
         local_pole = np.einsum("nij,nj->ni", np.linalg.inv(base), pole_h)[:, :3]
         options["pole"] = turn_poles(local_pole, chain_root(solver.skeleton), local[:, :3, 3], pole_angle)
     result = solve_track(
-        solver, targets, q0, max_jump=max_jump, progress=progress, segment=segment, look_ahead=look_ahead, **options
+        solver, targets, q0, max_jump=max_jump, progress=progress, segment=segment, look_ahead=look_ahead,
+        starts=starts, **options,
     )
     if scale != 1.0:
         result = replace(result, position_error=result.position_error * scale)

@@ -53,6 +53,8 @@ class ChainSamples:
             bake, or None (no foot bone).
         ball: (N, 3) world position of the ball of the foot (the foot bone's tail) before the
             bake, or None.
+        free_rotations: (N, B, 3, 3) local rotations of the chain's bones (``ChainSource.free_bones``)
+            as the frame plays before the bake, or None.
     """
 
     base: np.ndarray
@@ -63,6 +65,7 @@ class ChainSamples:
     full_target: np.ndarray | None = None
     foot: np.ndarray | None = None
     ball: np.ndarray | None = None
+    free_rotations: np.ndarray | None = None
 
 
 @dataclass
@@ -79,6 +82,7 @@ class ChainSource:
     use_tail: bool = True
     influence: tuple | None = None  # (owner, attribute) read on every frame, e.g. (chain settings, "influence")
     foot_bone: str = ""  # the foot below the tip, sampled as ``foot`` and ``ball`` ("" skips it)
+    free_bones: tuple[str, ...] = ()  # bones whose local rotations are sampled as ``free_rotations``
 
 
 def _pose_buffer(arm_obj: bpy.types.Object, attr: str = "matrix") -> np.ndarray:
@@ -196,17 +200,27 @@ def sample_local_rotations(
     rotations that give them under each bone's evaluated parent (a bone that inherits rotation).
     """
     W, poses, bone_index, _values = _sample(scene, frames, {}, {arm.name: arm})
-    P, index = poses[arm.name], bone_index[arm.name]
-    out = np.empty((len(frames), len(names), 3, 3))
+    wanted = None if world is None else (_unscaled(W[arm.name][:, :3, :3]), world)
+    return _local_rotations(arm, poses[arm.name], bone_index[arm.name], names, wanted)
+
+
+def _local_rotations(
+    arm: bpy.types.Object, P: np.ndarray, index: dict[str, int], names: Sequence[str],
+    wanted: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """(N, B, 3, 3) the named bones' local rotations in sampled poses P (N, all bones, 4, 4) (see
+    :func:`sample_local_rotations`); ``wanted``: the armature's (N, 3, 3) world rotation and the
+    (N, B, 3, 3) world rotations wanted instead of the evaluated ones."""
+    out = np.empty((len(P), len(names), 3, 3))
     for k, name in enumerate(names):
         bone = arm.data.bones[name]
         rest = matrix_to_array(bone.matrix_local)
         if bone.parent is not None:
             rest = P[:, index[bone.parent.name]] @ np.linalg.inv(matrix_to_array(bone.parent.matrix_local)) @ rest
         pose = P[:, index[name]]
-        if world is not None:  # in armature space, with the evaluated bone's scale
+        if wanted is not None:  # in armature space, with the evaluated bone's scale
             pose = pose.copy()
-            pose[:, :3, :3] = (np.swapaxes(_unscaled(W[arm.name][:, :3, :3]), -1, -2) @ world[:, k]
+            pose[:, :3, :3] = (np.swapaxes(wanted[0], -1, -2) @ wanted[1][:, k]
                                * np.linalg.norm(pose[:, :3, :3], axis=-2, keepdims=True))
         out[:, k] = _unscaled((np.linalg.inv(rest) @ pose)[..., :3, :3])
     return out
@@ -282,6 +296,8 @@ def sample_chains(
                 free_tip[:, :3, 3] += arm.pose.bones[src.tip_bone].bone.length * free_tip[:, :3, 1]
         influence = values[:, next(column)].copy() if src.influence is not None else None
         out.append(ChainSamples(base, world_of(src.target, src.target_bone).copy(), pole, free_tip, influence))
+        if src.free_bones:
+            out[-1].free_rotations = _local_rotations(arm, poses[arm.name], bone_index[arm.name], src.free_bones)
         if src.foot_bone:
             foot = world_of(arm, src.foot_bone)
             out[-1].foot = _unscaled(foot[:, :3, :3])

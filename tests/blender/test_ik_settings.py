@@ -102,6 +102,37 @@ def test_keyed_influence_converts_with_its_keys_and_the_bake_reaches_the_blended
     assert np.linalg.norm(tips[10] - targets[10]) > 0.05  # partial influence: not at the target
 
 
+def _heads(arm, frames=FRAMES):
+    """(F, 3, 3) the chain bones' heads (Elbow, Wrist) and the Wrist's tail in playback."""
+    out = []
+    for f in range(1, frames + 1):
+        bpy.context.scene.frame_set(f)
+        elbow, wrist = arm.pose.bones["Elbow"], arm.pose.bones["Wrist"]
+        out.append([tuple(arm.matrix_world @ p) for p in (elbow.head, wrist.head, wrist.tail)])
+    return np.array(out)
+
+
+def test_at_influence_zero_after_full_influence_the_chain_plays_its_fk_pose(empty_scene, tmp_path):
+    """Influence keyed 1 -> 0 (held) -> 1: where it is 0 the whole chain plays its FK pose, every joint, not only
+    the tip, as under Blender's IK (which solves each frame from the pose without IK); the three ball joints can reach
+    the FK tip in many poses, and a take carried on from the frames at full influence would pick another."""
+    frames = 32
+    arm = arm_of_three()
+    target = animated_target("T", (0.4, 0.3, 1.0), (-0.3, 0.4, 0.9), frames)
+    _fk_swing(arm, frames)
+    con = _ik(arm, target)
+    for frame, value in ((1, 1.0), (8, 0.0), (20, 0.0), (28, 1.0)):
+        con.influence = value
+        con.keyframe_insert("influence", frame=frame)
+    fk = _with_ik_muted(arm, lambda: _heads(arm, frames))
+    assert bpy.ops.articulate.chains_from_constraints() == {"FINISHED"}
+    report = _bake(tmp_path, frames)
+    assert all(report["chains"][0]["converged"])
+    baked = _heads(arm, frames)
+    np.testing.assert_allclose(baked[7:20], fk[7:20], atol=1e-4)
+    assert np.linalg.norm(baked[2, 2] - fk[2, 2]) > 0.05  # at full influence the chain leaves its FK pose
+
+
 def _animated_target_position(target, frame):
     bpy.context.scene.frame_set(frame)
     return tuple(target.matrix_world.translation)

@@ -538,3 +538,42 @@ def test_a_reached_frame_whipping_after_a_repaired_one_is_retried_from_it(seed: 
         again = solver.solve(targets[i], q[i - 1], radius=0.5)
         assert not (again.converged and float(joint_steps(skeleton, q[i - 1], again.q)) < steps[i]), i
     assert skeleton.within_limits(q).all()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_frames_with_their_own_starts_keep_the_start_that_reaches_and_solve_the_others_from_theirs(seed: int) -> None:
+    """A redundant chain given a start per frame (a chain at partial influence starts from its pose without IK):
+    where the start already reaches the target (influence 0: the goal is that pose's own end) the answer is the
+    start itself, every joint, even after frames at full influence that a take carried on from the frame before
+    would continue; elsewhere each frame reaches its target within one frame's jump of its start."""
+    rng = np.random.default_rng(seed)
+    skeleton = _hinge_chain(rng, 7)
+    frames = 60
+    t = np.linspace(0.0, 1.0, frames)[:, None]
+    a, b = (skeleton.lower + rng.uniform(0.3, 0.7, skeleton.dof) * (skeleton.upper - skeleton.lower) for _ in range(2))
+    starts = a + (b - a) * (0.5 - 0.5 * np.cos(np.pi * t))  # an FK swing
+    free_tips = effector_poses(skeleton, starts, "tip")[:, :3, 3]
+    # Influence 1 on the first and last 20 frames (the targets a little off the free tips), 0 between.
+    targets = free_tips.copy()
+    targets[:20] += 0.03
+    targets[40:] -= 0.03
+    solver = make_solver("dls", skeleton, "tip", mode="position")
+    res = solve_track(solver, targets, None, max_jump=0.5, segment=32, starts=starts)
+    assert res.converged.all()
+    np.testing.assert_allclose(res.q[20:40], starts[20:40], atol=1e-12)
+    assert np.max(np.abs(res.q - starts)) <= 0.5 + 1e-9
+    # Carried on from the frame before instead, the middle frames reach the same tips in other poses.
+    carried = solve_track(solver, targets, None, max_jump=0.5, segment=32)
+    assert np.max(np.abs(carried.q[20:40] - starts[20:40])) > 1e-3
+
+
+def test_starts_of_the_wrong_shape_are_refused_with_the_shape_wanted() -> None:
+    skeleton = _hinge_chain(np.random.default_rng(0), 4)
+    solver = make_solver("dls", skeleton, "tip", mode="position")
+    targets = np.tile(effector_poses(skeleton, np.zeros(4), "tip")[:3, 3], (5, 1))
+    with pytest.raises(InvalidInputError, match=r"starts must be \(N, dof\) = \(5, 4\)"):
+        solve_track(solver, targets, None, starts=np.zeros((5, 3)))
+    bad = np.zeros((5, 4))
+    bad[2, 1] = np.nan
+    with pytest.raises(InvalidInputError, match="starts"):
+        solve_track(solver, targets, None, starts=bad)
