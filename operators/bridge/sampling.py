@@ -54,7 +54,8 @@ class ChainSamples:
         ball: (N, 3) world position of the ball of the foot (the foot bone's tail) before the
             bake, or None.
         free_rotations: (N, B, 3, 3) local rotations of the chain's bones (``ChainSource.free_bones``)
-            as the frame plays before the bake, or None.
+            as the frame plays before the bake, where its influence falls below 1 on some frame
+            (the poses a chain at partial influence starts from), else None.
     """
 
     base: np.ndarray
@@ -82,7 +83,7 @@ class ChainSource:
     use_tail: bool = True
     influence: tuple | None = None  # (owner, attribute) read on every frame, e.g. (chain settings, "influence")
     foot_bone: str = ""  # the foot below the tip, sampled as ``foot`` and ``ball`` ("" skips it)
-    free_bones: tuple[str, ...] = ()  # bones whose local rotations are sampled as ``free_rotations``
+    free_bones: tuple[str, ...] = ()  # bones whose local rotations are ``free_rotations`` (influence below 1)
 
 
 def _pose_buffer(arm_obj: bpy.types.Object, attr: str = "matrix") -> np.ndarray:
@@ -296,7 +297,7 @@ def sample_chains(
                 free_tip[:, :3, 3] += arm.pose.bones[src.tip_bone].bone.length * free_tip[:, :3, 1]
         influence = values[:, next(column)].copy() if src.influence is not None else None
         out.append(ChainSamples(base, world_of(src.target, src.target_bone).copy(), pole, free_tip, influence))
-        if src.free_bones:
+        if src.free_bones and influence is not None and np.any(influence < 1.0):
             out[-1].free_rotations = _local_rotations(arm, poses[arm.name], bone_index[arm.name], src.free_bones)
         if src.foot_bone:
             foot = world_of(arm, src.foot_bone)
