@@ -80,7 +80,10 @@ def solve_track(
     repaired with look-ahead (:func:`~ik_core.take.smoothing.spread_jumps`): a window around each is re-posed from the
     joint-space blend of its neighbours by Gauss-Newton on joint smoothness plus a growing
     task weight, and kept only if it has fewer jumps and misses no more frames. Frames that
-    cannot be reached are reported (``converged`` False with a reason), not raised.
+    cannot be reached are reported (``converged`` False with a reason), not raised. Last, each
+    missed frame is kept in the basin of the frame before where that is as near
+    (:meth:`~ik_core.solvers.base.Solver.follow_missed`), and the reached frame after a run
+    that pass moved is retried from the run's last frame (see ``_follow``).
 
     Frames whose target lies beyond the chain's reach (:meth:`~ik_core.solvers.base.Solver.reach_excess`
     above the tolerance) cost bounded work: the frame-by-frame passes skip them (segments keep
@@ -129,7 +132,7 @@ def solve_track(
     if not beyond.any() or beyond.all():
         result = _track(solver, targets, q0, max_jump, progress, segment, look_ahead, options, starts=starts)
         # Missed frames of a batch each started from a guess: give them their predecessor's basin.
-        return solver.follow_missed(targets, result)
+        return _follow(solver, targets, result, max_jump, options, starts is not None)
     # No retry or restart brings a target beyond reach nearer: track the other frames, then
     # give those their best effort together.
     inside, outside = np.flatnonzero(~beyond), np.flatnonzero(beyond)
@@ -160,7 +163,37 @@ def solve_track(
         fields[f][outside] = np.asarray(getattr(far, f))
     if progress is not None:
         progress(n, n)
-    return solver.follow_missed(targets, IKResult(**fields))
+    return _follow(solver, targets, IKResult(**fields), max_jump, options, starts is not None)
+
+
+def _follow(solver: Solver, targets: np.ndarray, result: IKResult, max_jump: float, options: dict,
+            own_starts: bool) -> IKResult:
+    """The take's missed frames followed, then each reached frame after a run the follow pass moved retried from it.
+
+    The follow pass is :meth:`~ik_core.solvers.base.Solver.follow_missed`; a reached frame is
+    retried where it now jumps or whips (see ``_retry_frames``). The retries ran before the
+    follow pass, against the missed frames' batch answers: a reached frame after a run the
+    follow pass carried into another basin would step from it as far as the two basins lie
+    apart, where a solve from it steps as little as the target moves.
+    """
+    followed = solver.follow_missed(targets, result)
+    n = len(result.q)
+    if own_starts or n < 2:
+        return followed
+    moved = np.any(followed.q != result.q, axis=-1)
+    check = np.zeros(n, dtype=bool)
+    check[1:] = moved[:-1] & ~moved[1:] & followed.converged[1:]
+    if not check.any():
+        return followed
+    fields = {f: np.array(getattr(followed, f)) for f in IKResult.__dataclass_fields__}
+    local = "radius" in solver.call_options and "radius" not in options
+    _retry_frames(solver, targets, fields, max_jump, local, options, check=check)
+    retried = IKResult(**fields)
+    # A retried run that ends where another missed run begins hands it a new predecessor.
+    changed = np.any(retried.q != followed.q, axis=-1)
+    if np.any(changed[:-1] & ~retried.converged[1:]):
+        return solver.follow_missed(targets, retried)
+    return retried
 
 
 def interpolate_gaps(values: np.ndarray, gap: np.ndarray) -> np.ndarray:
@@ -345,6 +378,7 @@ _SHIFT_FLOOR = 0.25
 def _retry_frames(
     solver: Solver, targets: np.ndarray, fields: dict, max_jump: float, local: bool, options: dict,
     finish_first: bool = False, frames: np.ndarray | None = None, own_starts: bool = False,
+    check: np.ndarray | None = None,
 ) -> None:
     """Re-solve, in order, the frames that missed or jumped, warm-started from the frame before; keep the better.
 
@@ -367,7 +401,8 @@ def _retry_frames(
     not one each. ``frames`` (N,) are the frame numbers when frames were taken out of the take
     (see :func:`_track`): predictions and the step allowed then span the frames between.
     With ``own_starts`` (each frame was solved from its own start, see :func:`solve_track`) only
-    missed frames are retried: a reached frame's answer is the one its start leads to.
+    missed frames are retried: a reached frame's answer is the one its start leads to. With
+    ``check`` (N,) only the frames it flags are retried, and the reached frames after a replaced one.
     """
     q, ok = fields["q"], fields["converged"]
     n = len(q)
@@ -388,6 +423,8 @@ def _retry_frames(
     # Frames since the frame before (more than one where frames were taken out of the take).
     gaps = np.ones(n, dtype=int) if frames is None else np.diff(frames, prepend=frames[0] - 1)
     for i in range(1, n):
+        if check is not None and not (check[i] or (replaced[i - 1] and ok[i])):
+            continue
         # Steps were measured once for the whole take; a repaired predecessor needs a new one, and
         # the next frame's whip test compares with it (not with the step the batch had given).
         if replaced[i - 1]:

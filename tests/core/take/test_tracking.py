@@ -577,3 +577,34 @@ def test_starts_of_the_wrong_shape_are_refused_with_the_shape_wanted() -> None:
     bad[2, 1] = np.nan
     with pytest.raises(InvalidInputError, match="starts"):
         solve_track(solver, targets, None, starts=bad)
+
+
+@pytest.mark.parametrize("seed", range(10, 18))
+def test_the_reached_frame_after_a_followed_run_of_misses_steps_from_it_as_little_as_a_solve_from_it_does(
+    seed: int,
+) -> None:
+    """A 6-hinge chain follows a circle that leaves the space its limits allow and comes back. The take's follow
+    pass carries each run of missed frames on from the frame before the run; the first reached frame after the run
+    then steps from the run's last frame no further than a solve from that frame would (before, its answer had
+    been retried against the run's answers before the follow pass, and it could jump by the distance between the
+    two basins: seed 15, 1.4 rad where a solve from the run's last frame steps 0.03)."""
+    rng = np.random.default_rng(seed)
+    skeleton = _hinge_chain(rng, 6)
+    q = skeleton.lower + rng.random(skeleton.dof) * (skeleton.upper - skeleton.lower)
+    centre = effector_poses(skeleton, q, "tip")[:3, 3]
+    a = rng.normal(size=3)
+    a /= np.linalg.norm(a)
+    b = np.cross(a, rng.normal(size=3))
+    b /= np.linalg.norm(b)
+    turn = np.linspace(0.0, 2.0 * np.pi, 240)[:, None]
+    radius = 0.6 * np.linalg.norm(centre) + 0.1
+    targets = centre + radius * (np.cos(turn) * a + np.sin(turn) * b)
+    solver = make_solver("dls", skeleton, "tip", mode="position")
+    res = solve_track(solver, targets, None, max_jump=0.5, segment=32)
+    q = np.asarray(res.q)
+    exits = [i for i in range(1, len(q)) if res.converged[i] and not res.converged[i - 1]]
+    for i in exits:
+        step = float(joint_steps(skeleton, q[i - 1], q[i]))
+        again = solver.solve(targets[i], q[i - 1], radius=0.5)
+        again_step = float(joint_steps(skeleton, q[i - 1], again.q))
+        assert not (again.converged and step > 0.5 and again_step < step), (i, step, again_step)
