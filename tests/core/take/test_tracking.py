@@ -506,6 +506,20 @@ def _hinge_chain(rng: np.random.Generator, bones: int) -> Skeleton:
     return Skeleton(joints, [Effector("tip", bones - 1, end)])
 
 
+def _circle_around_a_pose(rng: np.random.Generator, skeleton: Skeleton, share: float, offset: float) -> np.ndarray:
+    """(240, 3) a circle in a random plane around the tip of a random in-limit pose, of radius ``share`` of that
+    tip's distance from the root plus ``offset`` [m]."""
+    q = skeleton.lower + rng.random(skeleton.dof) * (skeleton.upper - skeleton.lower)
+    centre = effector_poses(skeleton, q, "tip")[:3, 3]
+    a = rng.normal(size=3)
+    a /= np.linalg.norm(a)
+    b = np.cross(a, rng.normal(size=3))
+    b /= np.linalg.norm(b)
+    turn = np.linspace(0.0, 2.0 * np.pi, 240)[:, None]
+    radius = share * np.linalg.norm(centre) + offset
+    return centre + radius * (np.cos(turn) * a + np.sin(turn) * b)
+
+
 @pytest.mark.parametrize("seed", range(6, 18))
 def test_a_reached_frame_whipping_after_a_repaired_one_is_retried_from_it(seed: int) -> None:
     """No reached frame whips (a step over 0.2 rad and twice the step before it) where a solve from the
@@ -517,15 +531,7 @@ def test_a_reached_frame_whipping_after_a_repaired_one_is_retried_from_it(seed: 
     """
     rng = np.random.default_rng(seed)
     skeleton = _hinge_chain(rng, 7)
-    q = skeleton.lower + rng.random(skeleton.dof) * (skeleton.upper - skeleton.lower)
-    centre = effector_poses(skeleton, q, "tip")[:3, 3]
-    a = rng.normal(size=3)
-    a /= np.linalg.norm(a)
-    b = np.cross(a, rng.normal(size=3))
-    b /= np.linalg.norm(b)
-    turn = np.linspace(0.0, 2.0 * np.pi, 240)[:, None]
-    radius = 0.15 * np.linalg.norm(centre) + 0.05
-    targets = centre + radius * (np.cos(turn) * a + np.sin(turn) * b)
+    targets = _circle_around_a_pose(rng, skeleton, 0.15, 0.05)
     solver = make_solver("dls", skeleton, "tip", mode="position")
     res = solve_track(solver, targets, None, max_jump=0.5, segment=32)
     q = np.asarray(res.q)
@@ -590,15 +596,7 @@ def test_the_reached_frame_after_a_followed_run_of_misses_steps_from_it_as_littl
     two basins: seed 15, 1.4 rad where a solve from the run's last frame steps 0.03)."""
     rng = np.random.default_rng(seed)
     skeleton = _hinge_chain(rng, 6)
-    q = skeleton.lower + rng.random(skeleton.dof) * (skeleton.upper - skeleton.lower)
-    centre = effector_poses(skeleton, q, "tip")[:3, 3]
-    a = rng.normal(size=3)
-    a /= np.linalg.norm(a)
-    b = np.cross(a, rng.normal(size=3))
-    b /= np.linalg.norm(b)
-    turn = np.linspace(0.0, 2.0 * np.pi, 240)[:, None]
-    radius = 0.6 * np.linalg.norm(centre) + 0.1
-    targets = centre + radius * (np.cos(turn) * a + np.sin(turn) * b)
+    targets = _circle_around_a_pose(rng, skeleton, 0.6, 0.1)
     solver = make_solver("dls", skeleton, "tip", mode="position")
     res = solve_track(solver, targets, None, max_jump=0.5, segment=32)
     q = np.asarray(res.q)
