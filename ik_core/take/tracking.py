@@ -186,14 +186,18 @@ def _follow(solver: Solver, targets: np.ndarray, result: IKResult, max_jump: flo
     if not check.any():
         return followed
     fields = {f: np.array(getattr(followed, f)) for f in IKResult.__dataclass_fields__}
-    local = "radius" in solver.call_options and "radius" not in options
-    _retry_frames(solver, targets, fields, max_jump, local, options, check=check)
+    _retry_frames(solver, targets, fields, max_jump, _boxed(solver, options), options, check=check)
     retried = IKResult(**fields)
     # A retried run that ends where another missed run begins hands it a new predecessor.
     changed = np.any(retried.q != followed.q, axis=-1)
     if np.any(changed[:-1] & ~retried.converged[1:]):
         return solver.follow_missed(targets, retried)
     return retried
+
+
+def _boxed(solver: Solver, options: dict) -> bool:
+    """Whether the take's solves keep each frame inside a box around its start (a ``radius`` the caller left free)."""
+    return "radius" in solver.call_options and "radius" not in options
 
 
 def interpolate_gaps(values: np.ndarray, gap: np.ndarray) -> np.ndarray:
@@ -236,7 +240,7 @@ def _track(
     start = solver.skeleton.preferred_q if q0 is None else np.asarray(q0, dtype=float)
     # Solvers with a local mode keep each frame inside a box around its start: frame k of a
     # segment may move k times max_jump, so no frame drifts far onto another IK branch.
-    local = "radius" in solver.call_options and "radius" not in options
+    local = _boxed(solver, options)
     # On redundant chains the self-motion changes speed on its own: only cut the others.
     rows = _task_rows(solver)
     redundant = solver.skeleton.dof > rows
@@ -440,14 +444,15 @@ def _retry_frames(
             # fast motion of a tail or a spine steps as far every frame and is left alone; the
             # second frame of a two-frame whip is one too).
             calm_step = float(steps[i - 1] if i < 3 else min(steps[i - 1], steps[i - 2]))
-            whip = jump > pop_step * int(gaps[i]) and jump > _WHIP_RATIO * calm_step and not solver.ruled_self_motion
+            sudden = jump > pop_step * int(gaps[i]) and jump > _WHIP_RATIO * calm_step
             # A repair must not move the jump it removed on to the next frame: a frame that steps
             # away from its replaced predecessor much further than it stepped from the one replaced
             # is retried from it too (a still target then holds still).
-            whip = whip or (
+            shifted = (
                 bool(replaced[i - 1]) and jump > _SHIFT_FLOOR * pop_step * int(gaps[i])
-                and jump > _WHIP_RATIO * float(batch_steps[i]) and not solver.ruled_self_motion
+                and jump > _WHIP_RATIO * float(batch_steps[i])
             )
+            whip = (sudden or shifted) and not solver.ruled_self_motion
             if jump <= allowed and not whip:
                 continue
         elif not near[i - 1] or failed >= _RUN_RETRIES:

@@ -11,7 +11,7 @@ from ik_core.limits import limit_violation, project_configuration
 from ik_core.model.kinematics import effector_poses
 from ik_core.robots import presets as robots
 from ik_core.solvers import make_solver
-from ik_core.solvers.base import Solver, Targets
+from ik_core.solvers.base import IKResult, Solver, Targets
 from ik_core.solvers.ccd import REACH_SWEEPS
 from ik_core.solvers.dls.solver import REACH_POLISH, DLSSolver
 from ik_core.solvers.reach import ReachBound
@@ -520,6 +520,16 @@ def _circle_around_a_pose(rng: np.random.Generator, skeleton: Skeleton, share: f
     return centre + radius * (np.cos(turn) * a + np.sin(turn) * b)
 
 
+def _hinge_take(seed: int, bones: int, share: float, offset: float) -> tuple[Skeleton, np.ndarray, Solver, IKResult]:
+    """A random hinge chain of ``bones`` (seeded), its circle (see :func:`_circle_around_a_pose`), its DLS solver
+    and the take solve_track bakes of it."""
+    rng = np.random.default_rng(seed)
+    skeleton = _hinge_chain(rng, bones)
+    targets = _circle_around_a_pose(rng, skeleton, share, offset)
+    solver = make_solver("dls", skeleton, "tip", mode="position")
+    return skeleton, targets, solver, solve_track(solver, targets, None, max_jump=0.5, segment=32)
+
+
 @pytest.mark.parametrize("seed", range(6, 18))
 def test_a_reached_frame_whipping_after_a_repaired_one_is_retried_from_it(seed: int) -> None:
     """No reached frame whips (a step over 0.2 rad and twice the step before it) where a solve from the
@@ -529,11 +539,7 @@ def test_a_reached_frame_whipping_after_a_repaired_one_is_retried_from_it(seed: 
     retried, the whip test compares with the step into the repaired predecessor, not the one the
     batch gave it (a large step there hid the whip after it: seeds 8, 9 and 16 kept such frames).
     """
-    rng = np.random.default_rng(seed)
-    skeleton = _hinge_chain(rng, 7)
-    targets = _circle_around_a_pose(rng, skeleton, 0.15, 0.05)
-    solver = make_solver("dls", skeleton, "tip", mode="position")
-    res = solve_track(solver, targets, None, max_jump=0.5, segment=32)
+    skeleton, targets, solver, res = _hinge_take(seed, 7, 0.15, 0.05)
     q = np.asarray(res.q)
     steps = np.concatenate([[0.0], joint_steps(skeleton, q[:-1], q[1:])])
     whips = [
@@ -594,11 +600,7 @@ def test_the_reached_frame_after_a_followed_run_of_misses_steps_from_it_as_littl
     then steps from the run's last frame no further than a solve from that frame would (before, its answer had
     been retried against the run's answers before the follow pass, and it could jump by the distance between the
     two basins: seed 15, 1.4 rad where a solve from the run's last frame steps 0.03)."""
-    rng = np.random.default_rng(seed)
-    skeleton = _hinge_chain(rng, 6)
-    targets = _circle_around_a_pose(rng, skeleton, 0.6, 0.1)
-    solver = make_solver("dls", skeleton, "tip", mode="position")
-    res = solve_track(solver, targets, None, max_jump=0.5, segment=32)
+    skeleton, targets, solver, res = _hinge_take(seed, 6, 0.6, 0.1)
     q = np.asarray(res.q)
     exits = [i for i in range(1, len(q)) if res.converged[i] and not res.converged[i - 1]]
     for i in exits:
