@@ -249,7 +249,9 @@ def _unit_sources(unit: SolveUnit, prepared: Sequence[PreparedChain]) -> list[br
     if not unit.is_tree:
         return [unit.chain.source]
     root = unit.chain.bones[0]
-    return [dataclasses.replace(prepared[k].source, root=root) for k in unit.members]
+    # A member at partial influence samples the whole tree's pose without IK: the tree starts there.
+    tree_bones = tuple(b.name for b in unit.chain.bones)
+    return [dataclasses.replace(prepared[k].source, root=root, free_bones=tree_bones) for k in unit.members]
 
 
 def _sample_units(scene, frames, units: Sequence[SolveUnit], prepared,
@@ -355,6 +357,11 @@ def _track_tree(arm, unit: SolveUnit, prepared, samples, q0, scale: float, robot
     # Frames by which members can pull: all of them (also where none can), or the reachable ones.
     pull = np.where(beyond.all(axis=1, keepdims=True), True, ~beyond)
     n = len(local)
+    # At partial influence Blender's IK starts each frame from the pose without IK (see the chain
+    # route in _bake_prepared): so does the tree, and each member's own bones below it.
+    free = next((s.free_rotations for s in samples if s.full_target is not None and s.free_rotations is not None), None)
+    free_of = {} if free is None else {b.name: free[:, i] for i, b in enumerate(unit.chain.bones)}
+    starts = None if free is None else initial_q(unit.chain, rot.matrix_to_rotvec(free))
     q = np.zeros((n, skeleton.dof))
     reasons = np.empty(n, dtype=object)
     done = np.zeros(n, dtype=bool)
@@ -367,7 +374,8 @@ def _track_tree(arm, unit: SolveUnit, prepared, samples, q0, scale: float, robot
         goal = targets[frames][:, members]
         before = np.flatnonzero(done[: frames[0]])
         start = q[before[-1]] if len(before) else q0
-        res = solve_track(solver, goal[:, 0] if len(members) == 1 else goal, start, **track)
+        res = solve_track(solver, goal[:, 0] if len(members) == 1 else goal, start,
+                          starts=None if starts is None else starts[frames], **track)
         q[frames], reasons[frames], done[frames] = res.q, res.reason, True
     bones, R = chain_rotations(unit.chain, q)
     rotation_of = {b.name: R[:, i] for i, b in enumerate(bones)}
@@ -396,10 +404,12 @@ def _track_tree(arm, unit: SolveUnit, prepared, samples, q0, scale: float, robot
             tail_base = base @ frames_tree[:, tree_index[hang.name]] @ np.linalg.inv(
                 bridge.matrix_to_array(hang.bone.matrix_local))
             rotvecs = rot.matrix_to_rotvec(np.stack([rotation_of[b.name][0] for b in tail]))
+            tail_starts = None if free is None else initial_q(
+                sub, rot.matrix_to_rotvec(np.stack([free_of[b.name] for b in tail], axis=1)))
             res = track_chain(solver_for(sub, scale), tail_base, samples[e].target, initial_q(sub, rotvecs),
                               pole=samples[e].pole, use_rotation=chain.use_rotation, scale=scale,
                               pole_angle=chain.pole_angle, look_ahead=robot, segment=track["segment"],
-                              max_jump=track["max_jump"])
+                              max_jump=track["max_jump"], starts=tail_starts)
             moved, R_tail = chain_rotations(sub, res.q)
             for i, b in enumerate(moved):
                 rotation_of[b.name] = R_tail[:, i]

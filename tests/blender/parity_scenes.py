@@ -548,6 +548,19 @@ def chain_reach(arm: bpy.types.Object, names: Sequence[str]) -> float:
     return float(sum(np.linalg.norm(b - a) for a, b in zip(heads, heads[1:])))
 
 
+def build_influence_tree(n: int) -> SceneInfo:
+    """The shared spine (two arms, one tree) swung by FK keys on every bone, both IK influences keyed 1 -> 0 -> 1."""
+    info = build_shared_spine(n)
+    arm = bpy.data.objects[info.armature]
+    key_fk_swing(arm, ["Spine1", "Spine2", "Arm.L", "Hand.L", "Arm.R", "Hand.R"], n, amplitude=0.25)
+    for side in ("L", "R"):
+        con = arm.pose.bones[f"Hand.{side}"].constraints[0]
+        for frame, value in ((1, 1.0), (n // 4, 0.0), (n // 2, 0.0), ((3 * n) // 4, 1.0)):
+            con.influence = value
+            con.keyframe_insert("influence", frame=frame)
+    return info
+
+
 def build_limited_spine(n: int) -> SceneInfo:
     """Hips, three spine bones, Chest and Neck, each with swing and twist limits (Neck a wider range); an IK on
     Neck (chain_count 5) toward a target looping around the front, sideways and down further than the limits
@@ -737,6 +750,7 @@ SCENES: tuple[ParityScene, ...] = (
     ParityScene("shared_spine", build_shared_spine, "two IK chains sharing the spine"),
     ParityScene("shared_spine_weights", build_shared_spine_weights,
                 "the shared spine, IK weights 1.0 / 0.3, the lighter arm's target out of reach at times"),
+    ParityScene("influence_tree", build_influence_tree, "the shared spine, both IK influences keyed 1 -> 0 -> 1, FK keys"),
     ParityScene("limited_spine", build_limited_spine,
                 "5-bone spine with swing and twist limits, the target looping past them and out of reach"),
     ParityScene("limited_tail", build_limited_tail,

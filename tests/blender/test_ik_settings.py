@@ -10,6 +10,7 @@ import json
 
 import bpy
 import numpy as np
+import parity_scenes as ps
 import pytest
 from test_honest_bakes import animated_target, arm_of_three
 
@@ -131,6 +132,49 @@ def test_at_influence_zero_after_full_influence_the_chain_plays_its_fk_pose(empt
     baked = _heads(arm, frames)
     np.testing.assert_allclose(baked[7:20], fk[7:20], atol=1e-4)
     assert np.linalg.norm(baked[2, 2] - fk[2, 2]) > 0.05  # at full influence the chain leaves its FK pose
+
+
+def _spine_heads(arm, frames):
+    """(F, 6, 3) heads of Spine2, both arms' bones and both hands' tails in playback."""
+    out = []
+    for f in frames:
+        bpy.context.scene.frame_set(f)
+        pbs = arm.pose.bones
+        points = [pbs["Spine2"].head, pbs["Arm.L"].tail, pbs["Hand.L"].tail, pbs["Arm.R"].tail, pbs["Hand.R"].tail,
+                  pbs["Spine2"].tail]
+        out.append([tuple(arm.matrix_world @ p) for p in points])
+    return np.array(out)
+
+
+def test_a_tree_at_influence_zero_after_full_influence_plays_its_fk_pose(empty_scene, tmp_path):
+    """Two arms through a shared spine, solved as one tree, both IK influences keyed 1 -> 0 (held) -> 1: where they
+    are 0 every bone of the tree plays its FK pose, as under Blender's IK, which solves each frame from the pose
+    without IK (the spine and arms reach the FK hands in many poses; a take carried on from the frames at full
+    influence would pick another)."""
+    frames = list(range(1, 33))
+    ps.load(ps.BY_NAME["shared_spine"], len(frames))
+    arm = bpy.data.objects["Rig"]
+    for k, name in enumerate(("Spine1", "Spine2", "Arm.L", "Hand.L", "Arm.R", "Hand.R")):
+        pb = arm.pose.bones[name]
+        pb.rotation_mode = "XYZ"
+        for f in frames:
+            pb.rotation_euler = (0.3 * np.sin(0.3 * f + k), 0.1 * np.sin(0.2 * f), 0.2 * np.cos(0.2 * f + k))
+            pb.keyframe_insert("rotation_euler", frame=f)
+    for pb in arm.pose.bones:
+        for con in pb.constraints:
+            for frame, value in ((1, 1.0), (8, 0.0), (20, 0.0), (28, 1.0)):
+                con.influence = value
+                con.keyframe_insert("influence", frame=frame)
+    fk = _with_ik_muted(arm, lambda: _spine_heads(arm, frames))
+    ps.activate(arm)
+    assert bpy.ops.articulate.chains_from_constraints() == {"FINISHED"}
+    report = _bake(tmp_path, len(frames))
+    assert any("solved together as one tree" in note for note in report["notes"])
+    for chain in report["chains"]:
+        assert all(chain["converged"]), chain["reasons"]
+    baked = _spine_heads(arm, frames)
+    np.testing.assert_allclose(baked[7:20], fk[7:20], atol=1e-4)
+    assert np.linalg.norm(baked[2] - fk[2], axis=-1).max() > 0.05  # at full influence the tree leaves its FK pose
 
 
 def _animated_target_position(target, frame):

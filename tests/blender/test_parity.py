@@ -70,7 +70,7 @@ def test_residuals_no_worse_than_blenders(results, name):
     assert ours_mm[1] <= blender_mm[1] + SLACK_MM, _numbers(blender, ours)
 
 
-@pytest.mark.parametrize("name", ["influence_half", "influence_keyed"])
+@pytest.mark.parametrize("name", ["influence_half", "influence_keyed", "influence_tree"])
 def test_influence_goal_is_where_blenders_ik_puts_the_end(results, name):
     """The influence scenes score both routes against the goal Blender's IK blends (FK end + w (target - FK end)):
     Blender's own bake lands on it, so the goal is Blender's, not one of ours."""
