@@ -182,6 +182,9 @@ class Solver(abc.ABC):
     #: so a take does not retry its large steps below the jump allowed (see
     #: :func:`~ik_core.take.tracking.solve_track`).
     ruled_self_motion = False
+    #: Leave missed targets' best effort to a later :meth:`finish_missed` on a larger batch (a
+    #: take's segments together): the best effort's descents cost per call more than per target.
+    defer_best_effort = False
 
     def __init__(
         self,
@@ -309,7 +312,7 @@ class Solver(abc.ABC):
         missed = ~converged & ~bad
         if missed.any():
             missed &= ~self.at_reach_bound(tg, pos_err, rot_err)
-        if self.best_effort and missed.any():
+        if self.best_effort and not self.defer_best_effort and missed.any():
             q = self.improve_missed(tg, q, q0, missed)
             pos_err, rot_err = self.errors(q, tg)
         return self._report(tg, q, pos_err, rot_err, bad, iterations)

@@ -63,7 +63,9 @@ def solve_track(
     and short segments keep each frame close to its start so the answer stays on the same IK
     branch over a long path. Solvers that take a ``radius`` option (:class:`DLSSolver`) solve
     frame k inside a box of k times ``max_jump`` around its start first, without restarts,
-    which keeps it on the start's branch. On non-redundant chains a converged frame whose
+    which keeps it on the start's branch. The frames the segments miss get their best effort under the
+    limits together after the last segment (:meth:`~ik_core.solvers.base.Solver.finish_missed`,
+    each from its segment's start): one global check for the take, not one per segment. On non-redundant chains a converged frame whose
     velocity changes by more than a quarter of ``max_jump`` from the frame before (a likely
     switch between branches that meet at a singularity) ends its segment, and the next
     segment starts from the frame before it. Frames that did not converge, or whose
@@ -246,6 +248,10 @@ def _track(
     redundant = solver.skeleton.dof > rows
     cut_at = np.inf if redundant else _ACCELERATION * max_jump
     parts: list[IKResult] = []
+    # The segments' missed frames get their best effort together after the last segment (one
+    # global check for the take instead of one per segment), each from its segment's start.
+    quick = _deferred(solver)
+    warm: list[np.ndarray] = []
     velocity = np.zeros_like(start)
     prev_ok = True
     start_frame = -1  # frame number of ``start`` (the warm start comes before the first frame)
@@ -268,7 +274,7 @@ def _track(
             guess = starts[lo:hi]
         else:
             guess = start + steps[:, None] * velocity if local else start
-        part = solver.solve(targets[lo:hi], guess, **_frame_options(options, slice(lo, hi)), **extra)
+        part = quick.solve(targets[lo:hi], guess, **_frame_options(options, slice(lo, hi)), **extra)
         # A frame whose velocity changes abruptly has likely switched branch where two meet
         # (two elbow or wrist branches near a singularity lie within max_jump of each other):
         # keep the frames before it and start the next segment there, from its predecessor.
@@ -285,6 +291,7 @@ def _track(
         else:
             window += segment
         parts.append(part)
+        warm.append(guess[: len(part.q)] if np.ndim(guess) == 2 else np.broadcast_to(guess, part.q.shape))
         prev_q, prev_frame = (part.q[-2], int(frames[hi - 2])) if len(part.q) > 1 else (start, start_frame)
         last_pair_ok = bool(part.converged[-1]) and (bool(part.converged[-2]) if len(part.q) > 1 else prev_ok)
         start, prev_ok, start_frame = part.q[-1], bool(part.converged[-1]), int(frames[hi - 1])
@@ -294,7 +301,10 @@ def _track(
             progress(hi, n)
     if not parts:
         return solver.solve(targets, q0, **options)
-    fields = {f: np.concatenate([getattr(p, f) for p in parts]) for f in IKResult.__dataclass_fields__}
+    result = IKResult(**{f: np.concatenate([getattr(p, f) for p in parts]) for f in IKResult.__dataclass_fields__})
+    if quick is not solver:
+        result = solver.finish_missed(targets, np.concatenate(warm), result)
+    fields = {f: np.array(getattr(result, f)) for f in IKResult.__dataclass_fields__}
     _retry_frames(solver, targets, fields, max_jump, local, options, frames=frames, own_starts=starts is not None)
     if look_ahead and isinstance(solver, DLSSolver) and local and n > 2:
         fields = _repair_jumps(solver, targets, fields, q0, max_jump, segment, options)
@@ -531,6 +541,15 @@ def _solve_ahead(
     )
     fields = IKResult.__dataclass_fields__
     return {int(f): IKResult(**{name: getattr(batch, name)[k] for name in fields}) for k, f in enumerate(frames)}
+
+
+def _deferred(solver: Solver) -> Solver:
+    """``solver``, or a copy of it that leaves missed targets' best effort to its ``finish_missed``."""
+    if not solver.best_effort:
+        return solver
+    quick = copy.copy(solver)
+    quick.defer_best_effort = True
+    return quick
 
 
 def _without_restarts(solver: Solver) -> Solver:

@@ -220,3 +220,32 @@ def test_neighbouring_targets_sharing_one_global_screening_end_as_near_as_alone(
     assert distance(alone).min() > 1e-3, "the targets must lie outside what the limits allow"
     np.testing.assert_array_less(distance(together), distance(alone) + SWITCH_MARGIN)
     assert np.all(limit_violation(skeleton, together) <= 1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_a_takes_segments_share_one_global_check_and_end_as_near_as_frames_alone(monkeypatch, seed: int) -> None:
+    """A take of four segments, most frames held off by the limits: the segments leave their missed frames to one
+    best effort for the take (one global check, BestEffort.improve with global starts, over all of them, where
+    each segment ran its own before), and every frame still ends within SWITCH_MARGIN of a solve of it alone
+    from the frame before."""
+    rng = np.random.default_rng(20 + seed)
+    skeleton = _chain(rng, ("swing", "euler", "swing", "euler"))
+    targets = _sweep(skeleton, 128, 0.85)
+    solver = make_solver("dls", skeleton, "tip", mode="position")
+    missed_frames = []
+    improve = BestEffort.improve
+
+    def counting(self, q, q_warm, tp, tr, tolerance, starts=8, beyond=None):
+        if starts > 0 and len(q) > 1:
+            missed_frames.append(len(q))
+        return improve(self, q, q_warm, tp, tr, tolerance, starts, beyond)
+
+    monkeypatch.setattr(BestEffort, "improve", counting)
+    res = solve_track(solver, targets, None, max_jump=0.5, segment=32)
+    missed = ~res.converged
+    assert missed[:32].any() and missed[-32:].any(), "the first and last segments must both miss frames"
+    assert len(missed_frames) == 1 and missed_frames[0] >= missed.sum() - 4
+    monkeypatch.setattr(BestEffort, "improve", improve)
+    for i in np.flatnonzero(missed[1:]) + 1:
+        alone = solver.solve(targets[i], res.q[i - 1])
+        assert res.position_error[i] <= float(alone.position_error) + SWITCH_MARGIN + 1e-9, i
