@@ -63,10 +63,11 @@ def solve_track(
     and short segments keep each frame close to its start so the answer stays on the same IK
     branch over a long path. Solvers that take a ``radius`` option (:class:`DLSSolver`) solve
     frame k inside a box of k times ``max_jump`` around its start first, without restarts,
-    which keeps it on the start's branch. The frames the segments miss get their best effort under the
-    limits together after the last segment (:meth:`~ik_core.solvers.base.Solver.finish_missed`,
-    each from its segment's start): one global check for the take, not one per segment. On non-redundant chains a converged frame whose
-    velocity changes by more than a quarter of ``max_jump`` from the frame before (a likely
+    which keeps it on the start's branch. The frames the segments miss get their best effort
+    under the limits together after the last segment
+    (:meth:`~ik_core.solvers.base.Solver.finish_missed`, each from its segment's start): one
+    global check for the take, not one per segment. On non-redundant chains a converged frame
+    whose velocity changes by more than a quarter of ``max_jump`` from the frame before (a likely
     switch between branches that meet at a singularity) ends its segment, and the next
     segment starts from the frame before it. Frames that did not converge, or whose
     configuration jumps by more than ``max_jump`` from the previous frame, are solved again in
