@@ -73,7 +73,11 @@ def solve_track(
     configuration jumps by more than ``max_jump`` from the previous frame, are solved again in
     order, warm-started from the previous frame (box ``max_jump``), and the better answer is
     kept; a missed frame without restarts (the batch spent them), and in a run of misses only
-    a few retries in a row (see ``_retry_frames``). On a redundant chain with a
+    a few retries in a row (see ``_retry_frames``). A sudden jump between reached frames
+    that the retries leave (the family of poses followed, an IK branch or a self-motion, ends
+    at a limit while another reaches the frames around it) is carried back: the frames before
+    it solved backward from the frame after, replacing them from where that family joins the
+    take with no larger step (see ``_carry_back``). On a redundant chain with a
     :class:`DLSSolver`, a take left with jumps or misses is solved again from a little before
     the first of them by a receding horizon
     (:func:`~ik_core.take.horizon.horizon_pass`: windows optimised for smooth joint motion
@@ -307,6 +311,8 @@ def _track(
         result = solver.finish_missed(targets, np.concatenate(warm), result)
     fields = {f: np.array(getattr(result, f)) for f in IKResult.__dataclass_fields__}
     _retry_frames(solver, targets, fields, max_jump, local, options, frames=frames, own_starts=starts is not None)
+    if local and starts is None and not solver.ruled_self_motion and n > 2:
+        _carry_back(solver, targets, fields, max_jump, options, frames)
     if look_ahead and isinstance(solver, DLSSolver) and local and n > 2:
         fields = _repair_jumps(solver, targets, fields, q0, max_jump, segment, options)
     return IKResult(**fields)
@@ -542,6 +548,82 @@ def _solve_ahead(
     )
     fields = IKResult.__dataclass_fields__
     return {int(f): IKResult(**{name: getattr(batch, name)[k] for name in fields}) for k, f in enumerate(frames)}
+
+
+# Frames a whip left after the retries is carried back over at most (see _carry_back).
+_CARRY_BACK = 200
+# Frames of the first backward batch.
+_CARRY_PROBE = 4
+
+
+def _carry_back(solver: Solver, targets: np.ndarray, fields: dict, max_jump: float, options: dict,
+                frames: np.ndarray) -> None:
+    """Move each sudden jump between reached frames that the retries left back to where it costs no step, in place.
+
+    Such a jump is where the family of poses the take followed ends (a redundant chain's
+    self-motion, or an IK branch, runs into the limits) while another family reaches every
+    frame around it. The frames before the jump are solved again backward from the frame
+    after it, in batches (frame k of a batch inside k jumps allowed of its start, as a
+    segment), for as long as they reach their targets without a step above the pop step;
+    where that backward family meets the one followed (a step from the frame before no larger
+    than the pop step) or reaches the take's first frame, it replaces the frames after the
+    meeting point. Otherwise nothing changes. Work: a few batches per jump left, none where
+    none is.
+    """
+    q, ok = fields["q"], fields["converged"]
+    n = len(q)
+    skeleton = solver.skeleton
+    pop_step = min(_POP_STEP, max_jump)
+    gaps = np.diff(frames, prepend=frames[0] - 1)
+    steps = np.concatenate([[0.0], joint_steps(skeleton, q[:-1], q[1:])])
+    for i in range(1, n):
+        if not (ok[i] and ok[i - 1]):
+            continue
+        calm_step = float(steps[i - 1] if i < 3 else min(steps[i - 1], steps[i - 2]))
+        if not (steps[i] > pop_step * gaps[i] and steps[i] > _WHIP_RATIO * calm_step):
+            continue
+        found = _family_back(solver, targets, q, ok, i, max_jump, pop_step, gaps, options)
+        if found is None:
+            continue
+        lo, result = found
+        for f in fields:
+            fields[f][lo:i] = np.asarray(getattr(result, f))
+        steps[max(lo, 1) : i + 1] = joint_steps(skeleton, q[max(lo, 1) - 1 : i], q[max(lo, 1) : i + 1])
+
+
+def _family_back(
+    solver: Solver, targets: np.ndarray, q: np.ndarray, ok: np.ndarray, i: int, max_jump: float, pop_step: float,
+    gaps: np.ndarray, options: dict,
+) -> tuple[int, IKResult] | None:
+    """The frames lo .. i - 1 solved backward from frame i, where that family meets the frames before lo; or None."""
+    skeleton = solver.skeleton
+    start, j = q[i], i
+    blocks: list[IKResult] = []
+    while j > 0 and i - j < _CARRY_BACK:
+        # A first short batch: most families that end at a jump cannot be carried back a frame.
+        lo = max(j - (_CARRY_PROBE if j == i else _AHEAD), 0)
+        back = np.arange(j - 1, lo - 1, -1)
+        # Frame k of the batch lies k frames' jumps (over the frames between) from its start.
+        radius = max_jump * np.cumsum(gaps[back + 1])
+        batch = solver.solve(targets[back], np.repeat(start[None], len(back), axis=0),
+                             **_frame_options(options, back), radius=radius)
+        inner = joint_steps(skeleton, np.concatenate([start[None], batch.q[:-1]]), batch.q)
+        good = np.asarray(batch.converged, dtype=bool) & (inner <= pop_step * gaps[back + 1])
+        run = len(back) if good.all() else int(np.argmin(good))
+        blocks.append(IKResult(**{f: getattr(batch, f)[:run] for f in IKResult.__dataclass_fields__}))
+        for k in range(run):
+            m = int(back[k])
+            meets = m == 0 or (
+                ok[m - 1] and float(joint_steps(skeleton, q[m - 1], batch.q[k])) <= pop_step * gaps[m]
+            )
+            if meets:
+                blocks[-1] = IKResult(**{f: getattr(batch, f)[: k + 1] for f in IKResult.__dataclass_fields__})
+                fields = IKResult.__dataclass_fields__
+                return m, IKResult(**{f: np.concatenate([getattr(b, f) for b in blocks])[::-1] for f in fields})
+        if run < len(back):
+            return None
+        start, j = batch.q[-1], lo
+    return None
 
 
 def _deferred(solver: Solver) -> Solver:

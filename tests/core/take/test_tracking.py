@@ -608,3 +608,60 @@ def test_the_reached_frame_after_a_followed_run_of_misses_steps_from_it_as_littl
         again = solver.solve(targets[i], q[i - 1], radius=0.5)
         again_step = float(joint_steps(skeleton, q[i - 1], again.q))
         assert not (again.converged and step > 0.5 and again_step < step), (i, step, again_step)
+
+
+def _planar_arm(shoulder: tuple[float, float]) -> Skeleton:
+    """Two hinges about Z (0.5 and 0.4 m links along Y), the shoulder limited to ``shoulder`` [rad]."""
+    elbow, end = np.eye(4), np.eye(4)
+    elbow[1, 3], end[1, 3] = 0.5, 0.4
+    joints = [Joint("shoulder", JointKind.REVOLUTE, -1, np.eye(4), axis=(0.0, 0.0, 1.0), lower=shoulder[0],
+                    upper=shoulder[1]),
+              Joint("elbow", JointKind.REVOLUTE, 0, elbow, axis=(0.0, 0.0, 1.0), lower=-2.6, upper=2.6)]
+    return Skeleton(joints, [Effector("tip", 1, end)])
+
+
+def _elbow_branches(target: np.ndarray) -> list[np.ndarray]:
+    """The planar arm's two configurations (elbow bent one way, then the other) that put its tip on ``target``."""
+    r = np.linalg.norm(target[:2])
+    bend = np.arccos(np.clip((r * r - 0.5**2 - 0.4**2) / (2 * 0.5 * 0.4), -1.0, 1.0))
+    heading = np.arctan2(-target[0], target[1])
+    return [np.array([heading - np.arctan2(0.4 * np.sin(b), 0.5 + 0.4 * np.cos(b)), b]) for b in (bend, -bend)]
+
+
+@pytest.mark.parametrize("sweep_start", [0.2, 0.4])
+def test_a_branch_the_limits_end_part_way_is_left_from_the_start_where_the_other_reaches_every_frame(
+    sweep_start: float,
+) -> None:
+    """A two-link arm starts a take on the elbow branch whose shoulder angle the limit ends part-way through, while
+    the other branch reaches every frame: instead of a 2.8-3.2 rad flip where the first branch ends, the take
+    follows the other branch from its first frame (the closest pose never jumps: every frame is reached), so no
+    joint steps more than 0.2 rad."""
+    skeleton = _planar_arm((-0.8, 1.2))
+    t = np.linspace(0.0, 1.0, 80)
+    turn, radius = sweep_start + t, 0.6 + 0.1 * np.sin(3 * t)
+    targets = np.stack([-radius * np.sin(turn), radius * np.cos(turn), np.zeros_like(t)], axis=1)
+    branches = [_elbow_branches(p) for p in targets]
+    inside = np.array([[skeleton.within_limits(b[k][None])[0] for k in (0, 1)] for b in branches])
+    assert inside[:, 0].all() and inside[0, 1] and not inside[:, 1].all(), "the second branch must end part-way"
+    solver = make_solver("dls", skeleton, "tip", mode="position")
+    res = solve_track(solver, targets, branches[0][1], max_jump=0.5, segment=32)
+    assert res.converged.all()
+    assert joint_steps(skeleton, res.q[:-1], res.q[1:]).max() < 0.2
+
+
+def test_a_jump_no_branch_avoids_stays_where_the_closest_pose_jumps() -> None:
+    """Where neither elbow branch reaches every frame (each is ended by the shoulder's limit on part of the take),
+    the take jumps once, where the branch it follows ends, and reaches every frame."""
+    skeleton = _planar_arm((-0.8, 1.2))
+    t = np.linspace(0.0, 1.0, 80)
+    turn, radius = -0.3 + 1.5 * t, 0.6 + 0.1 * np.sin(3 * t)
+    targets = np.stack([-radius * np.sin(turn), radius * np.cos(turn), np.zeros_like(t)], axis=1)
+    inside = np.array([[skeleton.within_limits(b[None])[0] for b in _elbow_branches(p)] for p in targets])
+    assert not inside[:, 0].all() and not inside[:, 1].all()
+    solver = make_solver("dls", skeleton, "tip", mode="position")
+    res = solve_track(solver, targets, _elbow_branches(targets[0])[1], max_jump=0.5, segment=32)
+    assert res.converged.all()
+    steps = joint_steps(skeleton, res.q[:-1], res.q[1:])
+    assert np.count_nonzero(steps > 0.2) == 1
+    end = int(np.flatnonzero(~inside[:, 1])[0])  # the first frame the followed branch cannot reach
+    assert int(np.argmax(steps)) + 1 == end
