@@ -311,7 +311,8 @@ def _track(
         result = solver.finish_missed(targets, np.concatenate(warm), result)
     fields = {f: np.array(getattr(result, f)) for f in IKResult.__dataclass_fields__}
     _retry_frames(solver, targets, fields, max_jump, local, options, frames=frames, own_starts=starts is not None)
-    if local and starts is None and not solver.ruled_self_motion and n > 2:
+    # (The look-ahead repairs own the jumps where they run: a robot's take searches them anyway.)
+    if local and starts is None and not look_ahead and not solver.ruled_self_motion and n > 2:
         _carry_back(solver, targets, fields, max_jump, options, frames)
     if look_ahead and isinstance(solver, DLSSolver) and local and n > 2:
         fields = _repair_jumps(solver, targets, fields, q0, max_jump, segment, options)
