@@ -598,6 +598,8 @@ def _family_back(
 ) -> tuple[int, IKResult] | None:
     """The frames lo .. i - 1 solved backward from frame i, where that family meets the frames before lo; or None."""
     skeleton = solver.skeleton
+    # Only reached frames carry a family back: a missed one ends it, its best effort unneeded.
+    quick = _deferred(solver)
     start, j = q[i], i
     blocks: list[IKResult] = []
     while j > 0 and i - j < _CARRY_BACK:
@@ -606,8 +608,8 @@ def _family_back(
         back = np.arange(j - 1, lo - 1, -1)
         # Frame k of the batch lies k frames' jumps (over the frames between) from its start.
         radius = max_jump * np.cumsum(gaps[back + 1])
-        batch = solver.solve(targets[back], np.repeat(start[None], len(back), axis=0),
-                             **_frame_options(options, back), radius=radius)
+        batch = quick.solve(targets[back], np.repeat(start[None], len(back), axis=0),
+                            **_frame_options(options, back), radius=radius)
         inner = joint_steps(skeleton, np.concatenate([start[None], batch.q[:-1]]), batch.q)
         good = np.asarray(batch.converged, dtype=bool) & (inner <= pop_step * gaps[back + 1])
         run = len(back) if good.all() else int(np.argmin(good))
