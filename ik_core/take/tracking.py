@@ -551,9 +551,10 @@ def _solve_ahead(
     return {int(f): IKResult(**{name: getattr(batch, name)[k] for name in fields}) for k, f in enumerate(frames)}
 
 
-# Frames a whip left after the retries is carried back over at most (see _carry_back).
+# At most this many frames before a jump the retries left are solved again backward (see _carry_back),
+# as far as the look-ahead pass reaches back (_LEAD).
 _CARRY_BACK = 200
-# Frames of the first backward batch.
+# Frames of the first backward batch: most families that end at a jump cannot be carried back a frame.
 _CARRY_PROBE = 4
 
 
@@ -598,12 +599,12 @@ def _family_back(
 ) -> tuple[int, IKResult] | None:
     """The frames lo .. i - 1 solved backward from frame i, where that family meets the frames before lo; or None."""
     skeleton = solver.skeleton
+    names = IKResult.__dataclass_fields__
     # Only reached frames carry a family back: a missed one ends it, its best effort unneeded.
     quick = _deferred(solver)
     start, j = q[i], i
     blocks: list[IKResult] = []
     while j > 0 and i - j < _CARRY_BACK:
-        # A first short batch: most families that end at a jump cannot be carried back a frame.
         lo = max(j - (_CARRY_PROBE if j == i else _AHEAD), 0)
         back = np.arange(j - 1, lo - 1, -1)
         # Frame k of the batch lies k frames' jumps (over the frames between) from its start.
@@ -613,18 +614,17 @@ def _family_back(
         inner = joint_steps(skeleton, np.concatenate([start[None], batch.q[:-1]]), batch.q)
         good = np.asarray(batch.converged, dtype=bool) & (inner <= pop_step * gaps[back + 1])
         run = len(back) if good.all() else int(np.argmin(good))
-        blocks.append(IKResult(**{f: getattr(batch, f)[:run] for f in IKResult.__dataclass_fields__}))
         for k in range(run):
             m = int(back[k])
             meets = m == 0 or (
                 ok[m - 1] and float(joint_steps(skeleton, q[m - 1], batch.q[k])) <= pop_step * gaps[m]
             )
             if meets:
-                blocks[-1] = IKResult(**{f: getattr(batch, f)[: k + 1] for f in IKResult.__dataclass_fields__})
-                fields = IKResult.__dataclass_fields__
-                return m, IKResult(**{f: np.concatenate([getattr(b, f) for b in blocks])[::-1] for f in fields})
+                blocks.append(IKResult(**{f: getattr(batch, f)[: k + 1] for f in names}))
+                return m, IKResult(**{f: np.concatenate([getattr(b, f) for b in blocks])[::-1] for f in names})
         if run < len(back):
             return None
+        blocks.append(batch)
         start, j = batch.q[-1], lo
     return None
 
