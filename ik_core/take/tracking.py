@@ -13,7 +13,7 @@ from ..model.kinematics import effector_poses
 from ..model.poles import chain_root, turn_poles
 from ..solvers.base import IKResult, Solver
 from ..solvers.dls.solver import DLSSolver
-from .steps import joint_steps
+from .steps import joint_steps, take_steps
 
 
 def to_base_frame(base: np.ndarray, world: np.ndarray) -> np.ndarray:
@@ -397,6 +397,17 @@ _WHIP_RATIO = 2.0
 _SHIFT_FLOOR = 0.25
 
 
+def _sudden(steps: np.ndarray, i: int, pop: float) -> bool:
+    """Whether the step into frame i (of ``steps`` (N,) [rad or m]) whips: above ``pop`` and the calmer before it.
+
+    A whip is above ``_WHIP_RATIO`` times the calmer of the two steps before it. Steady fast
+    motion of a tail or a spine steps as far every frame and is left alone; the second frame of
+    a two-frame whip is one too.
+    """
+    calm_step = float(steps[i - 1] if i < 3 else min(steps[i - 1], steps[i - 2]))
+    return bool(steps[i] > pop and steps[i] > _WHIP_RATIO * calm_step)
+
+
 def _retry_frames(
     solver: Solver, targets: np.ndarray, fields: dict, max_jump: float, local: bool, options: dict,
     finish_first: bool = False, frames: np.ndarray | None = None, own_starts: bool = False,
@@ -458,11 +469,7 @@ def _retry_frames(
             failed = 0
             if own_starts:
                 continue
-            # A whip is sudden: a step that much larger than the calmer of the two before (steady
-            # fast motion of a tail or a spine steps as far every frame and is left alone; the
-            # second frame of a two-frame whip is one too).
-            calm_step = float(steps[i - 1] if i < 3 else min(steps[i - 1], steps[i - 2]))
-            sudden = jump > pop_step * int(gaps[i]) and jump > _WHIP_RATIO * calm_step
+            sudden = _sudden(steps, i, pop_step * int(gaps[i]))
             # A repair must not move the jump it removed on to the next frame: a frame that steps
             # away from its replaced predecessor much further than it stepped from the one replaced
             # is retried from it too (a still target then holds still).
@@ -577,12 +584,11 @@ def _carry_back(solver: Solver, targets: np.ndarray, fields: dict, max_jump: flo
     skeleton = solver.skeleton
     pop_step = min(_POP_STEP, max_jump)
     gaps = np.diff(frames, prepend=frames[0] - 1)
-    steps = np.concatenate([[0.0], joint_steps(skeleton, q[:-1], q[1:])])
+    steps = take_steps(skeleton, q, None)
     for i in range(1, n):
         if not (ok[i] and ok[i - 1]):
             continue
-        calm_step = float(steps[i - 1] if i < 3 else min(steps[i - 1], steps[i - 2]))
-        if not (steps[i] > pop_step * gaps[i] and steps[i] > _WHIP_RATIO * calm_step):
+        if not _sudden(steps, i, pop_step * gaps[i]):
             continue
         found = _family_back(solver, targets, q, ok, i, max_jump, pop_step, gaps, options)
         if found is None:
@@ -611,17 +617,17 @@ def _family_back(
         radius = max_jump * np.cumsum(gaps[back + 1])
         batch = quick.solve(targets[back], np.repeat(start[None], len(back), axis=0),
                             **_frame_options(options, back), radius=radius)
-        inner = joint_steps(skeleton, np.concatenate([start[None], batch.q[:-1]]), batch.q)
+        inner = take_steps(skeleton, batch.q, start)
         good = np.asarray(batch.converged, dtype=bool) & (inner <= pop_step * gaps[back + 1])
         run = len(back) if good.all() else int(np.argmin(good))
-        for k in range(run):
-            m = int(back[k])
-            meets = m == 0 or (
-                ok[m - 1] and float(joint_steps(skeleton, q[m - 1], batch.q[k])) <= pop_step * gaps[m]
-            )
-            if meets:
-                blocks.append(IKResult(**{f: getattr(batch, f)[: k + 1] for f in names}))
-                return m, IKResult(**{f: np.concatenate([getattr(b, f) for b in blocks])[::-1] for f in names})
+        # Where the family meets the take: a step from the frame before no larger than the pop step.
+        m = back[:run]
+        before = np.maximum(m - 1, 0)
+        meets = (m == 0) | (ok[before] & (joint_steps(skeleton, q[before], batch.q[:run]) <= pop_step * gaps[m]))
+        if meets.any():
+            k = int(np.argmax(meets))
+            blocks.append(IKResult(**{f: getattr(batch, f)[: k + 1] for f in names}))
+            return int(m[k]), IKResult(**{f: np.concatenate([getattr(b, f) for b in blocks])[::-1] for f in names})
         if run < len(back):
             return None
         blocks.append(batch)
