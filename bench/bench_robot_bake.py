@@ -29,6 +29,8 @@ Both are exported with ``articulate.trajectory_export`` (CSV, URDF joint order) 
 same code: forward kinematics of the URDF model (not of the rig) against the tool poses.
 Columns: share of frames within 1e-4 m and 1e-3 rad on every chain (goal >= 99.9 %), the largest
 position and rotation error, the largest change of any joint between frames (goal <= 0.1 rad),
+the largest change of that change (``max acc`` [rad/frame^2 or m/frame^2]: a joint's velocity
+spiking, which a robot's acceleration limits would refuse; the paths' own are at most 0.005),
 exported values outside the URDF limits (goal 0), and milliseconds per frame of the bake call,
 wall clock and the process's CPU time (issue 23's goals: <= 3 for 7-joint arms, <= 5 for the
 15-joint tree). On a shared machine, ``--repeat N`` bakes each robot and route N times and keeps
@@ -186,6 +188,7 @@ class Bench:
         outside = (values < lower - 1e-9) | (values > upper + 1e-9)
         return {"within_share": float(within.mean()), "max_pos_mm": pos_max * 1000.0, "max_rot_mrad": rot_max * 1000.0,
                 "max_step": float(np.abs(np.diff(values, axis=0)).max()) if len(values) > 1 else 0.0,
+                "max_accel": float(np.abs(np.diff(values, 2, axis=0)).max()) if len(values) > 2 else 0.0,
                 "outside_limits": int(outside.sum())}
 
     def run_ours(self, case: Case, frames: int, tmp: Path) -> dict:
@@ -249,12 +252,13 @@ def print_table(rows: list[dict], frames: int, wall: float) -> None:
     print(f"Blender {bpy.app.version_string}: robots, Cartesian CSV -> bake -> export over {frames} frames, judged by "
           f"the URDF's FK; {wall:.0f} s in all (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
     print(f"{'robot':6s} {'route':10s} {'dof':>3s} {'ms/frame':>8s} {'cpu ms/f':>8s} {'within %':>8s} {'max mm':>9s} "
-          f"{'max mrad':>9s} {'max step':>8s} {'outside':>7s} {'missed':>6s}")
+          f"{'max mrad':>9s} {'max step':>8s} {'max acc':>8s} {'outside':>7s} {'missed':>6s}")
     for r in rows:
         missed = "-" if r["missed_reported"] is None else str(r["missed_reported"])
         print(f"{r['robot']:6s} {r['route']:10s} {r['dof']:3d} {r['ms_per_frame']:8.2f} {r['cpu_ms_per_frame']:8.2f} "
               f"{100 * r['within_share']:8.2f} "
-              f"{r['max_pos_mm']:9.4f} {r['max_rot_mrad']:9.4f} {r['max_step']:8.4f} {r['outside_limits']:7d} "
+              f"{r['max_pos_mm']:9.4f} {r['max_rot_mrad']:9.4f} {r['max_step']:8.4f} {r['max_accel']:8.4f} "
+              f"{r['outside_limits']:7d} "
               f"{missed:>6s}")
 
 

@@ -14,6 +14,7 @@ from functools import partial
 
 import numpy as np
 
+from ..solvers.base import IKResult
 from .grid import track_grid
 from .held import held_candidates
 from .paths import max_step
@@ -25,6 +26,14 @@ _LEAD = 600
 _AFTER = 400
 # Stretches searched per take at most.
 _ROUNDS = 6
+# Width [frames] of the Gaussian that smooths a self-motion grid's path before the solver measures
+# it. The path moves a held variable a whole grid value at a time, in steps of up to a grid cell
+# where the self-motion drifts slowly: a staircase whose joint velocities spike every few frames
+# (0.04 rad/frame^2 on the iiwa's bench take, a hundred times the motion's own). Smoothed, the
+# staircase is gone (0.004 rad/frame^2 there); the solver then brings each frame back onto its
+# target from the smoothed path, and its steps lie in the Jacobian's row space, so the smoothed
+# self-motion stays.
+_SMOOTH_FRAMES = 3.0
 # Frames before the first and after the last jump that an earlier search of a stretch left where
 # the next search of it looks first (a single held variable's fold: the pair only needs room to
 # move the self-motion across it).
@@ -111,7 +120,8 @@ def search_repair(
                     # values, the same frames); the whole stretch's searches keep theirs.
                     reuse = {h: (Qh[lo - a : hi - a], okh[lo - a : hi - a]) for h, (Qh, okh) in tracked.items()}
                     how = partial(find, keep=tracked) if (lo, hi) == (a, b) else partial(find, known=reuse)
-                for cand in _candidates(solver, how, targets, base, lo, hi, start, max_jump, track, pair):
+                for cand in _candidates(solver, how, targets, base, lo, hi, start, max_jump, track, pair,
+                                        smooth=search is None):
                     if np.count_nonzero(cand["converged"]) < np.count_nonzero(ok):
                         continue
                     score = _scores(skeleton, cand["q"], start, max_jump, b)
@@ -134,11 +144,15 @@ def search_repair(
     return replaced
 
 
-def _candidates(solver, find, targets, base: dict, lo: int, hi: int, start, max_jump: float, track, steps_of):
+def _candidates(
+    solver, find, targets, base: dict, lo: int, hi: int, start, max_jump: float, track, steps_of, smooth: bool = False,
+):
     """The takes ``find`` proposes: ``base`` with frames ``lo`` .. ``hi`` - 1 replaced by each path it finds.
 
     Each path is measured by the solver (and any frame it missed retried); the rest of the take
     after ``hi`` is ``base``'s where the path ends back on it, else tracked on from its last frame.
+    With ``smooth`` (a self-motion grid's paths) the answer's self-motion is smoothed over frames
+    where that stays on the path's branch and leaves no new jump (see :func:`_smoother`).
     """
     n = len(base["q"])
     q = base["q"]
@@ -149,6 +163,8 @@ def _candidates(solver, find, targets, base: dict, lo: int, hi: int, start, max_
     for qg, _ in paths:
         # The search's answer, measured (and any frame it missed retried) by the solver.
         part = solver.solve(targets[lo:hi], qg, radius=max_jump)
+        if smooth and len(qg) > 2:
+            part = _smoother(solver, targets[lo:hi], part, before, max_jump)
         head = {f: np.concatenate([v[:lo], np.asarray(getattr(part, f))]) for f, v in base.items()}
         if hi < n:
             # The cheapest path goes on frame by frame; the one back on the incumbent keeps its rest.
@@ -157,6 +173,65 @@ def _candidates(solver, find, targets, base: dict, lo: int, hi: int, start, max_
             out.append({f: np.concatenate([head[f], tail[f]]) for f in base})
         else:
             out.append(head)
+    return out
+
+
+def _smoother(solver, targets: np.ndarray, part, before: np.ndarray, max_jump: float):
+    """A grid path's measured answer ``part`` (an IKResult, N frames) with its self-motion smoothed over frames.
+
+    The path smoothed (see ``_SMOOTH_FRAMES``) is measured by the solver; each frame takes that
+    answer where it reaches its target next to the path's own answer (within half the jump
+    allowed: the same branch), else keeps its own. Where a change of step then exceeds the
+    path's largest (a seam between the two, or a smoothed answer that left the path near a
+    fold), the frames around it keep their own. The smoothed take is kept only where it has no
+    more jumps than the path's and no larger change of a step (``before``: the configuration
+    before the first frame).
+    """
+    soft = solver.solve(targets, _smoothed(np.asarray(part.q), _SMOOTH_FRAMES), radius=max_jump)
+    own_q, soft_q = np.asarray(part.q), np.asarray(soft.q)
+    use = np.asarray(soft.converged) & (np.max(np.abs(soft_q - own_q), axis=-1) <= 0.5 * max_jump)
+    limit = _acceleration(own_q)
+    half = int(np.ceil(2.0 * _SMOOTH_FRAMES))
+    for _ in range(3):
+        q = np.where(use[:, None], soft_q, own_q)
+        spikes = np.flatnonzero(np.abs(np.diff(q, 2, axis=0)).max(axis=1) > limit) + 1 if len(q) > 2 else []
+        if not len(spikes) or not use.any():
+            break
+        for t in spikes:
+            use[max(t - half, 0) : t + half + 1] = False
+    if not use.any():
+        return part
+    fields = {}
+    for f in IKResult.__dataclass_fields__:
+        own, new = np.asarray(getattr(part, f)), np.asarray(getattr(soft, f))
+        fields[f] = np.where(use.reshape((-1,) + (1,) * (own.ndim - 1)), new, own)
+    merged = IKResult(**fields)
+    jumps = [jump_score(solver.skeleton, r.q, before, max_jump)[0] for r in (merged, part)]
+    if jumps[0] > jumps[1] or _acceleration(merged.q) > limit:
+        return part
+    return merged
+
+
+def _acceleration(q: np.ndarray) -> float:
+    """Largest change of any variable's step over a path q (N, dof) [rad or m per frame^2]."""
+    return float(np.abs(np.diff(q, 2, axis=0)).max(initial=0.0)) if len(q) > 2 else 0.0
+
+
+def _smoothed(q: np.ndarray, sigma: float) -> np.ndarray:
+    """(N, dof) joint paths q (N, dof) low-passed over frames by a Gaussian of ``sigma`` frames.
+
+    Beyond its ends the path is continued point-symmetrically about its first and last frames, so
+    a path moving at constant speed keeps its ends (held ends would bend it there).
+    """
+    half = min(int(np.ceil(3.0 * sigma)), len(q) - 1)
+    kernel = np.exp(-0.5 * (np.arange(-half, half + 1) / sigma) ** 2)
+    kernel /= kernel.sum()
+    head, tail = 2.0 * q[0] - q[half:0:-1], 2.0 * q[-1] - q[-2 : -half - 2 : -1]
+    padded = np.concatenate([head, q, tail])
+    # Each frame the kernel-weighted sum of its neighbours: a sum of shifted copies, one per tap.
+    out = np.zeros_like(q)
+    for k, weight in enumerate(kernel):
+        out += weight * padded[k : k + len(q)]
     return out
 
 
