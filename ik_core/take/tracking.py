@@ -423,11 +423,10 @@ def _retry_frames(
     switched there, so the whole run after it would be retried frame by frame), the reached run
     ahead is solved in one batch from the replaced frame, and each of its answers kept where it
     steps no further than a frame that needs no retry (see :func:`_solve_ahead`).
-    A missed frame already had the batch pass's restarts and global check: it is solved again
-    without restarts (bounded work), first from where it is when ``finish_first`` (a look-ahead
-    answer is smooth and next to its target: a near-singular frame the polish left short), then
-    from the frame before; a retry that misses gets its best effort only where it already ends
-    nearer than the batch answer (the only missed retry that can be kept). In a run of
+    A missed frame already had the batch pass's restarts: it is solved again without restarts
+    (bounded work), first from where it is when ``finish_first`` (a look-ahead answer is smooth
+    and next to its target: a near-singular frame the polish left short), then from the frame
+    before. In a run of
     misses a frame is retried only while the frame before it is converged or a near miss
     (errors within ``_NEAR_MISS`` tolerances: a slow solver's budget, not a limit, held it),
     and after ``_RUN_RETRIES`` retries in a row that leave their frames missed the rest of the
@@ -442,8 +441,6 @@ def _retry_frames(
     n = len(q)
     skeleton = solver.skeleton
     calm = _without_restarts(solver)
-    # Retries of missed frames solve without their best effort first: see below.
-    quick_calm = _deferred(calm)
     redundant = skeleton.dof > _task_rows(solver)
     pop_step = min(_POP_STEP, max_jump) if redundant else max_jump
     near = ok | (
@@ -505,16 +502,11 @@ def _retry_frames(
             if retry is None or not _improves(skeleton, q[i - 1], retry, min(jump, pop_step * int(gaps[i]))):
                 retry = solver.solve(targets[i], guess, **frame_options, **extra)
         else:
-            warm = q[i]
-            retry = quick_calm.solve(targets[i], q[i], radius=max_jump, **frame_options) if finish_first else None
+            retry = calm.solve(targets[i], q[i], radius=max_jump, **frame_options) if finish_first else None
             if retry is None or not retry.converged:
-                again = quick_calm.solve(targets[i], guess, **frame_options, **extra)
+                again = calm.solve(targets[i], guess, **frame_options, **extra)
                 if retry is None or again.converged or again.position_error < retry.position_error:
-                    retry, warm = again, guess
-            if not retry.converged and retry.position_error < fields["position_error"][i]:
-                # Only a retry that misses nearer than the batch answer could replace it: its best
-                # effort (a descent, never farther) is spent on that one alone.
-                retry = calm.finish_missed(targets[i], warm, retry)
+                    retry = again
         retry_jump = float(joint_steps(skeleton, q[i - 1], retry.q))
         better = (bool(retry.converged) and (missed or retry_jump < jump)) or (
             missed and retry.position_error < fields["position_error"][i]
