@@ -152,7 +152,7 @@ def _candidates(
     Each path is measured by the solver (and any frame it missed retried); the rest of the take
     after ``hi`` is ``base``'s where the path ends back on it, else tracked on from its last frame.
     With ``smooth`` (a self-motion grid's paths) the answer's self-motion is smoothed over frames
-    where that stays on the path's branch and leaves no new jump (see :func:`_smoother`).
+    where that stays on the path's branch and leaves no new jump (see :func:`smooth_take`).
     """
     n = len(base["q"])
     q = base["q"]
@@ -164,7 +164,7 @@ def _candidates(
         # The search's answer, measured (and any frame it missed retried) by the solver.
         part = solver.solve(targets[lo:hi], qg, radius=max_jump)
         if smooth and len(qg) > 2:
-            part = _smoother(solver, targets[lo:hi], part, before, max_jump)
+            part = smooth_take(solver, targets[lo:hi], part, before, max_jump)
         head = {f: np.concatenate([v[:lo], np.asarray(getattr(part, f))]) for f, v in base.items()}
         if hi < n:
             # The cheapest path goes on frame by frame; the one back on the incumbent keeps its rest.
@@ -176,8 +176,12 @@ def _candidates(
     return out
 
 
-def _smoother(solver, targets: np.ndarray, part, before: np.ndarray, max_jump: float):
-    """A grid path's measured answer ``part`` (an IKResult, N frames) with its self-motion smoothed over frames.
+def smooth_take(solver, targets: np.ndarray, part, before: np.ndarray, max_jump: float):
+    """A take's answer ``part`` (an IKResult, N frames, from ``solver``) with its joint motion smoothed over frames.
+
+    Made for a self-motion grid's path (a staircase, see ``_SMOOTH_FRAMES``) and for a whole
+    robot take (each frame solved to within the tolerance from the frame before, so its joints
+    wobble inside that band from frame to frame).
 
     The path smoothed (see ``_SMOOTH_FRAMES``) is measured by the solver; each frame takes that
     answer where it reaches its target next to the path's own answer (within half the jump
