@@ -76,7 +76,6 @@ _DAMP_UP, _DAMP_DOWN = 6.0, 3.0
 # Lengths of the projected gradient trials, as multiples of the linear model's line minimum:
 # along a curved limit the projection shortens long steps, so they are tried too.
 _GRADIENT_STEPS = np.array([30.0, 3.0, 0.3, 0.03])
-_SIZES = len(_GRADIENT_STEPS)
 # The global check's screening descents leave out the shortest: it gains only where a descent
 # has nearly converged against a curved limit (it won 24 of about 16,000 screening steps on the
 # bench's takes and the parity scenes), and a screen ranks starts, it certifies nothing. Two
