@@ -194,9 +194,31 @@ def test_the_frame_where_the_closest_pose_jumps_says_so() -> None:
     assert len(jumps) == 1 and q[jumps[0] - 1] > 1.99 and q[jumps[0]] < -1.99
     marked = [i for i, r in enumerate(res.reason) if "closest pose jumps here" in str(r)]
     assert marked == [int(jumps[0])]
-    # It jumps once continuity costs more than the margin, not before and not much after.
+    # In steps this coarse the first frame past the tie is already more than the margin nearer.
     lag = np.linalg.norm(effector_poses(skeleton, np.array([[2.0]]), "tip")[0, :3, 3] - targets[jumps[0]])
     assert lag - res.position_error[jumps[0]] > SWITCH_MARGIN
+
+
+def test_a_jump_between_two_closest_poses_falls_where_they_tie() -> None:
+    """The same hinge, the target crossing the point behind it in steps of 0.1 mrad: carrying the old end
+    on stays within SWITCH_MARGIN of the other for three frames past the tie, yet the pose jumps on the
+    first frame where the other end is nearer (where the closest pose itself jumps), and only that frame's
+    reason says so."""
+    origin = np.eye(4)
+    origin[1, 3] = 0.3
+    hinge = Joint("hinge", JointKind.REVOLUTE, -1, np.eye(4), axis=(0.0, 0.0, 1.0), lower=-2.0, upper=2.0)
+    skeleton = Skeleton([hinge], [Effector("tip", 0, origin)])
+    phi = np.pi + 1e-4 * (np.arange(24) - 11.5)  # directly behind (both ends equally near) between frames 11 and 12
+    targets = 0.6 * np.stack([-np.sin(phi), np.cos(phi), np.zeros_like(phi)], axis=1)
+    ends = effector_poses(skeleton, np.array([[2.0], [-2.0]]), "tip")[:, :3, 3]
+    gain = np.linalg.norm(ends[0] - targets, axis=1) - np.linalg.norm(ends[1] - targets, axis=1)
+    assert 0.0 < gain[12] < gain[14] < SWITCH_MARGIN < gain[20]  # the case: a margin's lag would be several frames
+    res = solve_track(make_solver("dls", skeleton, "tip", mode="position"), targets, None, max_jump=0.5, segment=32)
+    q = np.asarray(res.q)[:, 0]
+    np.testing.assert_allclose(q[:12], 2.0, atol=1e-6)
+    np.testing.assert_allclose(q[12:], -2.0, atol=1e-6)
+    marked = [i for i, r in enumerate(res.reason) if "closest pose jumps here" in str(r)]
+    assert marked == [12]
 
 
 @pytest.mark.parametrize("seed", range(4))
