@@ -900,6 +900,11 @@ class BestEffort:
                                          iterations=_TIE_DESCENT)
             if not (d_new[0] < d[j - 1] - STALL_GAIN and np.abs(x_new[0] - x[j]).max() <= FOLLOW_GAP):
                 break
+            # The probe wins: descended on to a local minimum (the certificate every answer
+            # carries), unless that slides it away from the frame after.
+            x_fin, d_fin = self._descend(x_new, tp[here], None if tr is None else tr[here], tolerance)
+            if d_fin[0] <= d_new[0] and np.abs(x_fin[0] - x[j]).max() <= FOLLOW_GAP:
+                x_new, d_new = x_fin, d_fin
             # Frame j - 1 joins the new basin: the jump is now into it, and carrying the old
             # basin on there loses what the move gained.
             jumps[j - 1], jumps[j] = d[j - 1] - d_new[0], 0.0
@@ -980,7 +985,8 @@ class BestEffort:
         A lone position effector also starts from ``starts`` stretched toward the target by the
         smallest turns: beyond reach the best pose is the straight chain, and the twists about
         it (which move nothing) stay where the start had them. Of the near-best answers (within
-        STALL_GAIN) the one nearest its start is kept.
+        STALL_GAIN) the one nearest its start is kept. ``iterations`` bounds each descent; one
+        that cannot come within ``slack`` of the frame's own distance ``d`` stops early.
         """
         R = len(rows)
         all_starts, reps = starts, rows
@@ -992,8 +998,9 @@ class BestEffort:
                 # Stretching turns the whole path: the held joints go back where the start had them.
                 all_starts = np.concatenate([starts, self._own_held(self.chart.to_chart(turned), starts[far])])
                 reps = np.concatenate([rows, rows[far]])
-        # A carried pose that cannot come within SWITCH_MARGIN of the frame's own answer is not
-        # taken: its descent stops once it cannot get there (its loss is then where it stopped).
+        # A carried pose that cannot come within ``slack`` (SWITCH_MARGIN: what continuity may
+        # cost) of the frame's own answer is not taken: its descent stops once it cannot get
+        # there (its loss is then where it stopped).
         xs_all, ds_all = self._descend(
             all_starts, tp[reps], None if tr is None else tr[reps], tolerance, iterations,
             beat=d[reps] + slack,
