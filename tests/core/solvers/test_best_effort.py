@@ -384,3 +384,74 @@ def test_the_global_check_finds_the_closest_pose_where_the_poses_nearest_the_tar
         distance_after_independent_descent(skeleton, samples[i], target, steps=100) for i in np.argsort(sampled)[:8]
     )
     assert res.position_error <= reference + 1e-3, (res.position_error, reference, res.reason)
+
+
+def _pose(rotation: tuple, translation: tuple) -> np.ndarray:
+    """A joint origin turned by ``rotation`` (3 rows) and moved by ``translation``."""
+    m = np.eye(4)
+    m[:3, :3], m[:3, 3] = rotation, translation
+    return m
+
+
+def _rimmed_tree() -> Skeleton:
+    """Tree 0 of ``bench/bench_best_effort.py --trees-only`` (seed 0): a swing-twist and an Euler spine, a
+    cone/hinge/cone left arm and a swing-twist right arm ending in a cone, every number as the bench drew it."""
+    cone = {"twist_axis": (0.0, 1.0, 0.0)}
+    joints = [
+        Joint("s0", JointKind.BALL, -1, _along_y(0.0), limit=SwingTwistLimit(
+            (-0.8529479885755914, -0.501307352010566, -1.3185047975445956),
+            (0.02866419059645935, 0.46035996086973824, 0.0))),
+        Joint("s1", JointKind.BALL, 0, _along_y(0.16398854205739452), limit=EulerLimit(
+            (-0.5383759508298717, -0.1008106647159356, -0.7573524747932955),
+            (1.290738861132938, 0.6582423450485956, 0.12585312315588706), order="XYZ")),
+        Joint("l0", JointKind.BALL, 1, _pose(
+            ((-0.25188060062258133, -0.7648625234539037, 0.5929093381333563),
+             (0.9003394753080505, -0.4098740004261041, -0.1462604969796244),
+             (0.3548872951121698, 0.4969795005736445, 0.791875232456186)),
+            (0.15809413664734034, 0.318627682768572, 0.0)),
+            limit=ConeTwistLimit(0.41156794233836813, 1.1077875066887473, -0.46763310526569857, -0.25220499192925727,
+                                 **cone)),
+        Joint("l1", JointKind.REVOLUTE, 2, _along_y(0.25873520105922154),
+              axis=(-0.3220979298501372, -0.24206911923994656, 0.9152351966006621),
+              lower=0.39733885535441926, upper=0.66467967419037),
+        Joint("l2", JointKind.BALL, 3, _along_y(0.22101291942633955),
+              limit=ConeTwistLimit(0.1016518547217167, 1.3200994297611097, -0.7809272197824608, -0.21212331455719002,
+                                   **cone)),
+        Joint("r0", JointKind.BALL, 1, _pose(
+            ((0.08555837344931161, 0.9101281336785652, -0.405396774801527),
+             (-0.9958782173749388, 0.06582530907291317, -0.062398756746989525),
+             (-0.03010549602352766, 0.40906455355142585, 0.9120086897266659)),
+            (-0.1934439081454441, 0.318627682768572, 0.0)),
+            limit=SwingTwistLimit((-1.1534151103838741, -0.3877459753813908, -0.26130825578902467),
+                                  (0.0, 0.32882913887191817, 0.0), (False, True, False))),
+        Joint("r1", JointKind.BALL, 5, _along_y(0.38368981805593616), limit=SwingTwistLimit(
+            (-0.5808776599058406, -0.0, -1.59753108828279), (0.0, 0.6552497962614398, 0.5950492541967168))),
+        Joint("r2", JointKind.BALL, 6, _along_y(0.2739390187730726), limit=SwingTwistLimit(
+            (-1.268782375515043, -0.0, -0.5336360807393554),
+            (0.0963165368869218, 0.09993457160156716, 1.04551174958102))),
+        Joint("r3", JointKind.BALL, 7, _along_y(0.2969190682975732),
+              limit=ConeTwistLimit(0.503849853179068, 0.8999252666101741, -0.2899116238954065, -0.25678795282325695,
+                                   **cone)),
+    ]
+    effectors = [Effector("left", 4, _along_y(0.385678819637741)),
+                 Effector("right", 8, _along_y(0.20485297248125786))]
+    return Skeleton(joints, effectors)
+
+
+def test_a_descent_whose_first_steps_overshoot_still_ends_at_its_local_minimum() -> None:
+    """Two targets the limits keep away (the bench's `out` pair of that tree): 21 of the 29 chart variables
+    rest on limits and the free ones are ill-conditioned, so the undamped Gauss-Newton step overshoots by
+    radians. With a fixed damping factor the stall window ended the descent while the damping was still
+    growing toward a usable step: the answer stopped at 118.5638 mm, where the bench's independent optimizer
+    (scipy's bounded L-BFGS-B in its own box coordinates, from that answer) still descends to a local
+    minimum at 118.5298 mm (the global optimum of its 100 starts: 118.5223 mm). The answer must be within the
+    certificate's 0.01 mm of that local minimum, or nearer."""
+    skeleton = _rimmed_tree()
+    targets = np.array([[-0.054231519259928, 0.3840435029849676, 0.9135581242621087],
+                        [-0.10378632560182452, -0.18833571501401133, 0.45016096529739574]])
+    res = make_solver("dls", skeleton, ["left", "right"], mode="position").solve(targets, None)
+    q = np.asarray(res.q)
+    assert limit_violation(skeleton, q) <= 1e-9
+    hands = np.stack([effector_poses(skeleton, q, side)[:3, 3] for side in ("left", "right")])
+    assert np.linalg.norm(hands - targets) <= 0.1185298 + 1e-5
+    assert not res.converged and "joint limits" in str(res.reason)
