@@ -893,10 +893,10 @@ class BestEffort:
         SWITCH_MARGIN of the frame's own answer, and a frame the follow left alone may come from
         a pass whose descent was cut too: on the bench's 48 takes 42 of 7,289 missed frames were
         not local minima (a descent from them still gained up to 0.52 mm), against the
-        certificate every answer carries. All of them within reach are descended on in one batch; a frame
-        takes its descent where it comes nearer and steps from neither neighbour (in order, the
-        frame before as already settled) further than it did, or than FOLLOW_GAP: a descent that
-        slides down a family of near-tied poses does not become a pop.
+        certificate every answer carries. All of them within reach are descended on in one batch;
+        a frame takes its descent where it comes nearer and steps from neither neighbour (in
+        order, the frame before as already settled) further than it did, or than FOLLOW_GAP: a
+        descent that slides down a family of near-tied poses does not become a pop.
 
         Args:
             rows: (R,) frames to descend, in increasing order.
@@ -909,7 +909,8 @@ class BestEffort:
         # Targets beyond reach keep their bounded polish (a frame beyond reach costs no more than one
         # in reach): a stretched pose moved on would have the reached frame after it retried from
         # there, on a robot's take onto another IK branch.
-        rows = rows[self._reach.excess(tp[rows]).max(axis=-1, initial=-np.inf) <= tolerance] if len(rows) else rows
+        if len(rows):
+            rows = rows[self._reach.excess(tp[rows]).max(axis=-1) <= tolerance]
         if not len(rows):
             return
         x_fin, d_fin = self._descend(x[rows], tp[rows], None if tr is None else tr[rows], tolerance)

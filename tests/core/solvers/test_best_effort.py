@@ -13,6 +13,7 @@ from ik_core import Effector, EulerLimit, Joint, JointKind, Skeleton, make_solve
 from ik_core.errors import InvalidInputError
 from ik_core.limits import ConeTwistLimit, SwingTwistLimit, limit_violation, project_configuration
 from ik_core.model.kinematics import effector_poses
+from ik_core.model.rotations import make_transform
 from ik_core.solvers import resolve_solver
 from ik_core.solvers.reach import ReachBound
 
@@ -386,13 +387,6 @@ def test_the_global_check_finds_the_closest_pose_where_the_poses_nearest_the_tar
     assert res.position_error <= reference + 1e-3, (res.position_error, reference, res.reason)
 
 
-def _pose(rotation: tuple, translation: tuple) -> np.ndarray:
-    """A joint origin turned by ``rotation`` (3 rows) and moved by ``translation``."""
-    m = np.eye(4)
-    m[:3, :3], m[:3, 3] = rotation, translation
-    return m
-
-
 def _rimmed_tree() -> Skeleton:
     """Tree 0 of ``bench/bench_best_effort.py --trees-only`` (seed 0): a swing-twist and an Euler spine, a
     cone/hinge/cone left arm and a swing-twist right arm ending in a cone, every number as the bench drew it."""
@@ -404,7 +398,7 @@ def _rimmed_tree() -> Skeleton:
         Joint("s1", JointKind.BALL, 0, _along_y(0.16398854205739452), limit=EulerLimit(
             (-0.5383759508298717, -0.1008106647159356, -0.7573524747932955),
             (1.290738861132938, 0.6582423450485956, 0.12585312315588706), order="XYZ")),
-        Joint("l0", JointKind.BALL, 1, _pose(
+        Joint("l0", JointKind.BALL, 1, make_transform(
             ((-0.25188060062258133, -0.7648625234539037, 0.5929093381333563),
              (0.9003394753080505, -0.4098740004261041, -0.1462604969796244),
              (0.3548872951121698, 0.4969795005736445, 0.791875232456186)),
@@ -417,7 +411,7 @@ def _rimmed_tree() -> Skeleton:
         Joint("l2", JointKind.BALL, 3, _along_y(0.22101291942633955),
               limit=ConeTwistLimit(0.1016518547217167, 1.3200994297611097, -0.7809272197824608, -0.21212331455719002,
                                    **cone)),
-        Joint("r0", JointKind.BALL, 1, _pose(
+        Joint("r0", JointKind.BALL, 1, make_transform(
             ((0.08555837344931161, 0.9101281336785652, -0.405396774801527),
              (-0.9958782173749388, 0.06582530907291317, -0.062398756746989525),
              (-0.03010549602352766, 0.40906455355142585, 0.9120086897266659)),
