@@ -18,6 +18,7 @@ best pose really lies elsewhere.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -241,15 +242,15 @@ class BestEffort:
         P = len(poses)
         dp = tp - poses[..., 3]
         if self.mode == "position" or tr is None:
-            e, Jr = dp.reshape(P, -1), None if J is None else J[:, :, :3].reshape(P, -1, J.shape[-1])
+            e, Jr = dp, None if J is None else J[:, :, :3]
         elif self.mode == "full":
             w, _ = rotation_log(tr @ poses[..., :3].swapaxes(-1, -2))
-            e = np.concatenate([dp, w.reshape(dp.shape)], axis=-1).reshape(P, -1)
-            Jr = None if J is None else J.reshape(P, -1, J.shape[-1])
+            e, Jr = np.concatenate([dp, w.reshape(dp.shape)], axis=-1), J
         else:
             e, Jr, _ = aim_residual(poses, dp, tr @ self.aim_axis, J, self.aim_axis)
-            e, Jr = e.reshape(P, -1), None if Jr is None else Jr.reshape(P, -1, Jr.shape[-1])
-        return self._weighted(e, Jr)
+        # Rows counted, not inferred (-1): an empty batch has no size to infer them from.
+        rows = math.prod(e.shape[1:])
+        return self._weighted(e.reshape(P, rows), None if Jr is None else Jr.reshape(P, rows, Jr.shape[-1]))
 
     def _weighted(self, e: np.ndarray, J: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
         """Error rows and Jacobian scaled by the square roots of the row weights."""

@@ -230,8 +230,9 @@ class CCDSolver(Solver):
         dof = self.skeleton.dof
         n = int(np.prod(batch, dtype=int))
         q = q0.reshape(n, dof).copy()
-        tp = targets.positions.reshape(n, -1, 3)
-        tr = None if targets.rotations is None else targets.rotations.reshape(n, -1, 3, 3)
+        effectors = len(self.effector_ids)  # not -1: an empty batch has no size to infer it from
+        tp = targets.positions.reshape(n, effectors, 3)
+        tr = None if targets.rotations is None else targets.rotations.reshape(n, effectors, 3, 3)
         iterations = np.zeros(n, dtype=int)
         active = np.arange(n)
         stalled = np.zeros(n, dtype=bool)

@@ -290,7 +290,7 @@ class _Tree:
             if not self._rot_plain:
                 v = v * self.mult[self.rot, None] + self.offset[self.rot, None]
             R = self._eye9 + np.sin(v)[..., None] * self._rot_K + (1.0 - np.cos(v))[..., None] * self._rot_KK
-            R = R.reshape(-1, P, 3, 3)
+            R = R.reshape(len(self.rot), P, 3, 3)
             if self._rot_origin_R is not None:
                 R = self._rot_origin_R @ R
             local[self._rot_slots, :, :3, :3] = R
@@ -303,8 +303,10 @@ class _Tree:
             R = rotvec_to_matrix_unchecked(q[:, self.ball_cols].swapaxes(0, 1))  # (B, P, 3, 3)
             # Each joint's origin times all its P rotations side by side: one matrix product per
             # joint instead of one per configuration (the same sums, so the same bits).
-            wide = R.transpose(0, 2, 1, 3).reshape(-1, 3, 3 * P)
-            turned = (self._ball_origin_R @ wide).reshape(-1, 3, P, 3)
+            # Sizes named, not inferred (-1): an empty batch (P = 0) has none to infer them from.
+            balls = len(self.ball)
+            wide = R.transpose(0, 2, 1, 3).reshape(balls, 3, 3 * P)
+            turned = (self._ball_origin_R @ wide).reshape(balls, 3, P, 3)
             local[self._ball_slots, :, :3, :3] = turned.transpose(0, 2, 1, 3)
         F = np.empty((n + 1, P, 4, 4))
         F[n] = _EYE4
@@ -353,15 +355,15 @@ class _Tree:
             # Angular velocity of exp(v) in the pre-motion frame is J_l(v) v_dot.
             P = q.shape[0]
             # Each parent's P frames stacked (3 P, 3) times the joint's origin: one product per joint.
-            R_pre = (F[self.ball_parents[balls], :, :3, :3].reshape(-1, 3 * P, 3) @ self.origins[k, :3, :3])
-            R_pre = R_pre.reshape(-1, P, 3, 3)
+            B = len(balls)
+            R_pre = (F[self.ball_parents[balls], :, :3, :3].reshape(B, 3 * P, 3) @ self.origins[k, :3, :3])
+            R_pre = R_pre.reshape(B, P, 3, 3)
             W = R_pre @ ball_left_jacobian(q[:, self.ball_cols[balls]].swapaxes(0, 1))  # (B, P, 3, 3)
             lever = p - F[k, :, :3, 3]
             lin = _cross(W.swapaxes(-1, -2), lever[:, :, None, :]).swapaxes(-1, -2)
             cols = self.ball_cols[balls].reshape(-1)
-            B = len(balls)
-            J[:, :3, cols] = lin.transpose(1, 2, 0, 3).reshape(-1, 3, 3 * B)
-            J[:, 3:, cols] = W.transpose(1, 2, 0, 3).reshape(-1, 3, 3 * B)
+            J[:, :3, cols] = lin.transpose(1, 2, 0, 3).reshape(P, 3, 3 * B)
+            J[:, 3:, cols] = W.transpose(1, 2, 0, 3).reshape(P, 3, 3 * B)
         return pose, J
 
 

@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from ik_core import Effector, EulerLimit, Joint, JointKind, Skeleton, make_solver
+from ik_core import Effector, EulerLimit, Joint, JointKind, Skeleton, make_solver, solve_track
 from ik_core.errors import InvalidInputError
 from ik_core.limits import ConeTwistLimit, SwingTwistLimit, limit_violation, project_configuration
 from ik_core.model.kinematics import effector_poses
@@ -188,6 +188,25 @@ def test_degenerate_limits_never_give_nan_or_raise(name: str) -> None:
                   and j.lower == j.upper]
         held = np.broadcast_to(skeleton.lower[locked], (len(targets), len(locked)))
         np.testing.assert_array_equal(res.q[:, locked], held)
+
+
+@pytest.mark.parametrize("name", ["dls", "fabrik", "ccd", "auto"])
+@pytest.mark.parametrize("mode", ["position", "full"])
+def test_an_empty_batch_gives_an_empty_answer(name: str, mode: str) -> None:
+    """No targets (a take of no frames, a batch of none): empty answers from every solver, its take, its best effort."""
+    rng = np.random.default_rng(23)
+    skeleton = limited_chain(rng, 5, zero_length=name != "fabrik")
+    solver = make_solver(auto(skeleton) if name == "auto" else name, skeleton, "tip", mode=mode)
+    targets = np.zeros((0, 3)) if mode == "position" else np.zeros((0, 4, 4))
+    for result in (solver.solve(targets), solve_track(solver, targets)):
+        assert result.q.shape == (0, skeleton.dof) and result.converged.shape == (0,)
+    effort = solver._best_effort()
+    none = np.zeros((0, skeleton.dof))
+    tp, tr = np.zeros((0, 1, 3)), (None if mode == "position" else np.zeros((0, 1, 3, 3)))
+    assert effort.distances(none, tp, tr).shape == (0,)
+    q, d = effort.descend(none, tp, tr)
+    assert q.shape == (0, skeleton.dof) and d.shape == (0,)
+    assert effort.improve(none, none, tp, tr, solver.tolerance).shape == (0, skeleton.dof)
 
 
 def test_fabrik_stops_when_progress_stalls_not_at_its_budget() -> None:
