@@ -95,6 +95,11 @@ def null_vectors(J: np.ndarray) -> np.ndarray:
 # iterations are left, shrinking at its last step's rate, stops.
 _HOPELESS_AFTER = 4
 _HOPELESS_ERROR = 100.0
+# A configuration whose step was refused this many times in a row (the damping raised 8-fold each
+# time) is stalled: at a fold of its held value's solutions or pressed on a limit, where the steps
+# it is offered no longer change (measured on 500-frame iiwa takes: 14-20 states a segment refused
+# for all 12 retry iterations). It stops; the retry gives it one fresh start, as a second run would.
+_STALL_REFUSALS = 3
 
 
 class HeldSolver:
@@ -111,10 +116,11 @@ class HeldSolver:
         """Iterate configurations q (P, dof) toward their targets, variable ``held[p]`` of each fixed.
 
         Only configurations still short of their target iterate (an active set), each with
-        its own Levenberg-Marquardt damping; a step that does not lower the error is undone.
-        Those still short after ``iterations`` get ``retry`` more from a fresh damping, as a
-        second call on them would give them, in the same loop (one evaluation fewer, and no
-        second pass of the call's fixed costs).
+        its own Levenberg-Marquardt damping; a step that does not lower the error is undone,
+        and a configuration whose steps are undone ``_STALL_REFUSALS`` times in a row stops
+        (stalled). Those still short after ``iterations``, stalled ones included, get ``retry``
+        more from a fresh damping, as a second call on them would give them, in the same loop
+        (one evaluation fewer, and no second pass of the call's fixed costs).
 
         Returns:
             q (P, dof) and converged (P,).
@@ -136,13 +142,25 @@ class HeldSolver:
         # Error (0.5 |ew|^2) of a configuration _HOPELESS_ERROR times the tolerance off its target.
         hopeless = 0.5 * (_HOPELESS_ERROR * s.tolerance) ** 2
         first = iterations
+        refused = np.zeros(len(act), dtype=int)
+        # Rows the first run stopped as stalled, with their state, until the retry starts them over.
+        parked: list[tuple[np.ndarray, ...]] = []
         for count in range(first + retry):
+            if count == first and parked:
+                act, ew, Jw, E, tp_a, tr_a, held_a = (
+                    np.concatenate([part, *(p[k] for p in parked)]) if part is not None else None
+                    for k, part in enumerate((act, ew, Jw, E, tp_a, tr_a, held_a))
+                )
+                rows = np.arange(len(act))
             if not len(act):
+                if parked and count < first:
+                    continue  # every row left is parked: on to the retry
                 break
             iteration = count if count < first else count - first
             if count == first:
-                # The retry starts over, damping and budget, from where the first run left.
+                # The retry starts over, damping, refusals and budget, from where the first run left.
                 lam = s.damping * np.minimum(E, 1.0) * 1e-2 + s.min_damping
+                refused = np.zeros(len(act), dtype=int)
                 iterations = retry
             q_new = s._step(q[act], ew, Jw, E, lam)
             ew2, Jw2, E2, pe2, re2 = s._evaluate(q_new, tp_a, tr_a)
@@ -163,12 +181,17 @@ class HeldSolver:
                 q[act[take]] = q_new[take]
                 ew[take], Jw[take], E[take] = ew2[take], Jw2[take], E2[take]
             lam = np.where(take, np.maximum(lam * 0.2, s.min_damping), lam * 8.0)
-            keep = ~done
+            refused = np.where(take, 0, refused + 1)
+            stalled = refused >= _STALL_REFUSALS
+            keep = ~done & ~stalled
             if check:
                 left = iterations - 1 - iteration
                 keep &= ~(take & (E2 * rate**left > hopeless))
+            if count < first and retry and stalled.any():
+                park = np.flatnonzero(stalled & ~done)
+                parked.append(tuple(None if a is None else a[park] for a in (act, ew, Jw, E, tp_a, tr_a, held_a)))
             if not keep.all():
-                act, ew, Jw, E, lam = act[keep], ew[keep], Jw[keep], E[keep], lam[keep]
+                act, ew, Jw, E, lam, refused = act[keep], ew[keep], Jw[keep], E[keep], lam[keep], refused[keep]
                 tp_a, held_a, rows = tp_a[keep], held_a[keep], rows[: len(act)]
                 tr_a = None if tr_a is None else tr_a[keep]
         return q, conv

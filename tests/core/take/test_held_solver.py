@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 from robot_cases import rail_arm_urdf
 
+from ik_core import Effector, Joint, JointKind, Skeleton
 from ik_core.model.kinematics import effector_poses
 from ik_core.robots.model import RobotModel
 from ik_core.solvers.dls.solver import DLSSolver
@@ -86,3 +87,32 @@ def test_a_retry_in_the_same_loop_is_a_second_run_on_the_rows_left() -> None:
     np.testing.assert_array_equal(conv2, conv1)
     np.testing.assert_allclose(q2, q1, rtol=0.0, atol=1e-9)
     assert counted[0] == two_runs - len(slow)
+
+
+def _planar_arm() -> Skeleton:
+    """Three hinges about Z, links of 0.3 m along X: stretched along +X at q = 0."""
+    joints = []
+    for i in range(3):
+        origin = np.eye(4)
+        origin[0, 3] = 0.3 if i else 0.0
+        joints.append(Joint(f"j{i}", JointKind.REVOLUTE, i - 1, origin, axis=(0.0, 0.0, 1.0), lower=-2.0, upper=2.0))
+    tip = np.eye(4)
+    tip[0, 3] = 0.3
+    return Skeleton(joints, [Effector("tip", 2, tip)])
+
+
+def test_a_configuration_no_step_improves_stops_after_three_refusals_and_one_fresh_start() -> None:
+    """Rows stretched straight at targets beyond reach (the gradient is zero, so every step is refused, whatever
+    the damping): each stops after three refused steps, and the retry starts it over once, as a second run would,
+    instead of spending its whole budget (1 + 12 + 12 evaluations each before)."""
+    skeleton = _planar_arm()
+    solver = DLSSolver(skeleton, "tip", mode="position", tolerance=1e-5)
+    start = np.zeros((4, 3))
+    held = np.array([0, 1, 2, 0])
+    tp = np.array([[[2.0, 0.0, 0.0]], [[1.5, 0.0, 0.0]], [[3.0, 0.0, 0.0]], [[0.95, 0.0, 0.0]]])
+
+    runner, counted = _counting(solver)
+    q, conv = runner.run(start, held, tp, None, iterations=12, retry=12)
+    assert not conv.any()
+    np.testing.assert_array_equal(q, start)  # the closest pose the held values allow: stretched
+    assert counted[0] == len(start) * (1 + 3 + 3)
