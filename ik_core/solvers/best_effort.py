@@ -79,6 +79,8 @@ SHARE_TURN = 0.1
 #: closest over a few targets only), 0.1 none. Within reach the global check changes a third of
 #: the missed frames' answers; probing them there lost 9 frames of the 16 takes.
 FAR_PROBE_SPACING = 0.1
+#: ... and at least every this many targets (a target that wanders about one place, or stands still).
+FAR_PROBE_ROWS = 16
 #: Iterations a take's follow pass gives each frame's descent from the frame before: it starts
 #: next to its answer, and only decides which basin the frame keeps.
 FOLLOW_DESCENT = 24
@@ -630,7 +632,7 @@ class BestEffort:
         A row of targets is a run of them each within ``FAR_PROBE_SPACING`` of the reach of the
         one before (every effector's, as one vector), and with its rotations within SHARE_TURN of
         it where the mode has them; its first and last targets are probes, and so is each target
-        that lies further than that from the last probe.
+        that lies further than that from the last probe or ``FAR_PROBE_ROWS`` targets after it.
 
         Args:
             tp: (F, E, 3) target positions [m], in order.
@@ -656,7 +658,7 @@ class BestEffort:
             if apart(i, i - 1):  # a new row: this target starts it, the one before ended the last
                 probe[i - 1] = probe[i] = True
                 last = i
-            elif apart(i, last):
+            elif apart(i, last) or i - last >= FAR_PROBE_ROWS:
                 probe[i] = True
                 last = i
         index = np.arange(n)

@@ -496,3 +496,16 @@ def test_targets_beyond_reach_in_a_row_are_checked_globally_on_probes(seed: int,
     alone = np.array([np.linalg.norm(tip(skeleton, solver.solve(t).q) - t) for t in targets])
     assert np.count_nonzero(together > alone + 1e-5) <= 1
     assert np.all(together <= alone + 1e-3)
+
+
+def test_far_probes_start_a_row_where_the_targets_jump_and_probe_a_still_target_every_sixteen() -> None:
+    """Probes: each row's ends, every tenth of the reach along it, and every 16 targets where it stands still."""
+    skeleton = limited_chain(np.random.default_rng(1), 4, zero_length=False)
+    effort = make_solver("dls", skeleton, "tip", mode="position")._best_effort()
+    reach = float(effort._reach.lengths.max())
+    tp = np.zeros((60, 1, 3))
+    tp[:20, 0, 0] = 2.0 * reach  # standing still
+    tp[20:, 0, 1] = 2.0 * reach + 0.03 * reach * np.arange(40)  # elsewhere, moving 3 % of the reach a target
+    probe, before, after = effort._far_probes(tp, None)
+    np.testing.assert_array_equal(np.flatnonzero(probe), [0, 16, 19, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 59])
+    assert before[18] == 16 and after[18] == 19 and before[21] == 20 and after[21] == 24
