@@ -79,7 +79,7 @@ SHARE_TURN = 0.1
 #: closest over a few targets only), 0.1 none. Within reach the global check changes a third of
 #: the missed frames' answers; probing them there lost 9 frames of the 16 takes.
 FAR_PROBE_SPACING = 0.1
-#: ... and at least every this many targets (a target that wanders about one place, or stands still).
+#: ... and every this many targets (a target that wanders about one place, or stands still).
 FAR_PROBE_ROWS = 16
 #: Iterations a take's follow pass gives each frame's descent from the frame before: it starts
 #: next to its answer, and only decides which basin the frame keeps.
@@ -629,10 +629,10 @@ class BestEffort:
     def _far_probes(self, tp: np.ndarray, tr: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The probes among targets beyond reach, in order, and each target's probes before and after it.
 
-        A row of targets is a run of them each within ``FAR_PROBE_SPACING`` of the reach of the
-        one before (every effector's, as one vector), and with its rotations within SHARE_TURN of
-        it where the mode has them; its first and last targets are probes, and so is each target
-        that lies further than that from the last probe or ``FAR_PROBE_ROWS`` targets after it.
+        The probes are the leaders of :meth:`_leaders` at ``FAR_PROBE_SPACING`` (a target further
+        than that from the last one), the first and last target of each row (a row breaks where a
+        target is not within that of the one before, every effector, and its rotations within
+        SHARE_TURN where the mode has them), and every ``FAR_PROBE_ROWS``-th target.
 
         Args:
             tp: (F, E, 3) target positions [m], in order.
@@ -643,25 +643,15 @@ class BestEffort:
             before it and of the probe at or after it, in the same row.
         """
         n = len(tp)
-        spacing = FAR_PROBE_SPACING * float(self._reach.lengths.max(initial=0.0))
-        flat = tp.reshape(n, -1)
-        turns = None if tr is None else tr.reshape(n, -1)
-
-        def apart(i: int, j: int) -> bool:
-            return bool(np.linalg.norm(flat[i] - flat[j]) > spacing
-                        or (turns is not None and np.linalg.norm(turns[i] - turns[j]) > SHARE_TURN))
-
-        probe = np.zeros(n, dtype=bool)
-        probe[0] = probe[-1] = True
-        last = 0
-        for i in range(1, n):
-            if apart(i, i - 1):  # a new row: this target starts it, the one before ended the last
-                probe[i - 1] = probe[i] = True
-                last = i
-            elif apart(i, last) or i - last >= FAR_PROBE_ROWS:
-                probe[i] = True
-                last = i
         index = np.arange(n)
+        probe = (self._leaders(tp, tr, FAR_PROBE_SPACING) == index) | (index % FAR_PROBE_ROWS == 0)
+        spacing = FAR_PROBE_SPACING * float(self._reach.lengths.max(initial=0.0))
+        breaks = np.any(np.linalg.norm(tp[1:] - tp[:-1], axis=-1) > spacing, axis=-1)
+        if tr is not None:
+            breaks |= np.any(np.linalg.norm(tr[1:] - tr[:-1], axis=(-2, -1)) > SHARE_TURN, axis=-1)
+        probe[:-1] |= breaks  # each row's last target
+        probe[1:] |= breaks  # and first
+        probe[-1] = True
         before = np.maximum.accumulate(np.where(probe, index, 0))
         after = np.minimum.accumulate(np.where(probe, index, n - 1)[::-1])[::-1]
         return probe, before, after
