@@ -648,11 +648,64 @@ def check_samples(name: str, s: bridge.ChainSamples, frames: Sequence[int], orie
                          "above zero on every axis")
 
 
+@dataclass
+class _Bake:
+    """One bake's state, filled in by :func:`_bake_prepared`'s steps in turn.
+
+    Per unit (a chain alone or chains solved as one tree, see :func:`solve_units`): its samples,
+    the bones it keys and their rotations (``poses``), its key reduction and its stretch. Per
+    prepared chain: its result, solver and, for an aim chain, the aim solver's own result.
+    """
+
+    scene: bpy.types.Scene
+    arm: bpy.types.Object
+    prepared: Sequence[PreparedChain]
+    frames: Sequence[int]
+    scale: float
+    write_keys: bool
+    key_tolerance: float
+    wm: bpy.types.WindowManager | None
+    moved_by: dict  # per chain, the constraints and drivers that move its bones' keys in playback
+    units: list[SolveUnit]
+    q_start: list[np.ndarray]  # per unit, its bones' rotations on the first frame as rotation vectors
+    plans: dict[str, planting.ContactPlan] | None  # contacts plant a take's targets (None: no planting)
+    samples: list = dataclasses.field(default_factory=list)
+    hips_notes: list[str] = dataclasses.field(default_factory=list)
+    results: list = dataclasses.field(default_factory=list)
+    solvers: list = dataclasses.field(default_factory=list)
+    aimed: list = dataclasses.field(default_factory=list)
+    poses: list = dataclasses.field(default_factory=list)
+    reductions: list = dataclasses.field(default_factory=list)
+    stretches: list = dataclasses.field(default_factory=list)  # (N, B) scale factors, frames stretched
+    corrections: dict[str, Correction] = dataclasses.field(default_factory=dict)  # chains keyed again
+    clock: dict[str, float] = dataclasses.field(default_factory=dict)  # step end times [s]
+
+    def member_samples(self, k: int) -> bridge.ChainSamples:
+        return _member_samples(self.units, self.samples, k)
+
+
 def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: bool, key_tolerance: float = 0.0) -> dict:
     """Sample, solve, key, and measure the keyed range by playback."""
-    scene = context.scene
     t_start = time.perf_counter()
-    # Per chain, the constraints and drivers that move its bones' keys in playback.
+    bake = _begin(context, arm, prepared, frames, scale, write_keys, key_tolerance)
+    _sample(bake)
+    _solve_and_key(bake)
+    report = _chain_report(bake)
+    _verify(bake, report)
+    _add_notes(bake, report)
+    t_end = time.perf_counter()
+    clock = bake.clock
+    # Solving and writing interleave when chains hang from chains; the re-sampling counts as sampling.
+    report["seconds"] = {"sample": clock["sampled"] - t_start + clock["resample"],
+                         "solve": clock["solved"] - clock["sampled"] - clock["resample"],
+                         "write": clock["written"] - clock["solved"], "verify": t_end - clock["written"],
+                         "total": t_end - t_start}
+    return report
+
+
+def _begin(context, arm, prepared, frames, scale: float, write_keys: bool, key_tolerance: float) -> _Bake:
+    """The bake's units, the bones' pose on the first frame, and what moves their keys in playback."""
+    scene = context.scene
     moved_by = {p.settings.name: playback.overriding(arm, [b.name for b in p.bones]) for p in prepared}
     units = solve_units(arm, prepared)
     current = scene.frame_current
@@ -661,102 +714,125 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
     scene.frame_set(current)
     # Contacts plant the targets of a take: not on a single posed frame (Solve Current Frame).
     plans: dict[str, planting.ContactPlan] | None = {} if write_keys and len(frames) > 1 else None
-    samples = _sample_units(scene, frames, units, prepared, plans)
-    hips_notes = _lower_hips(scene, arm, units, prepared, samples, plans, frames, scale) if plans else []
-    if hips_notes:  # the legs' bases moved down with the hips
-        samples = _sample_units(scene, frames, units, prepared, plans)
-    t_sampled = time.perf_counter()
-    for u, unit_samples in zip(units, samples):
+    return _Bake(scene, arm, prepared, frames, scale, write_keys, key_tolerance,
+                 context.window_manager if write_keys else None, moved_by, units, q_start, plans)
+
+
+def _sample(bake: _Bake) -> None:
+    """Every unit's targets, poles and bases over the range (the hips lowered first where planted feet ask)."""
+    scene, arm, units, prepared, frames = bake.scene, bake.arm, bake.units, bake.prepared, bake.frames
+    bake.samples = _sample_units(scene, frames, units, prepared, bake.plans)
+    if bake.plans:
+        bake.hips_notes = _lower_hips(scene, arm, units, prepared, bake.samples, bake.plans, frames, bake.scale)
+    if bake.hips_notes:  # the legs' bases moved down with the hips
+        bake.samples = _sample_units(scene, frames, units, prepared, bake.plans)
+    bake.clock["sampled"] = time.perf_counter()
+    for u, unit_samples in zip(units, bake.samples):
         for k, s in zip(u.members, unit_samples):
             check_samples(prepared[k].settings.name, s, frames, oriented=prepared[k].solver != aiming.SOLVER_NAME)
-    results, solvers = [None] * len(prepared), [None] * len(prepared)
-    aimed = [None] * len(prepared)  # per aim chain, the aim solver's own result
-    poses = [None] * len(units)  # per unit, the bones it moves and their (N, B, 3, 3) rotations
-    reductions = [None] * len(units)
-    stretches = [None] * len(units)  # per single-chain unit with Stretch: (N, B) bone scale factors, frames stretched
-    # Robot paths must not jump more than 0.1 rad between frames and want short segments to stay
-    # on one branch; characters at 24 fps move more, and longer batches make their bakes cheaper.
-    robot = "articulate_robot" in arm
-    max_jump, segment = (0.1, 32) if robot else (0.5, 32)
-    wm = context.window_manager if write_keys else None
-    levels = _levels([u.chain for u in units])
-    t_resample = 0.0
-    corrections: dict[str, Correction] = {}  # per chain keyed again through the constraints after it
+
+
+def _solve_and_key(bake: _Bake) -> None:
+    """Solve and key the units level by level: chains hanging from chains are sampled after those are keyed."""
+    n_chains, n_units = len(bake.prepared), len(bake.units)
+    bake.results, bake.solvers, bake.aimed = [None] * n_chains, [None] * n_chains, [None] * n_chains
+    bake.poses, bake.reductions, bake.stretches = [None] * n_units, [None] * n_units, [None] * n_units
+    levels = _levels([u.chain for u in bake.units])
+    bake.clock["resample"] = 0.0
     try:
         for level in sorted(set(levels)):
             batch = [k for k, lv in enumerate(levels) if lv == level]
             if level > 0:  # bases hang from chains solved and keyed at the levels above
                 t0 = time.perf_counter()
-                fresh = _sample_units(scene, frames, [units[k] for k in batch], prepared, plans)
+                fresh = _sample_units(bake.scene, bake.frames, [bake.units[k] for k in batch], bake.prepared,
+                                      bake.plans)
                 for k, unit_samples in zip(batch, fresh):
-                    samples[k] = unit_samples
-                t_resample += time.perf_counter() - t0
+                    bake.samples[k] = unit_samples
+                bake.clock["resample"] += time.perf_counter() - t0
             for k in batch:
-                u, p = units[k], units[k].chain
-                label = f"Articulate {arm.name}:{'+'.join(prepared[m].settings.name for m in u.members)}"
-                progress = progress_callback(label, len(frames), wm)
-                q0 = initial_q(p, q_start[k])
-                if u.is_tree:
-                    member_results, bones, R = _track_tree(arm, u, prepared, samples[k], q0, scale, robot,
-                                                           max_jump=max_jump, segment=segment, look_ahead=robot,
-                                                           progress=progress)
-                    solver = tree_solver(u, prepared, scale)
-                    for m, res in zip(u.members, member_results):
-                        results[m], solvers[m] = res, solver
-                    poses[k] = (bones, R)
-                    continue
-                smp = samples[k][0]
-                if p.solver == aiming.SOLVER_NAME:
-                    solvers[u.members[0]] = solver = aiming.solver_for(p, scale)
-                    results[u.members[0]], aimed[u.members[0]] = aiming.track(solver, p, smp, aiming.REST, progress)
-                    poses[k] = chain_rotations(p, results[u.members[0]].q)
-                    continue
-                solvers[u.members[0]] = solver = solver_for(p, scale)
-                # A closed-form solver needs no segments: its start only picks the bend side.
-                chain_segment = len(frames) if p.solver == "two_bone" else segment
-                # At partial influence Blender's IK starts each frame from the pose without IK,
-                # which is the answer at influence 0: so does ours, rather than drift from frame to frame.
-                starts = None
-                if smp.full_target is not None and smp.free_rotations is not None:
-                    starts = initial_q(p, rot.matrix_to_rotvec(smp.free_rotations))
-                results[u.members[0]] = res = track_chain(
-                    solver, smp.base, smp.target, q0, pole=smp.pole,
-                    use_rotation=p.settings.use_rotation, scale=scale, progress=progress,
-                    max_jump=max_jump, segment=chain_segment, pole_angle=p.settings.pole_angle, look_ahead=robot,
-                    starts=starts,
-                )
-                if stretchy(p):
-                    take = _stretch(p, smp, res, scale)
-                    results[u.members[0]] = res = take.result
-                    stretches[k] = (take.factors, int(take.stretched.sum()))
-                poses[k] = chain_rotations(p, res.q)
-            for k in batch:
-                if stretches[k] is not None:
-                    _write_scales(arm, units[k].chain, stretches[k][0], frames, write_keys)
-            if write_keys and key_tolerance > 0 and len(frames) > 2:
-                for k in batch:
-                    reductions[k] = _write_reduced(scene, arm, units[k], prepared, samples[k], poses[k], frames,
-                                                   key_tolerance, scale)
-            else:
-                _write(arm, [poses[k] for k in batch], frames, write_keys)
-                if write_keys:
-                    corrections |= _correct_overrides(scene, arm, [units[k] for k in batch], prepared,
-                                                      [samples[k] for k in batch], results, frames, moved_by,
-                                                      [stretches[k] is None for k in batch])
-        if plans:
-            _write_feet(scene, arm, plans, frames)
+                _solve_unit(bake, k)
+            _key_level(bake, batch)
+        if bake.plans:
+            _write_feet(bake.scene, bake.arm, bake.plans, bake.frames)
     except ArticulateError as err:
         raise BakeFailed(str(err)) from None
     finally:
-        if wm is not None:
-            wm.progress_end()
-    t_solved = time.perf_counter()
-    report = _report(arm, prepared, results, frames)
-    for p, entry, res in zip(prepared, report["chains"], aimed):
+        if bake.wm is not None:
+            bake.wm.progress_end()
+    bake.clock["solved"] = time.perf_counter()
+
+
+def _solve_unit(bake: _Bake, k: int) -> None:
+    """Solve unit k over the take: its members' results and solvers, and the rotations to key."""
+    u, p, prepared = bake.units[k], bake.units[k].chain, bake.prepared
+    # Robot paths must not jump more than 0.1 rad between frames and want short segments to stay
+    # on one branch; characters at 24 fps move more, and longer batches make their bakes cheaper.
+    robot = "articulate_robot" in bake.arm
+    max_jump, segment = (0.1, 32) if robot else (0.5, 32)
+    label = f"Articulate {bake.arm.name}:{'+'.join(prepared[m].settings.name for m in u.members)}"
+    progress = progress_callback(label, len(bake.frames), bake.wm)
+    q0 = initial_q(p, bake.q_start[k])
+    if u.is_tree:
+        member_results, bones, R = _track_tree(bake.arm, u, prepared, bake.samples[k], q0, bake.scale, robot,
+                                               max_jump=max_jump, segment=segment, look_ahead=robot,
+                                               progress=progress)
+        solver = tree_solver(u, prepared, bake.scale)
+        for m, res in zip(u.members, member_results):
+            bake.results[m], bake.solvers[m] = res, solver
+        bake.poses[k] = (bones, R)
+        return
+    smp, m = bake.samples[k][0], u.members[0]
+    if p.solver == aiming.SOLVER_NAME:
+        bake.solvers[m] = solver = aiming.solver_for(p, bake.scale)
+        bake.results[m], bake.aimed[m] = aiming.track(solver, p, smp, aiming.REST, progress)
+        bake.poses[k] = chain_rotations(p, bake.results[m].q)
+        return
+    bake.solvers[m] = solver = solver_for(p, bake.scale)
+    # A closed-form solver needs no segments: its start only picks the bend side.
+    chain_segment = len(bake.frames) if p.solver == "two_bone" else segment
+    # At partial influence Blender's IK starts each frame from the pose without IK,
+    # which is the answer at influence 0: so does ours, rather than drift from frame to frame.
+    starts = None
+    if smp.full_target is not None and smp.free_rotations is not None:
+        starts = initial_q(p, rot.matrix_to_rotvec(smp.free_rotations))
+    bake.results[m] = res = track_chain(
+        solver, smp.base, smp.target, q0, pole=smp.pole,
+        use_rotation=p.settings.use_rotation, scale=bake.scale, progress=progress,
+        max_jump=max_jump, segment=chain_segment, pole_angle=p.settings.pole_angle, look_ahead=robot,
+        starts=starts,
+    )
+    if stretchy(p):
+        take = _stretch(p, smp, res, bake.scale)
+        bake.results[m] = res = take.result
+        bake.stretches[k] = (take.factors, int(take.stretched.sum()))
+    bake.poses[k] = chain_rotations(p, res.q)
+
+
+def _key_level(bake: _Bake, batch: Sequence[int]) -> None:
+    """Key (or pose) the units of one level: stretch scales, then rotations, reduced or corrected through playback."""
+    for k in batch:
+        if bake.stretches[k] is not None:
+            _write_scales(bake.arm, bake.units[k].chain, bake.stretches[k][0], bake.frames, bake.write_keys)
+    if bake.write_keys and bake.key_tolerance > 0 and len(bake.frames) > 2:
+        for k in batch:
+            bake.reductions[k] = _write_reduced(bake.scene, bake.arm, bake.units[k], bake.prepared, bake.samples[k],
+                                                bake.poses[k], bake.frames, bake.key_tolerance, bake.scale)
+        return
+    _write(bake.arm, [bake.poses[k] for k in batch], bake.frames, bake.write_keys)
+    if bake.write_keys:
+        bake.corrections |= _correct_overrides(
+            bake.scene, bake.arm, [bake.units[k] for k in batch], bake.prepared, [bake.samples[k] for k in batch],
+            bake.results, bake.frames, bake.moved_by, [bake.stretches[k] is None for k in batch])
+
+
+def _chain_report(bake: _Bake) -> dict:
+    """The report of the solved chains: per chain and frame, what the solver reached (see :func:`_report`)."""
+    report = _report(bake.arm, bake.prepared, bake.results, bake.frames)
+    for p, entry, res in zip(bake.prepared, report["chains"], bake.aimed):
         if res is not None:
             entry.update(aiming.report_entry(p.settings, res))
     for k, entry in enumerate(report["chains"]):
-        smp = _member_samples(units, samples, k)
+        smp = bake.member_samples(k)
         if smp.full_target is not None:
             entry["influence"] = smp.influence.tolist()
             report.setdefault("notes", []).append(
@@ -765,28 +841,45 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
                 "as Blender's IK constraint does, and residuals are measured against that goal")
     # Reduced keys may leave a tip up to key_tolerance from where the full bake put it: a frame
     # counts as reached in playback within the chain's tolerance plus that, and the report says so.
-    slack = key_tolerance if any(r is not None for r in reductions) else 0.0
     for entry in report["chains"]:
-        entry["tolerance_m"] += slack
-    t_written = time.perf_counter()
-    if plans:
-        _report_contacts(scene, arm, prepared, plans, frames, report)
-    if write_keys:
-        # A chain at partial influence, or planted, is measured against the goal it was solved for.
-        planted = set(plans or ())
-        playback.verify(scene, list(frames), [
-            playback.aim_chain(p.settings, arm, [b.name for b in p.bones], s.tolerance + 2.0 * slack / (
-                p.bones[-1].bone.length * scale)) if p.solver == aiming.SOLVER_NAME else
-            playback.PlaybackChain(p.settings.name, arm, [b.name for b in p.bones], p.bones[-1].name,
-                                   p.settings.use_tail, p.settings.target, p.settings.target_bone,
-                                   p.settings.use_rotation, p.settings.tolerance + slack, s.rotation_tolerance)
-            for p, s in zip(prepared, solvers)
-        ], report, goals=[_member_samples(units, samples, k).target
-                          if _member_samples(units, samples, k).full_target is not None
-                          or prepared[k].settings.name in planted else None
-                          for k in range(len(prepared))])
-    if hips_notes:
-        report.setdefault("notes", []).extend(hips_notes)
+        entry["tolerance_m"] += _key_slack(bake)
+    bake.clock["written"] = time.perf_counter()
+    return report
+
+
+def _key_slack(bake: _Bake) -> float:
+    """How far [m] reduced keys may leave a tip from the full bake's (0 where every frame is keyed)."""
+    return bake.key_tolerance if any(r is not None for r in bake.reductions) else 0.0
+
+
+def _verify(bake: _Bake, report: dict) -> None:
+    """The contacts' skate and penetration, and every keyed frame measured by playback into the report."""
+    if bake.plans:
+        _report_contacts(bake.scene, bake.arm, bake.prepared, bake.plans, bake.frames, report)
+    if not bake.write_keys:
+        return
+    slack = _key_slack(bake)
+    # A chain at partial influence, or planted, is measured against the goal it was solved for.
+    planted = set(bake.plans or ())
+    playback.verify(bake.scene, list(bake.frames), [
+        playback.aim_chain(p.settings, bake.arm, [b.name for b in p.bones], s.tolerance + 2.0 * slack / (
+            p.bones[-1].bone.length * bake.scale)) if p.solver == aiming.SOLVER_NAME else
+        playback.PlaybackChain(p.settings.name, bake.arm, [b.name for b in p.bones], p.bones[-1].name,
+                               p.settings.use_tail, p.settings.target, p.settings.target_bone,
+                               p.settings.use_rotation, p.settings.tolerance + slack, s.rotation_tolerance)
+        for p, s in zip(bake.prepared, bake.solvers)
+    ], report, goals=[bake.member_samples(k).target
+                      if bake.member_samples(k).full_target is not None
+                      or bake.prepared[k].settings.name in planted else None
+                      for k in range(len(bake.prepared))])
+
+
+def _add_notes(bake: _Bake, report: dict) -> None:
+    """The report's warnings and notes: lowered hips, overridden keys and their corrections, reduced keys,
+    stretched bones and chains solved as one tree."""
+    prepared, plans, moved_by, corrections = bake.prepared, bake.plans, bake.moved_by, bake.corrections
+    if bake.hips_notes:
+        report.setdefault("notes", []).extend(bake.hips_notes)
     # A chain whose keys were corrected around what moves them, with no frame left overridden,
     # needs no warning that its keys will not show.
     by_name = {e["chain"]: e for e in report["chains"]}
@@ -797,38 +890,38 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
         for w in playback.override_warnings(f"chain {name!r}", sources)] + [
         w for p in prepared if plans and p.settings.name in plans and plans[p.settings.name].foot is not None
         for w in playback.override_warnings(f"chain {p.settings.name!r}'s foot",
-                                            playback.overriding(arm, [p.source.foot_bone]))]
+                                            playback.overriding(bake.arm, [p.source.foot_bone]))]
     for name, fixed in corrections.items():
-        still = np.isin(frames, by_name[name]["overridden_frames"])
+        still = np.isin(bake.frames, by_name[name]["overridden_frames"])
         report.setdefault("notes", []).append(
             f"chain {name!r}: constraints after its keys turn its bones in playback "
             f"({playback.describe(moved_by[name])}); on {int(fixed.tried.sum())} frame(s) the keys were corrected "
             f"toward playback giving the solved pose ({fixed.rounds} round(s), largest bone miss "
             f"{np.degrees(fixed.miss_before):.3g} deg before, {np.degrees(fixed.miss_after):.3g} deg after): "
             f"{int((fixed.tried & ~still).sum())} now on target")
-    if any(r is not None for r in reductions):
-        done = [r for r in reductions if r is not None]
+    done = [r for r in bake.reductions if r is not None]
+    if done:
         report["key_reduction"] = {
-            "tolerance_m": key_tolerance,
+            "tolerance_m": bake.key_tolerance,
             "keys_before": sum(r["keys_before"] for r in done),
             "keys_after": sum(r["keys_after"] for r in done),
             "max_deviation_m": max(r["max_deviation_m"] for r in done),
             "measured_by": "playback",
-            "chains": [r for r in done],
+            "chains": done,
         }
-    for k, u in enumerate(units):
-        if stretches[k] is not None and stretches[k][1]:
+    for k, u in enumerate(bake.units):
+        if bake.stretches[k] is not None and bake.stretches[k][1]:
             entry = report["chains"][u.members[0]]
-            factors = stretches[k][0]
+            factors = bake.stretches[k][0]
             entry["stretch"] = [float(x) for x in factors.max(axis=1)]
             report.setdefault("notes", []).append(
-                f"chain {entry['chain']!r}: stretched its bones toward the target on {stretches[k][1]} frame(s) "
+                f"chain {entry['chain']!r}: stretched its bones toward the target on {bake.stretches[k][1]} frame(s) "
                 f"(up to {factors.max():.3g}x their length), keyed as scale")
         elif u.is_tree and any(stretchy(prepared[m]) for m in u.members):
             report.setdefault("notes", []).append(
                 f"chains {', '.join(repr(prepared[m].settings.name) for m in u.members)} share bones: Stretch is not "
                 "applied to chains solved together as a tree; their bones keep their lengths")
-    trees = [u for u in units if u.is_tree]
+    trees = [u for u in bake.units if u.is_tree]
     if trees:
         notes = report.setdefault("notes", [])
         notes.extend(
@@ -840,11 +933,6 @@ def _bake_prepared(context, arm, prepared, frames, scale: float, write_keys: boo
             "IK drops the poles of chains it solves as one tree, so its bend there follows the solver)"
             for u in trees for m in u.members
             if prepared[m].source.pole is not None and _tail_start(u, prepared, m) < len(prepared[m].bones))
-    t_end = time.perf_counter()
-    # Solving and writing interleave when chains hang from chains; the re-sampling counts as sampling.
-    report["seconds"] = {"sample": t_sampled - t_start + t_resample, "solve": t_solved - t_sampled - t_resample,
-                         "write": t_written - t_solved, "verify": t_end - t_written, "total": t_end - t_start}
-    return report
 
 
 def _lower_hips(scene, arm, units, prepared, samples, plans: dict[str, planting.ContactPlan], frames,
