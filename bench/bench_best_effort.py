@@ -741,17 +741,41 @@ def take_optimum(feas: Feasible, targets: np.ndarray, rng: np.random.Generator, 
     return feas.q(np.array(zs)), np.array(ds)
 
 
+def random_take(rng: np.random.Generator, k: int, frames: int, take_starts: int):
+    """Take k as :func:`run_takes` draws it from ``rng``.
+
+    Returns:
+        The chain, its family, its bones, the targets (F, 3) [m], and the per-frame optimum
+        (F, dof) and its distances (F,) [m] (see :func:`take_optimum`).
+    """
+    bones = int(rng.integers(3, 8))
+    family = str(rng.choice(FAMILIES))
+    skeleton = random_chain(rng, bones, family, f"take{k}_{family}{bones}")
+    feas = Feasible(skeleton)
+    feas.check(rng)
+    targets = take_targets(skeleton, rng, frames)
+    q_opt, d_opt = take_optimum(feas, targets, rng, take_starts)
+    return skeleton, family, bones, targets, q_opt, d_opt
+
+
+def take_pops(skeleton: Skeleton, q: np.ndarray, q_opt: np.ndarray, excess: np.ndarray) -> tuple[int, int]:
+    """Pops of a take's answers q (F, dof) against the optimum's, and such jumps where the answer is nearer.
+
+    A pop: some joint turns more than POP from the frame before while no joint of the optimum turns
+    more than STILL, and the answer is not nearer than the optimum by more than SWITCH_MARGIN
+    (``excess`` (F,) [m]: the answer's distance less the optimum's).
+    """
+    steps, opt_steps = _joint_steps(skeleton, q), _joint_steps(skeleton, q_opt)
+    jumps = (steps > POP) & (opt_steps < STILL)
+    nearer = excess[1:] < -SWITCH_MARGIN
+    return int((jumps & ~nearer).sum()), int((jumps & nearer).sum())
+
+
 def run_takes(args, rng: np.random.Generator) -> tuple[list[dict], dict]:
     """Bake each take as the add-on does and compare it with the per-frame optimum."""
     rows, errors = [], {}
     for k in range(args.takes):
-        bones = int(rng.integers(3, 8))
-        family = str(rng.choice(FAMILIES))
-        skeleton = random_chain(rng, bones, family, f"take{k}_{family}{bones}")
-        feas = Feasible(skeleton)
-        feas.check(rng)
-        targets = take_targets(skeleton, rng, args.frames)
-        q_opt, d_opt = take_optimum(feas, targets, rng, args.take_starts)
+        skeleton, family, bones, targets, q_opt, d_opt = random_take(rng, k, args.frames, args.take_starts)
         name = resolve_solver("auto", bones, pole=False, full_pose=False, robot=False, limb=False)
         row = {"take": k, "family": family, "bones": bones, "solver": f"auto({name})", "frames": len(targets)}
         try:
@@ -771,12 +795,13 @@ def run_takes(args, rng: np.random.Generator) -> tuple[list[dict], dict]:
         d = distance(skeleton, q, targets)
         excess = d - d_opt
         steps, opt_steps = _joint_steps(skeleton, q), _joint_steps(skeleton, q_opt)
+        pops, pops_nearer = take_pops(skeleton, q, q_opt, excess)
         row.update(
             exc=False,
             within=int((excess <= NEAR).sum()),
             excess=excess.tolist(),
-            pops=int(((steps > POP) & (opt_steps < STILL) & (excess[1:] >= -SWITCH_MARGIN)).sum()),
-            pops_nearer=int(((steps > POP) & (opt_steps < STILL) & (excess[1:] < -SWITCH_MARGIN)).sum()),
+            pops=pops,
+            pops_nearer=pops_nearer,
             opt_jumps=int((opt_steps > POP).sum()),
             max_step=float(steps.max()),
             viol=int((limit_violation(skeleton, q) > 1e-9).sum()),
@@ -1101,11 +1126,10 @@ def run_tree_takes(args, rng: np.random.Generator) -> list[dict]:
             _, _, d_arm = _arm_best_given_rest(skeleton, q[f], targets[f, far], far, judge, args.take_starts)
             excess[f] = per[f, 1 - far] + per[f, far] - min(d_arm, per[f, far])
         steps, opt_steps = _joint_steps(skeleton, q), _joint_steps(skeleton, q_opt)
+        pops, pops_nearer = take_pops(skeleton, q, q_opt, excess)
         row.update(
             exc=False, within=int((excess <= NEAR).sum()), p95_mm=_p95(list(excess)) / MM,
-            pops=int(((steps > POP) & (opt_steps < STILL) & (excess[1:] >= -SWITCH_MARGIN)).sum()),
-            pops_nearer=int(((steps > POP) & (opt_steps < STILL) & (excess[1:] < -SWITCH_MARGIN)).sum()),
-            opt_jumps=int((opt_steps > POP).sum()), max_step=float(steps.max()),
+            pops=pops, pops_nearer=pops_nearer, opt_jumps=int((opt_steps > POP).sum()), max_step=float(steps.max()),
             viol=int((limit_violation(skeleton, q) > 1e-9).sum()), beat=int((excess < -GAIN).sum()),
             out_frames=int((d_opt > NEAR).sum()), mixed=len(mixed),
         )
