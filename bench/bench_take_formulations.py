@@ -16,6 +16,15 @@ time:
 - ``take solver``: :func:`ik_core.solve_track` as a bake calls it (``max_jump`` 0.5, segments of 32).
 - ``batch solve``: every frame solved at once from the rest pose (``solver.solve`` on the whole take:
   restarts and the global check of the missed frames included, no continuity).
+- ``batch solve + follow``: then, frame by frame, a frame that jumps more than 0.2 rad from the one
+  before is descended from it, and that answer kept where it is no farther than the batch's by more
+  than the switch margin (a ~15-line take solver: the closest pose per frame, continuity where it
+  ties).
+- ``fixed starts + path``: every frame descended at once from each of ``--starts`` fixed starts
+  (the rest pose, then configurations spread over the best effort's library), and the path
+  through these candidates that a Viterbi pass finds cheapest: a candidate within the switch
+  margin of the frame's nearest costs nothing, a farther one 10 per mm, a step its joint step [rad].
+- ``batch solve + starts + path``: the same with the batch solve's answers as the first candidate.
 - ``batch descent``: every frame descended at once from the rest pose to a local minimum inside the
   limits (:meth:`BestEffort.descend`, the certified descent every solver ends with).
 - ``+ sweeps``: then ``--sweeps`` times, every frame descended again from the frame before's answer
@@ -53,6 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_best_effort as be_bench  # noqa: E402
 
 from ik_core import Skeleton, make_solver, solve_track  # noqa: E402
+from ik_core.limits import project_configuration  # noqa: E402
 from ik_core.model.distance import joint_steps  # noqa: E402
 from ik_core.solvers.base import Solver  # noqa: E402
 from ik_core.solvers.best_effort import SWITCH_MARGIN, BestEffort  # noqa: E402
@@ -81,6 +91,66 @@ def take_solver(t: Take, args) -> np.ndarray:
 
 def batch_solve(t: Take, args) -> np.ndarray:
     return np.asarray(t.solver.solve(t.targets, None).q)
+
+
+def batch_solve_follow(t: Take, args) -> np.ndarray:
+    res = t.solver.solve(t.targets, None)
+    q = np.array(res.q)
+    d = be_bench.distance(t.skeleton, q, t.targets)
+    for f in range(1, len(q)):
+        if joint_steps(t.skeleton, q[f - 1], q[f]) <= JUMP:
+            continue
+        qn, dn = t.descend(q[f - 1 : f], slice(f, f + 1))
+        if dn[0] <= d[f] + SWITCH_MARGIN:
+            q[f], d[f] = qn[0], dn[0]
+    return q
+
+
+def _viterbi(t: Take, Q: np.ndarray, D: np.ndarray) -> np.ndarray:
+    """The path through candidates Q (K, N, dof) with distances D (K, N) [m]: near first, then few jumps."""
+    K, N = D.shape
+    excess = (D - D.min(axis=0)) / 1e-3  # [mm]
+    node = np.where(excess <= 0.2, 0.0, 10.0 * excess)  # a tie within the switch margin costs nothing
+    cost = node[:, 0].copy()
+    back = np.zeros((N, K), dtype=int)
+    # Every candidate's step to every candidate of the next frame, (N - 1, K to, K from), in one call.
+    dof = Q.shape[-1]
+    before = np.broadcast_to(Q[:, :-1].transpose(1, 0, 2)[:, None], (N - 1, K, K, dof))
+    after = np.broadcast_to(Q[:, 1:].transpose(1, 0, 2)[:, :, None], (N - 1, K, K, dof))
+    all_steps = joint_steps(t.skeleton, before.reshape(-1, dof), after.reshape(-1, dof)).reshape(N - 1, K, K)
+    for f in range(1, N):
+        trans = cost[None, :] + all_steps[f - 1]  # (K to, K from)
+        back[f] = np.argmin(trans, axis=1)
+        cost = trans[np.arange(K), back[f]] + node[:, f]
+    path = np.empty(N, dtype=int)
+    path[-1] = int(np.argmin(cost))
+    for f in range(N - 1, 0, -1):
+        path[f - 1] = back[f, path[f]]
+    return Q[path, np.arange(N)]
+
+
+def _library_starts(t: Take, count: int) -> np.ndarray:
+    """``count`` configurations spread over the best effort's library of in-limit starts."""
+    configs, _ = t.descent.library()
+    chosen = configs[np.linspace(0, len(configs) - 1, count).astype(int)]
+    return project_configuration(t.skeleton, t.descent.chart.from_chart(chosen))
+
+
+def fixed_starts_dp(t: Take, args) -> np.ndarray:
+    n = len(t.targets)
+    picks = [t.skeleton.preferred_q, *_library_starts(t, args.starts - 1)]
+    Q, D = zip(*(t.descend(np.repeat(p[None], n, axis=0)) for p in picks))
+    return _viterbi(t, np.array(Q), np.array(D))
+
+
+def batch_solve_dp(t: Take, args) -> np.ndarray:
+    n = len(t.targets)
+    q_b = np.asarray(t.solver.solve(t.targets, None).q)
+    picks = _library_starts(t, args.starts - 1)
+    Q, D = zip(*(t.descend(np.repeat(p[None], n, axis=0)) for p in picks))
+    Q = np.array([q_b, *Q])
+    D = np.array([be_bench.distance(t.skeleton, q_b, t.targets), *D])
+    return _viterbi(t, Q, D)
 
 
 def _rest(t: Take, n: int) -> np.ndarray:
@@ -149,6 +219,9 @@ def oracle_warm_start(t: Take, args) -> np.ndarray:
 FORMULATIONS: dict[str, Callable[[Take, argparse.Namespace], np.ndarray]] = {
     "take solver": take_solver,
     "batch solve": batch_solve,
+    "batch solve + follow": batch_solve_follow,
+    "fixed starts + path": fixed_starts_dp,
+    "batch solve + starts + path": batch_solve_dp,
     "batch descent": batch_descent,
     "+ sweeps": with_sweeps,
     "segments side by side": segments_side_by_side,
@@ -175,6 +248,7 @@ def main() -> int:
     parser.add_argument("--sweeps", type=int, default=2, help="sweeps after the batch descent")
     parser.add_argument("--segment", type=int, default=8, help="frames per segment run side by side")
     parser.add_argument("--rounds", type=int, default=4, help="re-runs of segments that meet with a jump")
+    parser.add_argument("--starts", type=int, default=4, help="fixed starts of the path formulations")
     parser.add_argument("--json", action="store_true", help="print one JSON object per formulation")
     args = parser.parse_args()
     rng = np.random.default_rng([args.seed, 8])
