@@ -20,6 +20,9 @@ time:
   before is descended from it, and that answer kept where it is no farther than the batch's by more
   than the switch margin (a ~15-line take solver: the closest pose per frame, continuity where it
   ties).
+- ``+ follow ahead``: the same follow, but from a frame it replaces the next ``--ahead`` frames are
+  descended at once from the frame before the first, each kept in order while it ties the batch's
+  answer and steps at most 0.2 rad (a segment, as the take solver solves ahead after a retry).
 - ``fixed starts + path``: every frame descended at once from each of ``--starts`` fixed starts
   (the rest pose, then configurations spread over the best effort's library), and the path
   through these candidates that a Viterbi pass finds cheapest: a candidate within the switch
@@ -153,6 +156,32 @@ def batch_solve_dp(t: Take, args) -> np.ndarray:
     return _viterbi(t, Q, D)
 
 
+def batch_solve_follow_ahead(t: Take, args) -> np.ndarray:
+    res = t.solver.solve(t.targets, None)
+    q = np.array(res.q)
+    d = be_bench.distance(t.skeleton, q, t.targets)
+    n, f = len(q), 1
+    while f < n:
+        if joint_steps(t.skeleton, q[f - 1], q[f]) <= JUMP:
+            f += 1
+            continue
+        # The frames from f on descended at once from frame f - 1's answer; each kept, in order, while
+        # it ties the batch's answer and steps no more than JUMP from the frame before it.
+        stop = min(f + args.ahead, n)
+        qn, dn = t.descend(np.repeat(q[f - 1][None], stop - f, axis=0), slice(f, stop))
+        k = f
+        while k < stop and dn[k - f] <= d[k] + SWITCH_MARGIN and joint_steps(t.skeleton, q[k - 1], qn[k - f]) <= JUMP:
+            q[k], d[k] = qn[k - f], dn[k - f]
+            k += 1
+        if k == f:  # not even the first: one descent from the frame before, as the plain follow
+            q1, d1 = t.descend(q[f - 1 : f], slice(f, f + 1))
+            if d1[0] <= d[f] + SWITCH_MARGIN:
+                q[f], d[f] = q1[0], d1[0]
+            k = f + 1
+        f = k
+    return q
+
+
 def _rest(t: Take, n: int) -> np.ndarray:
     return np.repeat(t.skeleton.preferred_q[None], n, axis=0)
 
@@ -220,6 +249,7 @@ FORMULATIONS: dict[str, Callable[[Take, argparse.Namespace], np.ndarray]] = {
     "take solver": take_solver,
     "batch solve": batch_solve,
     "batch solve + follow": batch_solve_follow,
+    "+ follow ahead": batch_solve_follow_ahead,
     "fixed starts + path": fixed_starts_dp,
     "batch solve + starts + path": batch_solve_dp,
     "batch descent": batch_descent,
@@ -249,6 +279,7 @@ def main() -> int:
     parser.add_argument("--segment", type=int, default=8, help="frames per segment run side by side")
     parser.add_argument("--rounds", type=int, default=4, help="re-runs of segments that meet with a jump")
     parser.add_argument("--starts", type=int, default=4, help="fixed starts of the path formulations")
+    parser.add_argument("--ahead", type=int, default=8, help="frames the batched follow descends at once")
     parser.add_argument("--json", action="store_true", help="print one JSON object per formulation")
     args = parser.parse_args()
     rng = np.random.default_rng([args.seed, 8])
