@@ -70,14 +70,26 @@ def project_configuration(skeleton: Skeleton, q: np.ndarray) -> np.ndarray:
     return q
 
 
+# Probes around the one configuration far-apart probes land on move this far [rad or m].
+_LOCK_PROBE = 1e-3
+
+
 def fully_locked(skeleton: Skeleton) -> bool:
     """True when the limits leave a single configuration (every range one value, every ball joint locked).
 
-    Far-apart probes of the configuration space all project onto one point.
+    Far-apart probes of the configuration space all project onto one point, and so do probes a
+    little way from that point in every direction. Far-apart probes alone also meet where every
+    range is narrow and lies beyond them (a hinge in [2.91, 3.0] rad: probes below it all land on
+    its lower end), but there probes next to that end stay inside the range.
     """
-    probes = np.random.default_rng(0).uniform(-3.0, 3.0, (4, skeleton.dof))
+    rng = np.random.default_rng(0)
+    probes = rng.uniform(-3.0, 3.0, (4, skeleton.dof))
     landed = project_configuration(skeleton, probes)
-    return bool(np.ptp(landed, axis=0).max(initial=0.0) <= 1e-12)
+    if np.ptp(landed, axis=0).max(initial=0.0) > 1e-12:
+        return False
+    steps = np.concatenate([np.eye(skeleton.dof), -np.eye(skeleton.dof), rng.normal(size=(4, skeleton.dof))])
+    around = project_configuration(skeleton, landed[0] + _LOCK_PROBE * steps)
+    return bool(np.abs(around - landed[0]).max(initial=0.0) <= 1e-12)
 
 
 def limit_violation(skeleton: Skeleton, q: np.ndarray) -> np.ndarray:

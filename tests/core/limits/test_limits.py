@@ -15,6 +15,7 @@ from ik_core.limits import (
     EulerLimit,
     circular_clamp,
     ellipse_project,
+    fully_locked,
     limit_violation,
     project_configuration,
 )
@@ -319,3 +320,27 @@ def test_project_configuration_applies_ball_and_box_limits():
     assert np.all(limit_violation(skeleton, p) <= 1e-9)
     assert np.all(limit_violation(skeleton, q[:10]) > 0)
     assert np.array_equal(project_configuration(skeleton, p), p)
+
+
+def _one_joint(joint: Joint) -> Skeleton:
+    tip = np.eye(4)
+    tip[1, 3] = 0.3
+    return Skeleton([joint], [Effector("tip", 0, tip)])
+
+
+@pytest.mark.parametrize(
+    ("joint", "locked"),
+    [
+        # Ranges that are a single value, and ball joints with nothing left to turn: locked.
+        (Joint("h", JointKind.REVOLUTE, -1, np.eye(4), axis=(0, 0, 1), lower=0.4, upper=0.4), True),
+        (Joint("b", JointKind.BALL, -1, np.eye(4), limit=EulerLimit((0.2, -0.1, 0.3), (0.2, -0.1, 0.3))), True),
+        (Joint("c", JointKind.BALL, -1, np.eye(4), limit=ConeTwistLimit(0.0, 0.0, 0.5, 0.5)), True),
+        # Narrow ranges that far-apart probes all miss on the same side (they met at the lower end of
+        # the hinge's range, and the solvers refused the rig as "every joint is locked").
+        (Joint("h", JointKind.REVOLUTE, -1, np.eye(4), axis=(0, 0, 1), lower=2.9144, upper=2.9965), False),
+        (Joint("p", JointKind.PRISMATIC, -1, np.eye(4), axis=(1, 0, 0), lower=5.0, upper=5.001), False),
+        (Joint("b", JointKind.BALL, -1, np.eye(4), limit=EulerLimit((3.0, 3.0, 3.0), (3.01, 3.0, 3.0))), False),
+    ],
+)
+def test_fully_locked_means_a_single_pose_not_a_narrow_range(joint: Joint, locked: bool) -> None:
+    assert fully_locked(_one_joint(joint)) is locked
