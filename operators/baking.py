@@ -16,7 +16,8 @@ from ..ik_core import ArticulateError, IKResult, effector_poses, forward_kinemat
 from ..ik_core.errors import name_hint
 from ..ik_core.limits import fully_locked
 from ..ik_core.model import rotations as rot
-from ..ik_core.solvers import make_solver, resolve_solver, solver_class
+from ..ik_core.solvers import AUTO, make_solver, resolve_solver, solver_class
+from ..ik_core.solvers.two_bone.solver import limb_joints
 from ..ik_core.take.influence import blend_goals
 from ..ik_core.take.key_reduction import fewest_keys, interpolate_auto_clamped
 from ..ik_core.take.stretch import stretch_take
@@ -79,15 +80,17 @@ def frame_range(start: int, end: int, step: int = 1) -> range:
     return range(start, end + 1, step)
 
 
-def chain_solver(chain, bones: int, robot: bool, override: str = "") -> str:
+def chain_solver(chain, bones: int, robot: bool, override: str = "", limb: bool = True) -> str:
     """The solver a chain is solved with: ``override`` or its setting, "Auto" resolved.
+
+    ``limb``: a chain of two bones can be the two-bone solver's limb (see :func:`prepare_chains`).
 
     Raises:
         BakeFailed: An unknown solver name (the message lists the valid ones).
     """
     try:
         return resolve_solver(override or chain.solver, bones, pole=chain.pole is not None,
-                              full_pose=chain.use_rotation, robot=robot)
+                              full_pose=chain.use_rotation, robot=robot, limb=limb)
     except ArticulateError as err:
         raise BakeFailed(f"chain {chain.name!r}: {err}") from None
 
@@ -145,6 +148,11 @@ def prepare_chains(
             bones = bridge.chain_bones(arm, chain)
             name = aiming.SOLVER_NAME if aim else chain_solver(chain, len(bones), robot, solver)
             skeleton = bridge.chain_skeleton(arm, bones, use_tail=chain.use_tail, hinge_middle=name == "two_bone")
+            if name == "two_bone" and (solver or chain.solver) == AUTO and limb_joints(skeleton) is None:
+                # Auto's two-bone limb needs a free root bone: one that IK Lock leaves a hinge, or
+                # holds still, is no ball joint, so the chain gets what Auto picks for other chains.
+                name = chain_solver(chain, len(bones), robot, solver, limb=False)
+                skeleton = bridge.chain_skeleton(arm, bones, use_tail=chain.use_tail)
             if fully_locked(skeleton):
                 raise BakeFailed(
                     f"{label}: every bone of the chain is locked (IK Lock on every axis, or limits of a single value), "

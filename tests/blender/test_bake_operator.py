@@ -91,6 +91,31 @@ def test_bake_respects_the_bones_ik_limits(demo, core):
         assert math.radians(-5) - 1e-4 <= sx <= math.radians(120) + 1e-4
 
 
+def test_a_two_bone_chain_whose_root_is_a_hinge_bakes_with_auto_and_keeps_its_locks(demo, tmp_path):
+    """Auto picks the two-bone closed form for two bones, whose limb is a ball joint then a hinge. A root bone
+    that IK Lock leaves one axis is a hinge itself: Auto then picks DLS for the chain (the bake failed with
+    "is not a two-bone limb"), the locks hold on every frame and the report says which solver ran. Picked by
+    hand, Two-bone still refuses the chain, saying what it needs."""
+    arm = bpy.data.objects["Arm"]
+    chain = arm.articulate.chains[0]
+    chain.tip_bone, chain.chain_length = "Elbow", 2
+    shoulder = arm.pose.bones["Shoulder"]
+    shoulder.lock_ik_x = shoulder.lock_ik_y = True
+    report = tmp_path / "report.json"
+    assert _bake(report_path=str(report)) == {"FINISHED"}
+    (entry,) = json.loads(report.read_text())["chains"]
+    assert (entry["solver_setting"], entry["solver"]) == ("auto", "dls")
+    for f in range(1, 31, 3):
+        bpy.context.scene.frame_set(f)
+        x, y, _ = shoulder.matrix_basis.to_euler("ZXY")
+        assert abs(x) < 1e-4 and abs(y) < 1e-4
+    chain.solver = "two_bone"
+    before = _state()
+    with pytest.raises(RuntimeError, match="not a two-bone limb"):
+        _bake()
+    assert _state() == before
+
+
 def test_only_the_baked_range_is_replaced(demo, addon_module):
     """Keys outside the baked range stay exactly as they were."""
     assert _bake() == {"FINISHED"}

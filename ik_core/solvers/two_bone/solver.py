@@ -22,6 +22,25 @@ _STRUCTURE = (
 )
 
 
+def limb_joints(skeleton: Skeleton, effector: int = 0) -> tuple[int, int] | None:
+    """The ball joint and the hinge that move an effector, if they are the two-bone solver's limb, else None.
+
+    The limb: a skeleton of 4 variables whose effector is moved by a BALL joint then a REVOLUTE or
+    CONTINUOUS hinge (neither a mimic), FIXED joints aside. A bone whose IK locks leave it one
+    axis is a hinge, not a ball joint: a chain whose root is one is no limb.
+    """
+    path = skeleton.ancestors(skeleton.effectors[effector].joint)
+    moving = [i for i in path if skeleton.joints[i].kind is not JointKind.FIXED]
+    ok = (
+        skeleton.dof == 4
+        and len(moving) == 2
+        and skeleton.joints[moving[0]].kind is JointKind.BALL
+        and skeleton.joints[moving[1]].kind in (JointKind.REVOLUTE, JointKind.CONTINUOUS)
+        and all(skeleton.joints[i].mimic is None for i in moving)
+    )
+    return (moving[0], moving[1]) if ok else None
+
+
 def two_bone_angles(
     l1: np.ndarray | float, l2: np.ndarray | float, distance: np.ndarray | float
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -116,23 +135,16 @@ class TwoBoneSolver(Solver):
                 f"the two-bone solver drives one effector, got {len(self.effector_ids)}; it needs {_STRUCTURE}"
             )
         eff = skeleton.effectors[self.effector_ids[0]]
-        path = skeleton.ancestors(eff.joint)
-        moving = [i for i in path if skeleton.joints[i].kind is not JointKind.FIXED]
-        kinds = [skeleton.joints[i].kind.value for i in moving]
-        ok = (
-            skeleton.dof == 4
-            and len(moving) == 2
-            and skeleton.joints[moving[0]].kind is JointKind.BALL
-            and skeleton.joints[moving[1]].kind in (JointKind.REVOLUTE, JointKind.CONTINUOUS)
-            and all(skeleton.joints[i].mimic is None for i in moving)
-        )
-        if not ok:
+        limb = limb_joints(skeleton, self.effector_ids[0])
+        if limb is None:
+            path = skeleton.ancestors(eff.joint)
+            kinds = [skeleton.joints[i].kind.value for i in path if skeleton.joints[i].kind is not JointKind.FIXED]
             raise InvalidInputError(
                 f"skeleton {skeleton.name!r} is not a two-bone limb: effector {eff.name!r} is moved by "
                 f"joints of kinds {kinds or 'none'} (skeleton dof {skeleton.dof}); the two-bone solver "
                 f"needs {_STRUCTURE}"
             )
-        ball, hinge = moving
+        ball, hinge = limb
         self._ball = ball
         self._ball_q = int(skeleton.q_index[ball])
         self._hinge_q = int(skeleton.q_index[hinge])
