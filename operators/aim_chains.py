@@ -52,13 +52,13 @@ def chain_from_track(chain, pb: bpy.types.PoseBone, con: bpy.types.Constraint) -
     chain.up_axis = _UP[con.up_axis] if con.type == "TRACK_TO" else "NONE"
     chain.up_target = None
     chain.aim_spread = 0.0
-    chain.constraint = con.name
+    chain.constraint, chain.constraint_bone = con.name, pb.name
 
 
 def convert_tracks(arm: bpy.types.Object) -> tuple[int, list[str]]:
     """Create or update one aim chain per Damped Track or Track To constraint; returns (count, notes)."""
     data = arm.articulate
-    by_constraint = {(c.tip_bone, c.constraint): c for c in data.chains if c.constraint}
+    by_constraint = {(c.constraint_bone or c.tip_bone, c.constraint): c for c in data.chains if c.constraint}
     made, notes = 0, []
     for pb in arm.pose.bones:
         for con in pb.constraints:

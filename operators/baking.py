@@ -612,7 +612,10 @@ def _mute_converted(arm: bpy.types.Object, prepared: Sequence[PreparedChain]) ->
     drivers = list(arm.animation_data.drivers) if arm.animation_data is not None else []
     for p in prepared:
         owner, con = p.bones[-1], None
-        if p.settings.constraint:
+        if p.settings.constraint and p.settings.constraint_bone:
+            owner = arm.pose.bones.get(p.settings.constraint_bone)
+            con = None if owner is None else owner.constraints.get(p.settings.constraint)
+        elif p.settings.constraint:  # converted before the constraint's bone was kept
             con = owner.constraints.get(p.settings.constraint)
             for child in p.bones[-1].children:  # use_tail off: the constraint sits on the bone below
                 if con is None and child.constraints.get(p.settings.constraint) is not None:

@@ -231,7 +231,7 @@ def chain_from_constraint(chain, pb: bpy.types.PoseBone, con: bpy.types.Constrai
     chain.use_rotation = con.use_rotation
     chain.weight_rotation = con.orient_weight
     chain.use_stretch = con.use_stretch
-    chain.constraint = con.name
+    chain.constraint, chain.constraint_bone = con.name, pb.name
     return note
 
 
@@ -334,7 +334,9 @@ def convert_constraints(arm: bpy.types.Object, frame: int | None = None) -> tupl
     if frame is not None and bpy.context.scene.frame_current != frame:
         bpy.context.scene.frame_set(frame)
     data = arm.articulate
-    by_constraint = {(c.tip_bone, c.constraint): c for c in data.chains if c.constraint}
+    # Keyed by the bone the constraint sits on: with Use Tail off that is the bone below the tip, whose
+    # own constraint of the same name ("IK") would otherwise claim the same chain.
+    by_constraint = {(c.constraint_bone or c.tip_bone, c.constraint): c for c in data.chains if c.constraint}
     made, notes = 0, []
     itasc = arm.pose.ik_solver == "ITASC"
     for pb in arm.pose.bones:
@@ -354,7 +356,12 @@ def convert_constraints(arm: bpy.types.Object, frame: int | None = None) -> tupl
                 notes.append(f"{pb.name}: IK constraint {con.name!r} moves no bone (use_tail off on a root bone)")
                 continue
             tip = pb.name if con.use_tail else bones[-1].name
-            chain = by_constraint.get((tip, con.name)) or by_constraint.get((pb.name, con.name)) or data.chains.add()
+            chain = by_constraint.get((pb.name, con.name))
+            if chain is None and tip != pb.name:
+                # A chain converted before the constraint's bone was kept is keyed by its tip bone.
+                earlier = by_constraint.get((tip, con.name))
+                chain = earlier if earlier is not None and not earlier.constraint_bone else None
+            chain = chain or data.chains.add()
             note = chain_from_constraint(chain, pb, con)
             chain.name = unique_chain_name(data, f"{pb.name} IK", chain)
             notes += [f"{pb.name}: {n}" if n.startswith("IK") else n

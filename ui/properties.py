@@ -91,7 +91,11 @@ class ARTICULATE_PG_chain(bpy.types.PropertyGroup):
                                     "as scale (the IK constraint's Stretch)",
     )
     constraint: bpy.props.StringProperty(
-        name="Constraint", description="The IK constraint this chain was created from (on the tip bone)"
+        name="Constraint", description="The IK constraint this chain was created from (on Constraint Bone)"
+    )
+    constraint_bone: bpy.props.StringProperty(
+        name="Constraint Bone", description="The bone that IK constraint sits on: the tip bone, or the bone below "
+                                            "it where the constraint's Use Tail is off (empty: the tip bone)"
     )
     mode: bpy.props.EnumProperty(
         name="Mode", items=MODE_ITEMS, default="REACH",

@@ -181,6 +181,26 @@ def test_chains_from_ik_constraints(demo):
     assert con.mute
 
 
+def test_constraints_of_one_name_on_a_bone_and_the_bone_below_with_use_tail_off_stay_apart(demo):
+    """Two IK constraints both named "IK": one on the elbow, one on the wrist with Use Tail off (its chain ends at
+    the elbow too). Each becomes its own chain, converting again updates each in place, and the bake mutes both
+    (it muted the elbow's twice and left the wrist's live, so Blender's IK moved the keyed bones in playback;
+    found by a fuzz of random rigs)."""
+    arm, target = bpy.data.objects["Arm"], bpy.data.objects["Target"]
+    arm.articulate.chains.clear()
+    elbow = arm.pose.bones["Elbow"].constraints.new("IK")
+    wrist = arm.pose.bones["Wrist"].constraints.new("IK")
+    assert elbow.name == wrist.name == "IK"
+    elbow.target, elbow.chain_count = target, 1
+    wrist.target, wrist.chain_count, wrist.use_tail = target, 2, False
+    for _ in range(2):
+        assert bpy.ops.articulate.chains_from_constraints() == {"FINISHED"}
+        chains = {c.constraint_bone: (c.tip_bone, c.chain_length) for c in arm.articulate.chains}
+        assert chains == {"Elbow": ("Elbow", 1), "Wrist": ("Elbow", 2)}
+    assert _bake(mute_constraints=True) == {"FINISHED"}
+    assert elbow.mute and wrist.mute
+
+
 def test_a_chain_inside_another_bakes_with_it_as_one_tree(demo, tmp_path):
     """A second chain whose bones lie inside the first (its tip the elbow) is solved with it as one tree: the
     report says so, and each chain's residual is what playback shows between its own tip and target (the two
