@@ -1,0 +1,168 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Random rigs through Chains from IK Constraints and the bake, checked against playback.
+
+Run from the repo root with a bpy venv::
+
+    .venvs/5.0.1/bin/python dev/fuzz_bake.py [--seconds 300] [--first-seed 1000] [--seeds 5360,2038] [--frames 24]
+
+Each seed builds an empty scene with a random armature (a chain of 1-7 bones in random directions,
+sometimes a side branch, a uniform scale and a turn), random IK limits and locks, IK Stretch and
+rotation modes per bone, an IK constraint on the last bone (random chain length, Use Tail, Stretch,
+weight, a pole, iTaSC) and sometimes a second one further up (chains sharing bones: a tree), the
+targets keyed along a path that leaves the chain's reach. Then ``articulate.chains_from_constraints``
+and ``articulate.bake`` with their defaults, and the report compared with playback (the parity
+scenes' scoring, ``tests/blender/parity_scenes.py``). Printed: a bake that fails with a traceback or
+an exception other than the operator's error report (``EXC``), and a report that disagrees with
+playback (``DISAGREE``, with ``--seeds`` the chains, constraints and bones too). Skipped from the
+comparison, as the scoring cannot judge them: targets with rotation, and two chains of the same
+bones. Influence stays 1 (the scoring's goals at partial influence assume no chain above).
+
+A development tool: its findings become tests (``tests/core/solvers/test_random_rigs.py``,
+``tests/blender/test_bake_operator.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="articulate-fuzz-"))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "blender"))
+
+import bpy  # noqa: E402
+import numpy as np  # noqa: E402
+import parity_scenes as ps  # noqa: E402
+
+import cli  # noqa: E402
+
+
+def build(seed: int, frames: int) -> tuple[bpy.types.Object, dict]:
+    """The random scene of ``seed``; returns the armature and the IK settings drawn."""
+    rng = np.random.default_rng(seed)
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, frames
+    count = int(rng.integers(1, 8))
+    points = [np.zeros(3)]
+    for _ in range(count):
+        d = rng.normal(size=3)
+        points.append(points[-1] + d / np.linalg.norm(d) * rng.uniform(0.05, 0.6))
+    names = [f"B{k}" for k in range(count)]
+    spec = ps.chain_bones(names, points)
+    if count > 2 and rng.random() < 0.3:
+        j = int(rng.integers(0, count - 1))
+        spec.append(("S", tuple(points[j + 1]), tuple(points[j + 1] + rng.normal(size=3) * 0.3), names[j], False))
+    arm = ps.armature("Rig", spec)
+    if rng.random() < 0.3:
+        arm.scale = (float(rng.uniform(0.3, 3.0)),) * 3
+    if rng.random() < 0.3:
+        arm.rotation_euler = tuple(rng.normal(size=3))
+    bpy.context.view_layer.objects.active = arm
+    bpy.ops.object.mode_set(mode="POSE")
+    for pb in arm.pose.bones:
+        if rng.random() < 0.5:
+            for axis in "xyz":
+                if rng.random() < 0.6:
+                    low = rng.uniform(-180, 180)
+                    high = low + rng.choice([0.0, rng.uniform(0, 5), rng.uniform(0, 200)])
+                    ps.ik_limits(pb, **{axis: (low, min(high, 180))})
+                if rng.random() < 0.15:
+                    setattr(pb, f"lock_ik_{axis}", True)
+        if rng.random() < 0.2:
+            pb.ik_stretch = float(rng.uniform(0, 1))
+        pb.rotation_mode = str(rng.choice(["QUATERNION", "XYZ", "ZXY", "AXIS_ANGLE"]))
+    bpy.ops.object.mode_set(mode="OBJECT")
+    reach = float(sum(np.linalg.norm(np.diff(np.array(points), axis=0), axis=1))) * float(np.mean(arm.scale))
+    root = np.array(arm.matrix_world @ arm.data.bones[names[0]].head_local)
+    path = ps.target_path(frames, root, reach, phase=float(rng.uniform(0, 6)), out=bool(rng.random() < 0.7))
+    target = ps.empty("Target")
+    ps.key_locations(target, path, range(1, frames + 1))
+    settings = {}
+    if rng.random() < 0.3:
+        settings["use_tail"] = False
+    if rng.random() < 0.3:
+        settings["use_stretch"] = False
+    if rng.random() < 0.2:
+        settings["use_rotation"] = True
+    if rng.random() < 0.2:
+        settings["weight"] = float(rng.uniform(0.01, 1))
+    con = ps.add_ik(arm.pose.bones[names[-1]], target, chain_count=int(rng.integers(0, count + 2)), **settings)
+    if rng.random() < 0.3:
+        con.pole_target = ps.empty("Pole", tuple(rng.normal(size=3)))
+        con.pole_angle = float(rng.uniform(-3, 3))
+    if count > 2 and rng.random() < 0.3:
+        second = ps.empty("Target2")
+        ps.key_locations(second, path[::-1] * 0.9, range(1, frames + 1))
+        ps.add_ik(arm.pose.bones[names[int(rng.integers(1, count - 1))]], second, chain_count=int(rng.integers(0, 4)))
+    if rng.random() < 0.15:
+        arm.pose.ik_solver = "ITASC"
+    return arm, settings
+
+
+def check(seed: int, frames: int, verbose: bool) -> str:
+    """Bake the scene of ``seed`` and compare its report with playback; returns what went wrong ("" if nothing)."""
+    arm, settings = build(seed, frames)
+    bpy.context.view_layer.objects.active = arm
+    specs = ps.live_iks(arm)
+    report_path = Path(tempfile.mkdtemp(prefix="articulate-fuzz-")) / "report.json"
+    try:
+        bpy.ops.articulate.chains_from_constraints()
+        result = bpy.ops.articulate.bake(use_scene_settings=False, frame_start=1, frame_end=frames,
+                                         report_path=str(report_path))
+    except RuntimeError as err:  # an operator's error report: fine unless it carries a traceback
+        return f"EXC {err}" if "Traceback" in str(err) else ""
+    except Exception as err:  # noqa: BLE001 (anything else is a finding)
+        return f"EXC {type(err).__name__}: {err}\n{traceback.format_exc(limit=-4)}"
+    if "FINISHED" not in result or not specs or settings.get("use_rotation"):
+        return ""
+    if len({s.bones for s in specs}) < len(specs):
+        return ""
+    report = json.loads(report_path.read_text())
+    scored = ps.score(arm, specs, list(range(1, frames + 1)))
+    disagreements = ps.compare_report(report, specs, scored["residual_m"])
+    if not disagreements:
+        return ""
+    out = f"DISAGREE {disagreements[:3]}"
+    if verbose:
+        out += "".join(f"\n  chain {c['chain']} bones {c['bones']} solver {c['solver']} reasons {c['reasons'][:1]}"
+                       for c in report["chains"])
+        out += "".join(f"\n  {s}" for s in specs)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=300.0, help="stop starting new seeds after this long")
+    parser.add_argument("--first-seed", type=int, default=1000)
+    parser.add_argument("--seeds", default="", help="comma-separated seeds to run (verbose) instead")
+    parser.add_argument("--frames", type=int, default=24)
+    args = parser.parse_args()
+    cli.ensure_addon()
+    chosen = [int(s) for s in args.seeds.split(",") if s]
+    seeds = iter(chosen) if chosen else iter(range(args.first_seed, sys.maxsize))
+    end = time.time() + args.seconds
+    runs = found = 0
+    for seed in seeds:
+        if not chosen and time.time() > end:
+            break
+        finding = check(seed, args.frames, verbose=bool(chosen))
+        runs += 1
+        if finding:
+            found += 1
+            print(f"seed {seed}: {finding}", flush=True)
+    print(f"{runs} seeds, {found} findings")
+    return 0
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    sys.exit(code)
