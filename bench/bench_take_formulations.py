@@ -96,17 +96,37 @@ def batch_solve(t: Take, args) -> np.ndarray:
     return np.asarray(t.solver.solve(t.targets, None).q)
 
 
-def batch_solve_follow(t: Take, args) -> np.ndarray:
-    res = t.solver.solve(t.targets, None)
-    q = np.array(res.q)
+def _follow(t: Take, ahead: int) -> np.ndarray:
+    """The batch solve, then each frame that jumps from the one before descended from it (``ahead`` frames at once)."""
+    q = np.array(t.solver.solve(t.targets, None).q)
     d = be_bench.distance(t.skeleton, q, t.targets)
-    for f in range(1, len(q)):
+    n, f = len(q), 1
+    while f < n:
         if joint_steps(t.skeleton, q[f - 1], q[f]) <= JUMP:
+            f += 1
             continue
-        qn, dn = t.descend(q[f - 1 : f], slice(f, f + 1))
-        if dn[0] <= d[f] + SWITCH_MARGIN:
-            q[f], d[f] = qn[0], dn[0]
+        # The frames from f on descended at once from frame f - 1's answer; each kept, in order, while
+        # it ties the batch's answer and steps no more than JUMP from the frame before it.
+        stop = min(f + ahead, n)
+        qn, dn = t.descend(np.repeat(q[f - 1][None], stop - f, axis=0), slice(f, stop))
+        k = f
+        while k < stop and dn[k - f] <= d[k] + SWITCH_MARGIN and joint_steps(t.skeleton, q[k - 1], qn[k - f]) <= JUMP:
+            q[k], d[k] = qn[k - f], dn[k - f]
+            k += 1
+        if k == f:  # not even the first: it is kept where it ties, whatever it steps
+            if dn[0] <= d[f] + SWITCH_MARGIN:
+                q[f], d[f] = qn[0], dn[0]
+            k = f + 1
+        f = k
     return q
+
+
+def batch_solve_follow(t: Take, args) -> np.ndarray:
+    return _follow(t, 1)
+
+
+def batch_solve_follow_ahead(t: Take, args) -> np.ndarray:
+    return _follow(t, args.ahead)
 
 
 def _viterbi(t: Take, Q: np.ndarray, D: np.ndarray) -> np.ndarray:
@@ -139,47 +159,19 @@ def _library_starts(t: Take, count: int) -> np.ndarray:
     return project_configuration(t.skeleton, t.descent.chart.from_chart(chosen))
 
 
-def fixed_starts_dp(t: Take, args) -> np.ndarray:
+def _path(t: Take, first: np.ndarray, count: int) -> np.ndarray:
+    """The Viterbi path through ``first`` (N, dof) and the descents of every frame from ``count`` library starts."""
     n = len(t.targets)
-    picks = [t.skeleton.preferred_q, *_library_starts(t, args.starts - 1)]
-    Q, D = zip(*(t.descend(np.repeat(p[None], n, axis=0)) for p in picks))
-    return _viterbi(t, np.array(Q), np.array(D))
+    Q, D = zip(*(t.descend(np.repeat(p[None], n, axis=0)) for p in _library_starts(t, count)))
+    return _viterbi(t, np.array([first, *Q]), np.array([be_bench.distance(t.skeleton, first, t.targets), *D]))
+
+
+def fixed_starts_dp(t: Take, args) -> np.ndarray:
+    return _path(t, batch_descent(t, args), args.starts - 1)
 
 
 def batch_solve_dp(t: Take, args) -> np.ndarray:
-    n = len(t.targets)
-    q_b = np.asarray(t.solver.solve(t.targets, None).q)
-    picks = _library_starts(t, args.starts - 1)
-    Q, D = zip(*(t.descend(np.repeat(p[None], n, axis=0)) for p in picks))
-    Q = np.array([q_b, *Q])
-    D = np.array([be_bench.distance(t.skeleton, q_b, t.targets), *D])
-    return _viterbi(t, Q, D)
-
-
-def batch_solve_follow_ahead(t: Take, args) -> np.ndarray:
-    res = t.solver.solve(t.targets, None)
-    q = np.array(res.q)
-    d = be_bench.distance(t.skeleton, q, t.targets)
-    n, f = len(q), 1
-    while f < n:
-        if joint_steps(t.skeleton, q[f - 1], q[f]) <= JUMP:
-            f += 1
-            continue
-        # The frames from f on descended at once from frame f - 1's answer; each kept, in order, while
-        # it ties the batch's answer and steps no more than JUMP from the frame before it.
-        stop = min(f + args.ahead, n)
-        qn, dn = t.descend(np.repeat(q[f - 1][None], stop - f, axis=0), slice(f, stop))
-        k = f
-        while k < stop and dn[k - f] <= d[k] + SWITCH_MARGIN and joint_steps(t.skeleton, q[k - 1], qn[k - f]) <= JUMP:
-            q[k], d[k] = qn[k - f], dn[k - f]
-            k += 1
-        if k == f:  # not even the first: one descent from the frame before, as the plain follow
-            q1, d1 = t.descend(q[f - 1 : f], slice(f, f + 1))
-            if d1[0] <= d[f] + SWITCH_MARGIN:
-                q[f], d[f] = q1[0], d1[0]
-            k = f + 1
-        f = k
-    return q
+    return _path(t, batch_solve(t, args), args.starts - 1)
 
 
 def _rest(t: Take, n: int) -> np.ndarray:
