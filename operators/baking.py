@@ -901,7 +901,8 @@ def _add_notes(bake: _Bake, report: dict) -> None:
         for w in playback.override_warnings(f"chain {name!r}", sources)] + [
         w for p in prepared if plans and p.settings.name in plans and plans[p.settings.name].foot is not None
         for w in playback.override_warnings(f"chain {p.settings.name!r}'s foot",
-                                            playback.overriding(bake.arm, [p.source.foot_bone]))]
+                                            playback.overriding(bake.arm, [p.source.foot_bone]))] + (
+        playback.unsteady_ik_warnings(bake.arm, [b.name for p in prepared for b in p.bones]))
     for name, fixed in corrections.items():
         still = np.isin(bake.frames, by_name[name]["overridden_frames"])
         report.setdefault("notes", []).append(

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import bpy
 import numpy as np
 
-from . import bridge, compat
+from . import bridge, compat, playback
 from .polls import armature_poll, chain_poll
 
 # Bones a limb's IK target stands for: Blender's IK constraint for them sits on their parent
@@ -367,6 +367,8 @@ def convert_constraints(arm: bpy.types.Object, frame: int | None = None) -> tupl
             notes += [f"{pb.name}: {n}" if n.startswith("IK") else n
                       for n in (note, copy_influence(arm, con, chain, driven)) if n]
             made += 1
+    if made:
+        notes += playback.unsteady_ik_warnings(arm, [b.name for b in arm.pose.bones])
     if itasc and made:
         notes.append(f"armature {arm.name!r} is solved by iTaSC: its solver settings (precision, iterations, "
                      "reiteration) are not carried over; the chains use Articulate's solvers")

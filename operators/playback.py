@@ -69,6 +69,37 @@ def _ik_chain(pb: bpy.types.PoseBone, con: bpy.types.Constraint) -> list[str]:
     return [b.name for b in bones]
 
 
+def unsteady_ik_warnings(arm: bpy.types.Object, bones: Sequence[str]) -> list[str]:
+    """Warnings for IK constraints Blender evaluates in a different order from one evaluation to the next.
+
+    Measured on Blender 4.2-5.0: when the chain of one IK constraint (with a target, muted or
+    not) lies inside another's, with another tip and another root bone, the pose of the inner
+    chain's root and every bone below it changes between evaluations of one frame, by up to the
+    pose of the frame evaluated before (a race in Blender's dependency graph; live, Blender's own
+    IK flickers there too). Removing either constraint, or giving both the same root bone, makes
+    playback repeatable; muting does not. One warning per such pair that holds one of ``bones``.
+    """
+    chains = [(pb, con, _ik_chain(pb, con)) for pb in arm.pose.bones for con in pb.constraints
+              if con.type == "IK" and getattr(con, "target", None) is not None]
+    wanted = set(bones)
+    out = []
+    for inner_pb, inner, inner_bones in chains:
+        for outer_pb, outer, outer_bones in chains:
+            if (inner is outer or not inner_bones or inner_bones[0] == outer_bones[0]
+                    or inner_bones[-1] == outer_bones[-1] or not set(inner_bones) < set(outer_bones)):
+                continue
+            root = arm.pose.bones[inner_bones[-1]]
+            unsteady = {root.name, *(b.name for b in root.children_recursive)}
+            if unsteady & wanted:
+                out.append(
+                    f"IK {inner.name!r} on {inner_pb.name} lies inside IK {outer.name!r} on {outer_pb.name} but starts "
+                    f"at another bone ({root.name}, not {outer_bones[-1]}): Blender evaluates such a pair, muted or "
+                    f"live, in an order that changes between evaluations, so playback of {root.name} and the bones "
+                    "below it can show a stale pose and differ from this report; delete the constraint you no "
+                    "longer need, or give both the same root bone (Chain Length)")
+    return out
+
+
 def overriding(arm: bpy.types.Object, bones: Sequence[str]) -> dict[str, list[str]]:
     """Per bone of ``bones``, the live constraints and drivers that override its keys.
 

@@ -227,3 +227,41 @@ def test_itasc_goals_convert_or_are_named(empty_scene, addon_module):
     assert "'plane' leaves its location goal free along Z" in text
     assert "solved by iTaSC" in text
     assert arm.articulate.chains[0].use_stretch
+
+
+@pytest.mark.parametrize("inner_chain_count, warned", [(2, True), (1, True), (3, False)])
+def test_an_ik_chain_inside_another_on_its_own_root_is_warned_as_unsteady_in_playback(
+        empty_scene, addon_module, tmp_path, inner_chain_count, warned):
+    """Blender evaluates an IK constraint whose chain lies inside another's, on another root bone, in an order that
+    changes between evaluations (muted or live; found by dev/fuzz_bake.py: the same keys played one frame back and
+    forth showed two poses). Conversion and the bake warn, naming both constraints and the bone from which playback
+    is unsteady; with the same root bone (inner chain of 3) Blender evaluates them steadily and nothing is said."""
+    data = bpy.data.armatures.new("Tail")
+    arm = bpy.data.objects.new("Tail", data)
+    bpy.context.scene.collection.objects.link(arm)
+    bpy.context.view_layer.objects.active = arm
+    bpy.ops.object.mode_set(mode="EDIT")
+    parent = None
+    for k in range(6):
+        eb = data.edit_bones.new(f"B{k}")
+        eb.head, eb.tail = (0.0, 0.03 * (k % 2), 0.3 * k), (0.0, 0.03 * ((k + 1) % 2), 0.3 * (k + 1))
+        if parent is not None:
+            eb.parent, eb.use_connect = parent, True
+        parent = eb
+    bpy.ops.object.mode_set(mode="OBJECT")
+    outer = arm.pose.bones["B5"].constraints.new("IK")
+    outer.target, outer.chain_count = animated_target("Tout", (0.6, 0.2, 1.2), (0.3, -0.5, 1.4)), 5  # B1..B5
+    inner = arm.pose.bones["B3"].constraints.new("IK")
+    inner.target, inner.chain_count = animated_target("Tin", (0.3, 0.3, 0.9), (0.2, -0.3, 0.8)), inner_chain_count
+    root = f"B{4 - inner_chain_count}"
+    made, notes = addon_module("operators.chains").convert_constraints(arm)
+    assert made == 2
+    unsteady = [n for n in notes if "order that changes between evaluations" in n]
+    report = _bake(tmp_path)
+    baked = [w for w in report["warnings"] if "order that changes between evaluations" in w]
+    if warned:
+        assert len(unsteady) == 1 and unsteady == baked
+        assert f"IK {inner.name!r} on B3 lies inside IK {outer.name!r} on B5" in baked[0]
+        assert f"({root}, not B1)" in baked[0] and "muted or live" in baked[0]
+    else:
+        assert unsteady == baked == []
