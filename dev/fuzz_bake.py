@@ -11,15 +11,16 @@ rotation modes per bone, an IK constraint on the last bone (random chain length,
 weight, a pole, iTaSC) and sometimes a second one further up (chains sharing bones: a tree), the
 targets keyed along a path that leaves the chain's reach. Then ``articulate.chains_from_constraints``
 and ``articulate.bake`` with their defaults, and the report compared with playback (the parity
-scenes' scoring, ``tests/blender/parity_scenes.py``). Printed: a bake that fails with a traceback or
-an exception other than the operator's error report (``EXC``), and a report that disagrees with
-playback (``DISAGREE``, with ``--seeds`` the chains, constraints and bones too). Skipped from the
-comparison, as the scoring cannot judge them: targets with rotation, two chains of the same
-bones, and rigs the bake warns Blender plays back unsteadily (an IK chain inside another on its own root
-bone: the same keys give one of two poses per evaluation). Influence stays 1 (the scoring's goals at partial influence assume no chain above).
+scenes' scoring, ``tests/blender/parity_scenes.py``). Printed: a bake that fails with a traceback,
+an "unexpected error" report or an exception other than the operator's error report (``EXC``), and
+a report that disagrees with playback (``DISAGREE``, with ``--seeds`` the chains, constraints and
+bones too). Skipped from the comparison, as the scoring cannot judge them: targets with rotation,
+two chains of the same bones, and rigs the bake warns Blender plays back unsteadily (an IK chain
+inside another on its own root bone: the same keys give one of two poses per evaluation).
+Influence stays 1 (the scoring's goals at partial influence assume no chain above).
 
 A development tool: its findings become tests (``tests/core/solvers/test_random_rigs.py``,
-``tests/blender/test_bake_operator.py``).
+``tests/blender/test_bake_operator.py``, ``tests/blender/test_honest_bakes.py``).
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ def check(seed: int, frames: int, verbose: bool) -> str:
         result = bpy.ops.articulate.bake(use_scene_settings=False, frame_start=1, frame_end=frames,
                                          report_path=str(report_path))
     except RuntimeError as err:  # an operator's error report: fine unless it carries a traceback
-        return f"EXC {err}" if "Traceback" in str(err) else ""
+        return f"EXC {err}" if "Traceback" in str(err) or "unexpected error" in str(err) else ""
     except Exception as err:  # noqa: BLE001 (anything else is a finding)
         return f"EXC {type(err).__name__}: {err}\n{traceback.format_exc(limit=-4)}"
     if "FINISHED" not in result or not specs or settings.get("use_rotation"):

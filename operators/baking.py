@@ -411,7 +411,9 @@ def _track_tree(arm, unit: SolveUnit, prepared, samples, q0, scale: float, robot
             hang = p.bones[j - 1]
             tail_base = base @ frames_tree[:, tree_index[hang.name]] @ np.linalg.inv(
                 bridge.matrix_to_array(hang.bone.matrix_local))
-            rotvecs = rot.matrix_to_rotvec(np.stack([rotation_of[b.name][0] for b in tail]))
+            # A bone the tree leaves still (every axis locked) has no rotation here; its joint is not in q.
+            rotvecs = rot.matrix_to_rotvec(np.stack([rotation_of[b.name][0] if b.name in rotation_of else np.eye(3)
+                                                     for b in tail]))
             tail_starts = None if free is None else initial_q(
                 sub, rot.matrix_to_rotvec(np.stack([free_of[b.name] for b in tail], axis=1)))
             res = track_chain(solver_for(sub, scale), tail_base, samples[e].target, initial_q(sub, rotvecs),

@@ -265,3 +265,39 @@ def test_an_ik_chain_inside_another_on_its_own_root_is_warned_as_unsteady_in_pla
         assert f"({root}, not B1)" in baked[0] and "muted or live" in baked[0]
     else:
         assert unsteady == baked == []
+
+
+def test_a_tree_member_whose_own_bone_is_locked_on_every_axis_bakes(empty_scene, addon, tmp_path):
+    """Two chains sharing their upper bones; the longer one's own bones below them, solved again where its target
+    is beyond reach, start with a bone locked on every axis. The bake failed with a KeyError (the tree's rotations
+    hold only bones that move; found by dev/fuzz_bake.py); now it bakes, the locked bone keeps its pose, and the
+    report is what playback shows."""
+    data = bpy.data.armatures.new("Tree")
+    arm = bpy.data.objects.new("Tree", data)
+    bpy.context.scene.collection.objects.link(arm)
+    bpy.context.view_layer.objects.active = arm
+    bpy.ops.object.mode_set(mode="EDIT")
+    parent = None
+    for k in range(5):
+        eb = data.edit_bones.new(f"B{k}")
+        eb.head, eb.tail = (0.0, 0.04 * (k % 2), 0.4 * k), (0.0, 0.04 * ((k + 1) % 2), 0.4 * (k + 1))
+        if parent is not None:
+            eb.parent, eb.use_connect = parent, True
+        parent = eb
+    bpy.ops.object.mode_set(mode="OBJECT")
+    locked = arm.pose.bones["B3"]
+    locked.lock_ik_x = locked.lock_ik_y = locked.lock_ik_z = True
+    far = arm.pose.bones["B4"].constraints.new("IK")
+    far.target, far.chain_count = animated_target("Tfar", (0.5, 0.3, 1.6), (3.0, 0.0, 1.0)), 4  # B1..B4, leaves reach
+    near = arm.pose.bones["B2"].constraints.new("IK")
+    near.target, near.chain_count = animated_target("Tnear", (0.3, 0.2, 1.0), (0.2, -0.2, 1.1)), 2  # B1, B2
+    assert bpy.ops.articulate.chains_from_constraints() == {"FINISHED"}
+    report = _bake(tmp_path)
+    assert any("one tree" in n for n in report["notes"])
+    bpy.context.scene.frame_set(20)
+    assert np.allclose(np.array(locked.matrix_basis), np.eye(4), atol=1e-6)
+    for chain in report["chains"]:
+        tip, target = ("B4", "Tfar") if chain["bones"][-1] == "B4" else ("B2", "Tnear")
+        d = _tip_distance(arm, tip, bpy.data.objects[target], 20)
+        assert d == pytest.approx(chain["position_error_m"][19], abs=1e-5)
+    assert not report["chains"][0]["converged"][19] or not report["chains"][1]["converged"][19]
