@@ -10,14 +10,16 @@ sometimes a side branch, a uniform scale and a turn), random IK limits and locks
 rotation modes per bone, an IK constraint on the last bone (random chain length, Use Tail, Stretch,
 weight, a pole, iTaSC) and sometimes a second one further up (chains sharing bones: a tree), the
 targets keyed along a path that leaves the chain's reach. Then ``articulate.chains_from_constraints``
-and ``articulate.bake`` with their defaults, and the report compared with playback (the parity
-scenes' scoring, ``tests/blender/parity_scenes.py``). Printed: a bake that fails with a traceback,
-an "unexpected error" report or an exception other than the operator's error report (``EXC``), and
-a report that disagrees with playback (``DISAGREE``, with ``--seeds`` the chains, constraints and
-bones too). Skipped from the comparison, as the scoring cannot judge them: targets with rotation,
-two chains of the same bones, and rigs the bake warns Blender plays back unsteadily (an IK chain
-inside another on its own root bone: the same keys give one of two poses per evaluation).
-Influence stays 1 (the scoring's goals at partial influence assume no chain above).
+and ``articulate.bake`` with their defaults (and, unless ``--plain``, the rig features and bake options
+of ``extras``), and the report compared with playback (the parity scenes' scoring,
+``tests/blender/parity_scenes.py``). Printed: a bake that fails with a traceback, an "unexpected
+error" report or an exception other than the operator's error report (``EXC``), a failed bake that
+changed the scene (``CHANGED``), keys outside the range lost (``LOST``), and a report that disagrees
+with playback (``DISAGREE``, with ``--seeds`` the chains, constraints and bones too). Skipped from
+the comparison, as the scoring cannot judge them: targets with rotation, two chains of the same
+bones, and rigs the bake warns Blender plays back unsteadily (an IK chain inside another on its own
+root bone: the same keys give one of two poses per evaluation). Influence stays 1 (the scoring's
+goals at partial influence assume no chain above).
 
 A development tool: its findings become tests (``tests/core/solvers/test_random_rigs.py``,
 ``tests/blender/test_bake_operator.py``, ``tests/blender/test_honest_bakes.py``).
@@ -206,6 +208,23 @@ def _judged_apart(disagreement: str, report: dict, options: dict) -> bool:
     return solver_error <= entry["tolerance_m"] + ps.FLOAT_SLACK_M
 
 
+def _state(scene: bpy.types.Scene) -> tuple:
+    """What a failed bake must leave as it was: constraints' mute and influence, every F-curve's keys, the pose
+    channels, the markers and the current frame."""
+    keys, channels, cons = [], [], []
+    for obj in scene.objects:
+        for fc in ps._fcurves(obj):
+            co = np.empty(2 * len(fc.keyframe_points), dtype=np.float32)
+            fc.keyframe_points.foreach_get("co", co)
+            keys.append((obj.name, fc.data_path, fc.array_index, tuple(np.round(co, 5))))
+        if obj.pose is not None:
+            for pb in obj.pose.bones:
+                channels.append((obj.name, pb.name, tuple(np.round(np.array(pb.matrix_basis), 5).ravel())))
+                cons += [(obj.name, pb.name, c.name, c.mute, round(c.influence, 6)) for c in pb.constraints]
+    return (tuple(sorted(keys)), tuple(channels), tuple(cons),
+            tuple((m.name, m.frame) for m in scene.timeline_markers), scene.frame_current)
+
+
 def check(seed: int, frames: int, verbose: bool, more: bool = True) -> str:
     """Bake the scene of ``seed`` and compare its report with playback; returns what went wrong ("" if nothing)."""
     arm, settings = build(seed, frames)
@@ -213,12 +232,19 @@ def check(seed: int, frames: int, verbose: bool, more: bool = True) -> str:
     bpy.context.view_layer.objects.active = arm
     specs = ps.live_iks(arm)
     report_path = Path(tempfile.mkdtemp(prefix="articulate-fuzz-")) / "report.json"
+    before = None
     try:
         bpy.ops.articulate.chains_from_constraints()
+        bpy.context.scene.frame_set(bpy.context.scene.frame_current)  # channels as the keys give them
+        before = _state(bpy.context.scene)
         result = bpy.ops.articulate.bake(use_scene_settings=False, frame_start=1, frame_end=frames,
                                          report_path=str(report_path), **drawn["options"])
     except RuntimeError as err:  # an operator's error report: fine unless it carries a traceback
-        return f"EXC {err}" if "Traceback" in str(err) or "unexpected error" in str(err) else ""
+        if "Traceback" in str(err) or "unexpected error" in str(err):
+            return f"EXC {err}"
+        if before is not None and _state(bpy.context.scene) != before:
+            return f"CHANGED by a failed bake ({str(err).strip()[:200]})"
+        return ""
     except Exception as err:  # noqa: BLE001 (anything else is a finding)
         return f"EXC {type(err).__name__}: {err}\n{traceback.format_exc(limit=-4)}"
     if "FINISHED" not in result:
