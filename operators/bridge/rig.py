@@ -190,7 +190,9 @@ def bone_limit(pb: bpy.types.PoseBone) -> SwingTwistLimit | EulerLimit | None:
         n = int(np.argmax(lower > upper))
         raise BridgeError(
             f"bone {pb.name!r}: its IK limits and Limit Rotation constraints leave no room on axis "
-            f"{AXES[n].upper()} (min {np.degrees(lower[n]):.1f} > max {np.degrees(upper[n]):.1f} degrees)"
+            f"{AXES[n].upper()} (min {np.degrees(lower[n]):.1f} > max {np.degrees(upper[n]):.1f} degrees): no "
+            f"rotation keeps them all; widen or turn off one of them (the IK limit in the Bone Limits panel, or the "
+            f"constraint's Limit {AXES[n].upper()})"
         )
     if np.all(lower <= 0.0) and np.all(upper >= 0.0):
         return SwingTwistLimit(tuple(lower), tuple(upper), tuple(locked))

@@ -302,3 +302,26 @@ def test_a_tree_member_whose_own_bone_is_locked_on_every_axis_bakes(empty_scene,
         d = _tip_distance(arm, tip, bpy.data.objects[target], 20)
         assert d == pytest.approx(chain["position_error_m"][19], abs=1e-5)
     assert not report["chains"][0]["converged"][19] or not report["chains"][1]["converged"][19]
+
+
+def test_ik_limits_and_a_limit_rotation_that_leave_no_room_are_refused_naming_what_to_widen(empty_scene, addon):
+    """An IK limit on X of -10-150 degrees and a Limit Rotation of -90 to -30 degrees on the same bone: no rotation
+    keeps both, so the bake refuses, naming the bone, the axis, both ranges and what to widen, and changes nothing (the
+    IK constraint stays live, no action is made)."""
+    import math
+
+    arm = arm_of_three()
+    elbow = arm.pose.bones["Elbow"]
+    elbow.use_ik_limit_x, elbow.ik_min_x, elbow.ik_max_x = True, math.radians(-10), math.radians(150)
+    limit = elbow.constraints.new("LIMIT_ROTATION")
+    limit.owner_space, limit.use_limit_x = "LOCAL", True
+    limit.min_x, limit.max_x = math.radians(-90), math.radians(-30)
+    ik = arm.pose.bones["Wrist"].constraints.new("IK")
+    ik.target, ik.chain_count = animated_target("T", (0.3, 0.2, 0.8), (-0.2, 0.3, 0.7)), 3
+    assert bpy.ops.articulate.chains_from_constraints() == {"FINISHED"}
+    with pytest.raises(RuntimeError) as refused:
+        bpy.ops.articulate.bake(use_scene_settings=False, frame_start=1, frame_end=20)
+    text = str(refused.value)
+    assert "'Elbow'" in text and "no room on axis X (min -10.0 > max -30.0 degrees)" in text
+    assert "widen or turn off one of them" in text and "Limit X" in text and "Traceback" not in text
+    assert not ik.mute and (arm.animation_data is None or arm.animation_data.action is None)
