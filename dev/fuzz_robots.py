@@ -50,8 +50,8 @@ import ctypes
 import importlib
 import io
 import json
-import math
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -76,6 +76,8 @@ ODD_NAMES = ("tool", "joint with spaces", "gelenk_\u00e4\u00df", "a.b.c", "x[0]"
              "n" * 70, "n" * 70 + "_twin", " padded", "a,b")
 DAMAGES = ("truncated", "nan_origin", "inf_origin", "missing_parent", "closed_loop", "no_root", "mimic_cycle",
            "lower_above_upper", "zero_axis", "duplicate_link", "duplicate_joint", "no_limit")
+# Refusals of a valid file that are right: a chain whose every joint has a single-value range cannot move.
+FAIR_REFUSALS = ("every joint is locked",)
 LIMIT_TOLERANCE = 1e-9  # keys are stored float32, but the bake moves a key on its limit one float32 step inside
 
 
@@ -133,9 +135,10 @@ class Seed:
     def note(self, text: str) -> None:
         self.log.append(text)
 
-    def run(self, what: str, op, **kwargs) -> tuple[bool, str]:
-        """Run operator ``op``; returns (finished, its error text or output). Records the findings it shows."""
-        before = data_counts()
+    def run(self, what: str, op, valid: bool = False, **kwargs) -> tuple[bool, str]:
+        """Run operator ``op``; returns (finished, its error text or output). Records the findings it shows:
+        with ``valid`` (the input is one the operator must take) a refusal too."""
+        before, known = data_counts(), len(self.findings)
         error = ""
         with captured() as out:
             try:
@@ -151,6 +154,8 @@ class Seed:
         elif "Traceback" in printed or UNEXPECTED in printed or "Error in Driver" in printed:
             self.findings.append(f"EXC {what} printed: {tail(printed)}")
         done = "FINISHED" in result
+        if not done and valid and len(self.findings) == known and not any(r in error for r in FAIR_REFUSALS):
+            self.findings.append(f"REFUSED {what} refused a valid input: {first_line(error) or result}")
         if not done:
             after = data_counts()
             if after != before:
@@ -300,18 +305,20 @@ def random_urdf(rng, damage: str) -> tuple[str, list[str]]:
                        "limit": _limit(rng, jtype) if jtype in ("revolute", "prismatic", "continuous") else "",
                        "mimic": ""})
     moving = [j for j in joints if j["type"] in ("revolute", "prismatic", "continuous")]
+    sources: set[str] = set()  # joints a mimic names ahead of them: they must not mimic (no cycles)
     for k, j in enumerate(joints):
         r = rng.random()
         if j["type"] == "fixed" and r < 0.08 and moving:
             j["mimic"] = f"<mimic joint={quoteattr(moving[0]['name'])}/>"  # dropped, with a note
-        elif j in moving and r < 0.3:
+        elif j in moving and r < 0.3 and j["name"] not in sources:
             earlier = [m for m in moving if joints.index(m) < k]
             pick = rng.random()
             if pick < 0.1:
                 source = "ghost"  # names no joint: dropped, with a note
             elif pick < 0.2 or not earlier:
-                later = [m for m in moving if joints.index(m) > k and not m["mimic"]]
-                source = later[0]["name"] if later else "ghost"
+                later = [m for m in moving if joints.index(m) > k]
+                source = later[0]["name"] if later else "ghost"  # a forward reference
+                sources.add(source)
             else:
                 source = earlier[int(rng.integers(len(earlier)))]["name"]  # perhaps itself a mimic
             multiplier = rng.choice([1.0, -1.0, -2.5, 0.5, 0.0, 1e-5, 3.0, rng.normal()])
@@ -509,7 +516,7 @@ def drive_joints(s: Seed, rng, arm) -> None:
     write_joint_csv(path, names, t, q, rng)
     start = int(rng.integers(-5, 30))
     timing = bool(rng.random() < 0.8)
-    done, _ = s.run("trajectory_import", bpy.ops.articulate.trajectory_import, filepath=str(path),
+    done, _ = s.run("trajectory_import", bpy.ops.articulate.trajectory_import, valid=True, filepath=str(path),
                     start_frame=start, use_file_timing=timing)
     if not done:
         return
@@ -557,7 +564,8 @@ def drive_cartesian(s: Seed, rng, arm) -> None:
         path = s.folder / f"poses_{k}.csv"
         write_pose_csv(path, t, poses)
         bake_now = k == len(chains) - 1 and rng.random() < 0.3
-        done, _ = s.run(f"cartesian_import chain {k}", bpy.ops.articulate.cartesian_import, filepath=str(path),
+        done, _ = s.run(f"cartesian_import chain {k}", bpy.ops.articulate.cartesian_import, valid=True,
+                        filepath=str(path),
                         chain=chain.name, pose_frame=base_frame, start_frame=start, bake=bake_now)
         if not done:
             return
@@ -568,7 +576,7 @@ def drive_cartesian(s: Seed, rng, arm) -> None:
     report = None
     if not bake_now:
         report_path = s.folder / "bake.json"
-        done, _ = s.run("bake", bpy.ops.articulate.bake, use_scene_settings=False, frame_start=span[0],
+        done, _ = s.run("bake", bpy.ops.articulate.bake, valid=True, use_scene_settings=False, frame_start=span[0],
                         frame_end=span[1], report_path=str(report_path))
         if not done:
             return
@@ -585,8 +593,9 @@ def check_bake(s: Seed, arm, span: tuple[int, int], report: dict | None) -> np.n
     bad = ~np.isfinite(keys)
     if bad.any():
         rows, cols = np.nonzero(bad)
+        where = sorted(set(frames[rows].astype(int).tolist()))[:5]
         s.findings.append(f"NAN the bake finished with non-finite keys: joints "
-                          f"{sorted({joints[c]['name'] for c in cols})} on frames {sorted(set(frames[rows].astype(int)))[:5]}")
+                          f"{sorted({joints[c]['name'] for c in cols})} on frames {where}")
     for k, j in enumerate(joints):
         if j["kind"] == "continuous":
             continue
@@ -617,7 +626,7 @@ def check_mimics(s: Seed, arm, frames: list[int]) -> None:
     model = addon("ik_core.robots.model").RobotModel.from_json(arm["articulate_robot_model"])
     sk = model.skeleton
     pairs = []
-    for i, joint in enumerate(sk.joints):
+    for joint in sk.joints:
         if joint.mimic is None or joint.name not in arm.pose.bones:
             continue
         urdf_joint = model.urdf.joint(joint.name)
@@ -625,6 +634,7 @@ def check_mimics(s: Seed, arm, frames: list[int]) -> None:
             continue
         source = model.urdf.joint(urdf_joint.mimic.joint)
         pairs.append((joint.name, urdf_joint.type, source.name, source.type, urdf_joint.mimic))
+    s.note(f"mimic joints checked: {len(pairs)}")
     if not pairs:
         return
     scene = bpy.context.scene
@@ -646,16 +656,18 @@ def check_mimics(s: Seed, arm, frames: list[int]) -> None:
 
 def check_and_export(s: Seed, rng, arm, span: tuple[int, int], keys: np.ndarray, file_values) -> None:
     """Check Trajectory, then exports of the trajectory's frames whose rows and values must be the keys'."""
-    s.run("trajectory_check", bpy.ops.articulate.trajectory_check, report_path=str(s.folder / "check.json"))
+    s.run("trajectory_check", bpy.ops.articulate.trajectory_check, valid=True,
+          report_path=str(s.folder / "check.json"))
     names = [j["name"] for j in _info(arm)["joints"]]
     if file_values is not None and not np.allclose(keys, file_values, rtol=1e-6, atol=1e-5):
         worst = float(np.max(np.abs(keys - file_values)))
         s.findings.append(f"KEYS the joint file's values are keyed up to {worst:.3g} off")
     scene = bpy.context.scene
     fps = scene.render.fps / scene.render.fps_base
+    exported = []
     for fmt in rng.permutation(["CSV", "JSON", "MCAP"])[: int(rng.integers(1, 4))]:
-        rate = 0.0 if rng.random() < 0.8 else float(rng.choice([5.0, 100.0, fps * 0.5, 13.7]))
-        out = s.folder / f"export.{fmt.lower()}"
+        rate = 0.0 if rng.random() < 0.8 else float(rng.choice([5.0, 100.0, fps * 0.5, round(fps, 2), 13.7]))
+        out = s.folder / f"export{len(list(s.folder.glob('export*')))}.{fmt.lower()}"
         done, error = s.run(f"trajectory_export {fmt} rate {rate}", bpy.ops.articulate.trajectory_export,
                             filepath=str(out), file_format=fmt, rate=rate)
         if not done:
@@ -667,7 +679,8 @@ def check_and_export(s: Seed, rng, arm, span: tuple[int, int], keys: np.ndarray,
             s.findings.append(f"EXPORT {fmt} does not read back: {type(err).__name__}: {err}")
             continue
         n = span[1] - span[0] + 1
-        expected = n if not rate else int(np.floor((span[1] - span[0]) / fps * rate + 1e-9)) + 1
+        held = float(np.float32(rate))  # Rate is a float property: single precision, as the operator reads it
+        expected = n if not rate else int(np.floor((span[1] - span[0]) / fps * held + 1e-9)) + 1
         if len(times) != expected:
             s.findings.append(f"EXPORT {fmt} (rate {rate}) has {len(times)} rows, the baked frames "
                               f"{span[0]}..{span[1]} make {expected}")
@@ -680,6 +693,27 @@ def check_and_export(s: Seed, rng, arm, span: tuple[int, int], keys: np.ndarray,
                               f"{float(np.nanmax(np.abs(values - keys))):.3g}")
         if not np.all(np.isfinite(values)):
             s.findings.append(f"EXPORT {fmt} holds non-finite values")
+        elif not rate:
+            exported.append((fmt, out))
+    if exported and rng.random() < 0.5:  # last: the import changes the scene's clock and the stored trajectory
+        fmt, out = exported[int(rng.integers(len(exported)))]
+        round_trip(s, arm, span, keys, out, fmt)
+
+
+def round_trip(s: Seed, arm, span: tuple[int, int], keys: np.ndarray, path: Path, fmt: str) -> None:
+    """The export imported back by Import Joint Trajectory: the same keys on the same frames."""
+    done, error = s.run(f"trajectory_import of the {fmt} export", bpy.ops.articulate.trajectory_import,
+                        filepath=str(path), start_frame=span[0])
+    if not done:
+        s.findings.append(f"ROUNDTRIP the {fmt} export does not import back: {first_line(error)}")
+        return
+    if _stored_range(arm) != span:
+        s.findings.append(f"ROUNDTRIP the {fmt} export imports back on frames {_stored_range(arm)}, not {span}")
+        return
+    again = addon("operators.bridge.robot").read_joint_values(arm, np.arange(span[0], span[1] + 1, dtype=float))
+    if not np.allclose(again, keys, rtol=1e-6, atol=1e-6):
+        s.findings.append(f"ROUNDTRIP the {fmt} export imports back up to {float(np.max(np.abs(again - keys))):.3g} "
+                          "off the keys it was exported from")
 
 
 def read_export(path: Path, fmt: str, names: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -702,6 +736,13 @@ def read_export(path: Path, fmt: str, names: list[str]) -> tuple[list[str], np.n
     return list(traj.joint_names), np.asarray(traj.times), np.asarray(traj.positions)
 
 
+def kind_of(finding: str) -> str:
+    """A finding's kind for the summary: its first word, and for an unexpected error where it happened."""
+    where = re.search(r"\((\w+) at ([\w.]+:\d+)", finding)
+    words = finding.split()
+    return f"{words[0]} {where.group(1)} at {where.group(2)}" if where else " ".join(words[:2])
+
+
 def main() -> int:
     global ADDON
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -716,6 +757,7 @@ def main() -> int:
     seeds = iter(chosen) if chosen else iter(range(args.first_seed, sys.maxsize))
     end = time.time() + args.seconds
     runs = found = 0
+    kinds: dict[str, list[int]] = {}  # distinct kinds of finding, with their seeds
     scratch = Path(tempfile.mkdtemp(prefix="articulate-fuzz-robots-"))
     for seed in seeds:
         if not chosen and time.time() > end:
@@ -735,10 +777,13 @@ def main() -> int:
             found += 1
             for finding in dict.fromkeys(result.findings):
                 print(f"seed {seed}: {finding}", flush=True)
+                kinds.setdefault(kind_of(finding), []).append(seed)
             if args.keep:
                 shutil.copytree(folder, Path(args.keep) / f"seed_{seed}", dirs_exist_ok=True)
         shutil.rmtree(folder, ignore_errors=True)
     shutil.rmtree(scratch, ignore_errors=True)
+    if kinds:
+        print("distinct: " + "; ".join(f"{k} x{len(v)} (seed {v[0]})" for k, v in kinds.items()))
     print(f"{runs} seeds, {found} findings")
     return 0
 

@@ -14,6 +14,7 @@ from ..ik_core import ArticulateError, effector_poses, solve_track
 from ..ik_core.model.rotations import matrix_to_rotvec
 from ..ik_core.robots.model import RobotModel, wrap_into_limits
 from ..ik_core.solvers import make_solver
+from ..ik_core.trajectory.check import limit_slack
 from . import bridge, playback
 from .baking import BakeFailed, chain_solver, check_target, mark_missed_frames, progress_callback
 from .bridge.robot import current_joint_values, robot_model, set_joint_values, write_joint_values
@@ -145,13 +146,17 @@ def inside_as_float32(values: np.ndarray, lower: np.ndarray, upper: np.ndarray) 
 
     A key is stored as float32, so a joint held on its limit (-2.8973 rad) would otherwise
     play back, and export, 5e-9 rad outside it. Values already outside are left for the limit
-    check to report; every other value is returned unchanged.
+    check to report; every other value is returned unchanged, and so is a value in a range no
+    float32 lies in (its key is the float32 nearest it, within the check's :func:`limit_slack`).
     """
     single = values.astype(np.float32)
     below = (values >= lower) & (single.astype(float) < lower)
     above = (values <= upper) & (single.astype(float) > upper)
     up = np.nextafter(single, np.float32(np.inf)).astype(float)
     down = np.nextafter(single, np.float32(-np.inf)).astype(float)
+    # A range narrower than a float32 step (a single value) holds no float32: keep the nearest one.
+    below &= up <= upper
+    above &= down >= lower
     return np.where(below, up, np.where(above, down, values))
 
 
@@ -262,7 +267,8 @@ def _chain_reports(
     """Per chain of a group: errors by forward kinematics of the keyed values, convergence, limits."""
     sk = group.skeleton
     lower, upper = sk.lower, sk.upper
-    outside = np.sum((keys < lower - 1e-9) | (keys > upper + 1e-9), axis=1)
+    slack = limit_slack(lower, upper)
+    outside = np.sum((keys < lower - slack) | (keys > upper + slack), axis=1)
     out = []
     for e, chain in enumerate(group.chains):
         pose = effector_poses(sk, keys, chain.tool_link)

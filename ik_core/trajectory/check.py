@@ -20,6 +20,22 @@ from .model import JointTrajectory, TrajectoryError
 _LIMIT_TOL = 1e-9
 
 
+def limit_slack(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """(J,) how far [rad or m] a joint value may lie beyond its limits and still count as inside.
+
+    One single-precision step at the limits' magnitude (at least 1e-9): Blender keys are float32,
+    and a range narrower than that step (a joint whose range is a single value, 0.3 rad) holds no
+    float32 at all, so its key is the float32 nearest the range.
+
+    Args:
+        lower: (J,) lower limits.
+        upper: (J,) upper limits (infinite for unlimited joints).
+    """
+    magnitude = np.maximum(np.abs(np.asarray(lower, dtype=float)), np.abs(np.asarray(upper, dtype=float)))
+    finite = np.where(np.isfinite(magnitude), magnitude, 0.0)
+    return np.maximum(_LIMIT_TOL, np.spacing(finite.astype(np.float32)).astype(float))
+
+
 @dataclass(frozen=True, eq=False)
 class TrajectoryReport:
     """What :func:`check_trajectory` found, frame by frame (N frames, J joints in skeleton order).
@@ -29,6 +45,7 @@ class TrajectoryReport:
         effector: Effector whose Jacobian was analysed.
         times: (N,) sample times [s].
         position_excess: (N, J) distance beyond the position limits [rad or m], 0 inside.
+        limit_slack: (J,) excess still counted inside (:func:`limit_slack`) [rad or m].
         velocities: (N, J) finite-difference velocities [rad/s or m/s].
         velocity_limits: (J,) limits used [rad/s or m/s] (inf: unchecked).
         accelerations: (N, J) finite-difference accelerations [rad/s^2 or m/s^2].
@@ -45,6 +62,7 @@ class TrajectoryReport:
     effector: str
     times: np.ndarray
     position_excess: np.ndarray
+    limit_slack: np.ndarray
     velocities: np.ndarray
     velocity_limits: np.ndarray
     accelerations: np.ndarray
@@ -57,8 +75,8 @@ class TrajectoryReport:
 
     @property
     def position_violation(self) -> np.ndarray:
-        """(N, J) True where a joint is outside its position limits."""
-        return self.position_excess > _LIMIT_TOL
+        """(N, J) True where a joint is outside its position limits by more than :func:`limit_slack`."""
+        return self.position_excess > self.limit_slack
 
     @property
     def velocity_violation(self) -> np.ndarray:
@@ -270,6 +288,7 @@ def check_trajectory(
         effector=eff.name,
         times=trajectory.times,
         position_excess=frozen(excess),
+        limit_slack=frozen(limit_slack(lower, upper)),
         velocities=frozen(vel),
         velocity_limits=frozen(_limits("velocity_limits", velocity_limits, np.asarray(skeleton.velocity))),
         accelerations=frozen(acc),

@@ -152,22 +152,35 @@ def _check_increasing(path: PathLike, times: np.ndarray, where: list[str]) -> No
 def _choose_columns(
     path: PathLike, available: Sequence[str], wanted: Sequence[str] | None, ignore_unknown: bool, where: str
 ) -> list[int]:
-    """Indices of the wanted joints among ``available``, checking missing and unknown names."""
+    """Indices of the wanted joints among ``available``, checking missing and unknown names.
+
+    A name matches exactly, or else by its text without leading and trailing spaces: CSV cells are
+    read stripped, and a URDF joint may be named " wrist" (urdfdom keeps the spaces).
+    """
     if wanted is None:
         return list(range(len(available)))
+    available = list(available)
+    stripped = [n.strip() for n in available]
+
+    def column(name: str) -> int | None:
+        if name in available:
+            return available.index(name)
+        return stripped.index(name.strip()) if stripped.count(name.strip()) == 1 else None
+
     wanted = list(wanted)
-    missing = [n for n in wanted if n not in available]
+    cols = [column(n) for n in wanted]
+    missing = [n for n, c in zip(wanted, cols) if c is None]
     if missing:
         raise TrajectoryError(
-            f"missing joint(s) {missing}; the file has {list(available)}", path, where
+            f"missing joint(s) {missing}; the file has {available}", path, where
         )
-    unknown = [n for n in available if n not in wanted]
+    unknown = [n for k, n in enumerate(available) if k not in cols]
     if unknown and not ignore_unknown:
         raise TrajectoryError(
             f"unknown joint name(s) {unknown}; expected only {wanted} (pass ignore_unknown=True to skip them)",
             path, where,
         )
-    return [list(available).index(n) for n in wanted]
+    return cols
 
 
 def read_joint_csv(
@@ -200,7 +213,7 @@ def read_joint_csv(
     cols = _choose_columns(path, header[1:], joint_names, ignore_unknown, "header")
     data = _parse_table(path, header, rows)
     _check_increasing(path, data[:, 0], [f"line {line}" for line, _ in rows])
-    names = tuple(header[1 + c] for c in cols)
+    names = tuple(joint_names) if joint_names is not None else tuple(header[1 + c] for c in cols)
     with _naming(path):
         return JointTrajectory(names, data[:, 0], data[:, [1 + c for c in cols]])
 

@@ -12,13 +12,16 @@ from .model import JointTrajectory, PoseTrajectory, TrajectoryError
 
 # A grid point this close (relative to the step) past the end still counts as inside.
 _END_SLACK = 1e-9
+# ... and so does one a nanosecond past it [s]: stamps rounded to the nanosecond (ROS messages, MCAP
+# files) end up to that much early (4/30 s is stored as 0.133333333 s).
+_END_SLACK_S = 1e-9
 
 
 def uniform_times(start: float, end: float, rate_hz: float) -> np.ndarray:
     """(M,) times ``start + k / rate_hz`` for k = 0, 1, ... up to ``end`` inclusive [s].
 
     Each time is computed from its index (no accumulated rounding), and an end that falls
-    on the grid up to rounding is included.
+    on the grid up to rounding, or up to a nanosecond early (stamps rounded to it), is included.
 
     Raises:
         TrajectoryError: A non-finite or non-positive rate, or ``end < start``.
@@ -27,7 +30,7 @@ def uniform_times(start: float, end: float, rate_hz: float) -> np.ndarray:
         raise TrajectoryError(f"rate_hz must be a finite number > 0 [Hz], got {rate_hz!r}")
     if not (math.isfinite(start) and math.isfinite(end)) or end < start:
         raise TrajectoryError(f"need finite start <= end, got start={start!r}, end={end!r}")
-    count = math.floor((end - start) * rate_hz + _END_SLACK) + 1
+    count = math.floor((end - start + _END_SLACK_S) * rate_hz + _END_SLACK) + 1
     return start + np.arange(count) / float(rate_hz)
 
 

@@ -55,9 +55,26 @@ def _moving_ancestor(skeleton: Skeleton, joint: int) -> int:
     return joint
 
 
+# Blender cuts a bone's name to this many bytes (UTF-8), on 4.2 to 5.0: a longer joint name would
+# give a bone the rig could not find by the joint's name.
+MAX_BONE_NAME_BYTES = 63
+
+
+def _too_long(names: Sequence[str]) -> list[str]:
+    return [f"{n!r} ({len(n.encode())} bytes)" for n in names if len(n.encode()) > MAX_BONE_NAME_BYTES]
+
+
 def tool_bone_name(arm: bpy.types.Object, link: str) -> str:
-    """The bone carrying a tool link's frame: ``tool`` for a rig's first chain, ``tool.<link>`` after."""
-    return TOOL_BONE if TOOL_BONE not in arm.data.bones else f"{TOOL_BONE}.{link}"
+    """The bone carrying a tool link's frame: ``tool`` for a rig's first chain, ``tool.<link>`` after.
+
+    Raises:
+        BridgeError: ``tool.<link>`` longer than a bone's name may be.
+    """
+    name = TOOL_BONE if TOOL_BONE not in arm.data.bones else f"{TOOL_BONE}.{link}"
+    if _too_long([name]):
+        raise BridgeError(f"tool link {link!r}: its tool bone {name!r} would be longer than the "
+                          f"{MAX_BONE_NAME_BYTES} bytes Blender keeps of a bone's name; rename the link in the URDF")
+    return name
 
 
 def robot_collection(arm: bpy.types.Object) -> bpy.types.Collection:
@@ -93,7 +110,8 @@ def build_robot_rig(
     armature without bones, its geometry parented to the armature, and no chain.
 
     Raises:
-        BridgeError: An unknown tool link (the message lists the valid ones).
+        BridgeError: An unknown tool link (the message lists the valid ones); a moving joint whose
+            name is longer than a bone's may be (:data:`MAX_BONE_NAME_BYTES`).
     """
     skeleton = model.skeleton
     moving = [i for i, j in enumerate(skeleton.joints) if j.kind in MOVING and j.mimic is None]
@@ -104,6 +122,12 @@ def build_robot_rig(
         if link not in valid:
             raise BridgeError(f"tool link {link!r} is not below the robot's root through a moving joint; "
                               f"valid tool links: {', '.join(valid) or 'none, ' + str(model.no_tools_reason())}")
+    long_names = _too_long([skeleton.joints[i].name for i in bones])
+    if long_names:
+        raise BridgeError(
+            f"joint name(s) longer than the {MAX_BONE_NAME_BYTES} bytes Blender keeps of a bone's name: "
+            f"{', '.join(long_names[:3])}{' ...' if len(long_names) > 3 else ''}; each moving joint becomes a bone "
+            "named after it: shorten these names in the URDF")
     W = forward_kinematics(skeleton, np.zeros(skeleton.dof))
     rest = rest_frames(skeleton)
     bone_length = _bone_length(W)

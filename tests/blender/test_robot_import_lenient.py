@@ -275,3 +275,71 @@ def test_rigid_robot_is_not_damaged_and_operators_say_why_they_refuse(empty_scen
     assert not (tmp_path / "out.csv").exists()
     with pytest.raises(RuntimeError, match="valid tool links: none, robot 'r' has no moving joint"):
         bpy.ops.articulate.robot_import_urdf(filepath=str(tmp_path / "rigid.urdf"), tip_link="body")
+
+
+# Found by dev/fuzz_robots.py (random robots through import, bake, check and export):
+
+@pytest.mark.parametrize("mimic", [False, True])
+def test_a_joint_name_longer_than_a_bone_name_is_refused_clearly_and_leaves_nothing(empty_scene, tmp_path, mimic):
+    """Blender keeps 63 bytes of a bone's name: a 70-byte joint name raised a KeyError deep in the import. Now the
+    import refuses, naming the joint, its length and the limit, and creates nothing."""
+    long = "n" * 70
+    body = joint("a", "revolute", "base", "l1") + joint(long, "revolute", "l1", "l2", (
+        "<mimic joint='a'/>" if mimic else ""))
+    path = tmp_path / "long.urdf"
+    path.write_text(robot(body + joint("t", "fixed", "l2", "tool"), "base l1 l2 tool"))
+    before = {k: len(getattr(bpy.data, k)) for k in ("objects", "armatures", "meshes", "materials", "collections")}
+    with pytest.raises(RuntimeError) as refused:
+        bpy.ops.articulate.robot_import_urdf(filepath=str(path))
+    text = str(refused.value)
+    assert f"'{long}' (70 bytes)" in text and "63 bytes" in text and "shorten" in text and "unexpected" not in text
+    assert before == {k: len(getattr(bpy.data, k)) for k in before}
+
+
+def test_a_joint_whose_range_is_one_value_bakes_and_checks_without_a_violation(empty_scene, core, tmp_path):
+    """A joint limited to 0.3 rad exactly: no float32 lies in that range, so its keys are the float32 nearest
+    (0.30000001). The bake counted every frame a limit violation and Check Trajectory flagged every frame."""
+    body = (joint("a", "revolute", "base", "l1") + joint("b", "revolute", "l1", "l2", axis="0 1 0")
+            .replace("lower='-1' upper='1'", "lower='0.3' upper='0.3'") + joint("t", "fixed", "l2", "tool"))
+    arm = _import(tmp_path, robot(body, "base l1 l2 tool"), "single")
+    model = core.robots.model.RobotModel.from_json(arm["articulate_robot_model"])
+    q = np.c_[np.linspace(-0.1, 0.1, 10), np.full(10, 0.3)]  # under the joints' 1 rad/s
+    poses = core.effector_poses(model.skeleton, q, "tool")
+    quat = core.model.rotations.matrix_to_quat(poses[:, :3, :3])
+    rows = ["time,x,y,z,qw,qx,qy,qz"] + [",".join(repr(float(v)) for v in (k / 24, *T[:3, 3], *w))
+                                         for k, (T, w) in enumerate(zip(poses, quat))]
+    (tmp_path / "poses.csv").write_text("\n".join(rows) + "\n")
+    bpy.context.scene.render.fps, bpy.context.scene.render.fps_base = 24, 1.0
+    assert bpy.ops.articulate.cartesian_import(filepath=str(tmp_path / "poses.csv"), bake=False) == {"FINISHED"}
+    report = tmp_path / "report.json"
+    assert bpy.ops.articulate.bake(use_scene_settings=False, frame_start=1, frame_end=10,
+                                   report_path=str(report)) == {"FINISHED"}
+    import json
+    assert [c["limit_violations"] for c in json.loads(report.read_text())["chains"]] == [0]
+    assert bpy.ops.articulate.trajectory_check() == {"FINISHED"}
+    assert bpy.context.scene.articulate.last_summary.startswith("0 of 10 frames flagged")
+
+
+@pytest.mark.parametrize("fmt", ["CSV", "MCAP"])
+def test_an_export_imports_back_whole_with_padded_joint_names_and_nanosecond_stamps(empty_scene, tmp_path, fmt):
+    """The add-on's own export imports back to the same frames: a joint named " padded" (its CSV column read
+    stripped was not found) and a bag at 30 Hz (stamps rounded to the nanosecond lost the last frame)."""
+    body = joint(" padded", "revolute", "base", "l1") + joint("b", "revolute", "l1", "l2") + joint(
+        "t", "fixed", "l2", "tool")
+    arm = _import(tmp_path, robot(body, "base l1 l2 tool"), "padded")
+    scene = bpy.context.scene
+    scene.render.fps, scene.render.fps_base = 30, 1.0
+    rows = ["time, padded,b"] + [f"{k / 30!r},{0.1 * k},{-0.05 * k}" for k in range(5)]
+    (tmp_path / "in.csv").write_text("\n".join(rows) + "\n")
+    assert bpy.ops.articulate.trajectory_import(filepath=str(tmp_path / "in.csv")) == {"FINISHED"}
+    scene.frame_start, scene.frame_end = 1, 5
+    out = tmp_path / ("out.mcap" if fmt == "MCAP" else "out.csv")
+    assert bpy.ops.articulate.trajectory_export(filepath=str(out), file_format=fmt, frame_range="SCENE") == {
+        "FINISHED"}
+    arm.animation_data.action = None
+    assert bpy.ops.articulate.trajectory_import(filepath=str(out)) == {"FINISHED"}
+    import json
+    stored = json.loads(arm["articulate_trajectory"])
+    assert (stored["frame_start"], stored["frame_end"]) == (1, 5)
+    scene.frame_set(5)
+    assert arm.pose.bones[" padded"].rotation_euler[1] == pytest.approx(0.4, abs=1e-6)

@@ -31,6 +31,7 @@ from ik_core.trajectory import (
     write_joint_json,
     write_pose_csv,
 )
+from ik_core.trajectory.check import limit_slack
 
 SETTINGS = settings(max_examples=30, deadline=None)
 UR = ("shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint", "wrist_3_joint")
@@ -168,6 +169,21 @@ def test_csv_joint_selection_missing_and_unknown(tmp_path):
         read_joint_csv(tmp_path / "none.csv")
 
 
+def test_csv_joints_named_with_spaces_at_their_ends_read_back_under_their_names(tmp_path):
+    """A URDF may name a joint " wrist" (urdfdom keeps the spaces): its column, read stripped as CSV cells are, is
+    found by that name and returned under it, so the add-on's own export imports back (found by a fuzz of robot
+    files). An exact name still wins, and a stripped name two columns share is missing, not guessed."""
+    traj = JointTrajectory((" wrist", "elbow "), np.array([0.0, 0.5]), np.array([[1.0, 2.0], [3.0, 4.0]]))
+    path = tmp_path / "padded.csv"
+    write_joint_csv(path, traj)
+    back = read_joint_csv(path, joint_names=[" wrist", "elbow "])
+    assert back.joint_names == (" wrist", "elbow ")
+    np.testing.assert_array_equal(back.positions, traj.positions)
+    both = write(tmp_path, "both.csv", "time,a, a\n0,1,2\n")
+    with pytest.raises(TrajectoryError, match="repeated"):
+        read_joint_csv(both, joint_names=[" a"])
+
+
 @pytest.mark.parametrize(
     "doc, pattern",
     [
@@ -241,6 +257,17 @@ def test_uniform_grid_is_exact_and_inclusive():
     assert len(uniform_times(0.0, 10.0, ntsc)) == math.floor(10 * ntsc) + 1
     with pytest.raises(TrajectoryError, match="rate_hz"):
         uniform_times(0.0, 1.0, 0.0)
+
+
+@pytest.mark.parametrize("rate", [24.0, 30.0, 30000 / 1001, 60.0, 120.0, 1000.0])
+def test_an_end_stamped_to_the_nanosecond_keeps_its_last_grid_point(rate):
+    """ROS stamps and MCAP files keep nanoseconds: 4/30 s is stored as 0.133333333 s, a third of a nanosecond
+    early. The grid still reaches that sample (a bag exported at 30 Hz and imported back kept one frame less; found
+    by a fuzz of robot files); a whole step short still drops it."""
+    for n in (1, 4, 5, 299, 1000):
+        end = math.floor(n / rate * 1e9) / 1e9  # rounded down to the nanosecond
+        assert len(uniform_times(0.0, end, rate)) == n + 1
+        assert len(uniform_times(0.0, n / rate - 2e-9, rate)) == n
 
 
 @SETTINGS
@@ -335,6 +362,20 @@ def test_check_flags_position_velocity_acceleration_and_jumps():
     slow = check_trajectory(ur_traj(q, times), skeleton, "tool", velocity_limits=[None, 1, 1, 1, 1, 1],
                             jump_threshold=10.0)
     assert not slow.jumps.any()
+
+
+def test_a_joint_whose_range_is_one_value_is_inside_at_the_float32_nearest_it():
+    """A range of one value (0.3 rad) holds no float32: Blender keys it as 0.30000001, which must count as inside
+    (every frame of a bake was flagged; found by a fuzz of robot files); a step of a float32 further out does not."""
+    skeleton = load_preset("ur5e")
+    lower, upper = np.array(skeleton.lower), np.array(skeleton.upper)
+    lower[2] = upper[2] = 0.3
+    slack = limit_slack(lower, upper)
+    assert slack[2] == pytest.approx(np.spacing(np.float32(0.3)), rel=0) and (slack >= 1e-9).all()
+    keyed = float(np.float32(0.3))
+    assert keyed != 0.3 and abs(keyed - 0.3) <= slack[2]
+    assert abs(float(np.nextafter(np.float32(keyed), np.float32(1))) - 0.3) > slack[2]
+    assert np.isfinite(limit_slack(np.array([-np.inf]), np.array([np.inf]))).all()
 
 
 def test_check_singularity_measures():
