@@ -27,7 +27,9 @@ Each seed builds an empty scene and runs one of two scenarios through the add-on
   ``contact_remove``, ``bake`` and ``ik_to_fk`` / ``fk_to_ik``.
 
 Printed, one line per finding (a seed stops at its first): ``EXC`` an operator's traceback, an
-"unexpected error" report, or a traceback Python printed while it ran; ``CHANGED`` an operator
+"unexpected error" report, or a traceback Python printed while it ran; ``WRONG`` a refusal blaming
+something the user did not do (a tracker "not calibrated": the bake calibrates what it solves);
+``UNCLEAR`` a refusal in a core check's words that name no setting (:data:`UNCLEAR`); ``CHANGED`` an operator
 that refused but changed the scene (objects and their matrices, pose channels, constraints, keys,
 markers, Articulate settings); ``NAN`` a successful operator that left NaN or infinite keys on
 the rig or its controls (trackers read from a CSV with NaN cells excluded), or NaN in its report's
@@ -58,13 +60,17 @@ sys.path.insert(0, str(ROOT))
 
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402
-from mathutils import Euler, Matrix, Quaternion  # noqa: E402
+from mathutils import Euler, Matrix  # noqa: E402
 
 import cli  # noqa: E402
 
 compat = None  # the add-on's operators.compat, set by main()
 VERBOSE = False
 TMP = Path(tempfile.mkdtemp(prefix="articulate-fuzz-body-"))
+
+
+# Refusals passing on a core check's words that name no setting of the panel (the user cannot tell what to change).
+UNCLEAR = ("clearance must be", "pose, got shape (4, 4)")
 
 
 class Finding(Exception):
@@ -101,6 +107,12 @@ def _rna(struct, depth: int = 0) -> dict:
     return out
 
 
+def _nums(values) -> tuple:
+    """Numbers (a vector, a matrix) as a comparable tuple: NaN equal to NaN."""
+    a = np.asarray(values, dtype=float).ravel()
+    return tuple("nan" if math.isnan(x) else x for x in a.tolist())
+
+
 def _keys(fc) -> tuple:
     co = np.empty(2 * len(fc.keyframe_points), dtype=np.float32)
     fc.keyframe_points.foreach_get("co", co)
@@ -111,16 +123,16 @@ def _object(obj) -> dict:
     adt = obj.animation_data
     out = {
         "parent": (obj.parent.name if obj.parent else None, obj.parent_bone),
-        "transform": (tuple(obj.location), tuple(obj.rotation_euler), tuple(obj.rotation_quaternion),
-                      obj.rotation_mode, tuple(obj.scale), tuple(tuple(r) for r in obj.matrix_world)),
+        "transform": (_nums(obj.location), _nums(obj.rotation_euler), _nums(obj.rotation_quaternion),
+                      obj.rotation_mode, _nums(obj.scale), _nums(obj.matrix_world)),
         "action": (adt is not None, adt.action.name if adt is not None and adt.action else None),
         "constraints": tuple((c.name, c.type, c.mute, c.influence) for c in obj.constraints),
         "mode": obj.mode,
     }
     if obj.type == "ARMATURE":
         out["articulate"] = _rna(obj.articulate)
-        out["pose"] = {pb.name: (pb.rotation_mode, tuple(pb.location), tuple(pb.rotation_quaternion),
-                                 tuple(pb.rotation_euler), tuple(pb.rotation_axis_angle), tuple(pb.scale),
+        out["pose"] = {pb.name: (pb.rotation_mode, _nums(pb.location), _nums(pb.rotation_quaternion),
+                                 _nums(pb.rotation_euler), _nums(pb.rotation_axis_angle), _nums(pb.scale),
                                  tuple((c.name, c.type, c.mute, c.influence) for c in pb.constraints),
                                  tuple((k, _value(pb[k])) for k in pb.keys() if isinstance(pb[k], (int, float))))
                        for pb in obj.pose.bones}
@@ -203,7 +215,13 @@ class Run:
         except RuntimeError as err:
             message = str(err)
             if "Traceback" in message or "unexpected error" in message:
-                raise Finding(f"EXC {name}({_args(kwargs)}): {_tail(message)}") from None
+                changed = differences(before, snapshot())
+                raise Finding(f"EXC {name}({_args(kwargs)}): {_tail(message)}"
+                              + (f"\n    and the scene changed: {changed}" if changed else "")) from None
+            if "was not calibrated" in message:  # the bake calibrates the trackers it passes: never the user's fault
+                raise Finding(f"WRONG {name}({_args(kwargs)}): {message.strip()[:300]}") from None
+            if any(text in message for text in UNCLEAR):
+                raise Finding(f"UNCLEAR {name}({_args(kwargs)}): {message.strip()[:300]}") from None
             result = {"CANCELLED"}
         except Exception as err:  # noqa: BLE001 (anything else is a finding)
             raise Finding(f"EXC {name}({_args(kwargs)}): {type(err).__name__}: {err}\n"
@@ -607,8 +625,7 @@ def tracker_motion(rng, arm, roles, frames: int, fps: float, o: dict) -> dict[st
     turn = float(rng.choice([0.0, 0.0, rng.uniform(-2.0, 2.0)])) * t / max(t[-1], 1e-6)
     crouch = (rng.random() < 0.2) * float(rng.uniform(0.1, 0.5)) * size * np.sin(np.pi * t / max(t[-1], 1e-6)) ** 2
     out = {}
-    ref = {n: _bone_world(arm, roles[r]) for n, r in (("head", "head"), ("hand_l", "hand_l"), ("hand_r", "hand_r"),
-                                                       ("pelvis", "pelvis"), ("foot_l", "foot_l"), ("foot_r", "foot_r"))}
+    ref = {n: _bone_world(arm, roles[n]) for n in ("head", "hand_l", "hand_r", "pelvis", "foot_l", "foot_r")}
     base = ref["head"][:3, 3].copy()
     for name, M0 in ref.items():
         p0 = M0[:3, 3].copy()
@@ -671,7 +688,8 @@ def key_trackers(arm, motion: dict, names: list[str]) -> None:
         setattr(arm.articulate.body, name, empty)
 
 
-def write_tracker_csv(rng, motion: dict, names: list[str], fps: float, path: Path) -> None:
+def write_tracker_csv(rng, motion: dict, names: list[str], fps: float, path: Path) -> bool:
+    """Write the trackers' poses as a tracker CSV; True when some cells are NaN (dropouts)."""
     fields = ("x", "y", "z", "qw", "qx", "qy", "qz")
     n = len(motion["head"])
     times = np.arange(n) / fps
@@ -688,13 +706,15 @@ def write_tracker_csv(rng, motion: dict, names: list[str], fps: float, path: Pat
             q = Matrix(M[:3, :3].tolist()).to_quaternion()
             row += [f"{v:.6f}" for v in (*M[:3, 3], q.w, q.x, q.y, q.z)]
         rows.append(row)
-    if rng.random() < 0.3:  # dropouts: empty or nan cells of one tracker over a few rows
+    dropouts = rng.random() < 0.3
+    if dropouts:  # empty or nan cells of one tracker over a few rows
         t = int(rng.integers(0, len(names)))
         a = int(rng.integers(0, n))
         for i in range(a, min(n, a + int(rng.integers(1, 6)))):
             for j in range(7):
                 rows[i][1 + 7 * t + j] = str(rng.choice(["", "nan", "NaN"]))
     path.write_text(",".join(cols) + "\n" + "\n".join(",".join(r) for r in rows) + "\n")
+    return dropouts
 
 
 def body_scenario(run: Run, rng) -> None:
@@ -702,9 +722,13 @@ def body_scenario(run: Run, rng) -> None:
     scene = fresh_scene(rng, frames)
     arm, roles, o, convention = build_humanoid(rng)
     fps = scene.render.fps / scene.render.fps_base
-    names = ["head", "hand_l", "hand_r"] + [n for n in ("pelvis", "foot_l", "foot_r") if rng.random() < 0.15]
-    missing_toes = not o["toe"]
-    motion = tracker_motion(rng, arm, {**roles, **({"toe_l": None} if missing_toes else {})}, frames, fps, o)
+    optional = ["pelvis", "foot_l", "foot_r"]
+    if rng.random() < 0.05:  # a random subset
+        optional = [n for n in optional if rng.random() < 0.5]
+    elif rng.random() > 0.05:
+        optional = []
+    names = ["head", "hand_l", "hand_r"] + optional
+    motion = tracker_motion(rng, arm, roles, frames, fps, o)
     body = arm.articulate.body
     select_only(arm)
     if VERBOSE:
@@ -712,12 +736,12 @@ def body_scenario(run: Run, rng) -> None:
               f"{frames} frames at {fps:.4g} fps, object scale {tuple(round(v, 3) for v in arm.scale)}", flush=True)
     if rng.random() < 0.2:
         csv = TMP / f"trackers_{run.seed}.csv"
-        write_tracker_csv(rng, motion, names, fps, csv)
+        if write_tracker_csv(rng, motion, names, fps, csv):  # NaN keys on the trackers, as the file has them
+            run.skip_nan.update(f"tracker.{n}" for n in names)
         start = int(rng.choice([1, 1, rng.integers(-20, 40)]))
         if not run.op("trackers_import", filepath=str(csv), start_frame=start,
                       use_file_timing=bool(rng.random() < 0.7)):
             return
-        run.skip_nan.update(o.name for o in bpy.data.objects if o.name.startswith("tracker."))
         body.reference_frame = scene.frame_start
     else:
         key_trackers(arm, motion, names)
@@ -772,12 +796,18 @@ def body_scenario(run: Run, rng) -> None:
         for s in "lr":
             if rng.random() < 0.8:
                 con = arm.pose.bones[roles[f"forearm_{s}"]].constraints.new("IK")
-                con.target, con.chain_count = getattr(body, f"hand_{s}"), int(rng.choice([2, 2, 3, 0]))
+                target = getattr(body, f"hand_{s}")
+                if target.name in run.skip_nan and rng.random() < 0.7:  # not the tracker with NaN keys
+                    target = new_empty(f"ik_target.{s}", tuple(target.matrix_world.translation))
+                con.target, con.chain_count = target, int(rng.choice([2, 2, 3, 0]))
                 con.use_tail = bool(rng.random() < 0.8)
                 if rng.random() < 0.3:
                     con.pole_target = new_empty(f"pole.{s}", tuple(np.array(arm.matrix_world.translation)
                                                                      + rng.normal(0, 1, 3)))
                     con.pole_angle = float(rng.uniform(-3, 3))
+                if VERBOSE:
+                    print(f"  IK on {roles[f'forearm_{s}']}: chain_count {con.chain_count}, use_tail {con.use_tail}, "
+                          f"pole {con.pole_target is not None}", flush=True)
         select_only(arm)
         ik = TMP / f"ikfk_{run.seed}.json"
         if run.op("ik_to_fk", ik, **{**rng_range, "frame_start": first, "frame_end": min(last, first + 15)}):
@@ -994,7 +1024,7 @@ def legs_scenario(run: Run, rng) -> None:
         elif hips_choice < 0.5:
             chain.hips = arm
         if rng.random() < 0.1:
-            chain.solver = str(rng.choice([i[0] for i in chain.bl_rna.properties["solver"].enum_items]))
+            chain.solver = str(rng.choice([i.identifier for i in chain.bl_rna.properties["solver"].enum_items]))
     first, last = 1, frames
     if rng.random() < 0.2:
         first, last = sorted(int(v) for v in rng.integers(-3, frames + 4, 2))
@@ -1030,13 +1060,12 @@ def legs_scenario(run: Run, rng) -> None:
     scene.frame_set(1)
     report = TMP / f"bake_{run.seed}.json"
     bake_args = dict(span)
-    if rng.random() < 0.2:
-        bake_args["frame_step"] = int(rng.integers(2, 4))
-    if rng.random() < 0.15:
-        bake_args["key_tolerance"] = float(rng.uniform(0, 0.01)) * scale
-    if bake_args.get("use_scene_settings") is None and ("frame_step" in bake_args or "key_tolerance" in bake_args):
-        bake_args = {"use_scene_settings": False, "frame_start": first, "frame_end": last,
-                     **{k: v for k, v in bake_args.items() if k in ("frame_step", "key_tolerance")}}
+    step = int(rng.integers(2, 4)) if rng.random() < 0.2 else 1
+    tolerance = float(rng.uniform(0, 0.01)) * scale if rng.random() < 0.15 else 0.0
+    if span:
+        bake_args.update(frame_step=step, key_tolerance=tolerance)
+    else:
+        scene.articulate.frame_step, scene.articulate.key_tolerance = step, tolerance
     run.op("bake", report, **bake_args)
     if via_constraints and rng.random() < 0.5:
         ik = TMP / f"ikfk_{run.seed}.json"

@@ -224,7 +224,11 @@ def bake_body(context: bpy.types.Context, arm: bpy.types.Object, frames: range) 
     try:
         body = calibrate(roles, reference, ref_trackers, floor=body_settings.floor)
         fps = scene.render.fps / scene.render.fps_base
-        pose = solve_body(body, samples, frames.step / fps, steps=steps)
+        # solve_body reads trackers by column in TRACKERS order: one left out before another given
+        # (feet without a pelvis) is a column of NaN, which it reads as absent.
+        columns = np.full((len(frames), max(TRACKERS.index(n) for n in names) + 1, 4, 4), np.nan)
+        columns[:, [TRACKERS.index(n) for n in names]] = samples
+        pose = solve_body(body, columns, frames.step / fps, steps=steps)
     except ArticulateError as err:
         raise BodyFailed(str(err)) from None
     t_solved = time.perf_counter()

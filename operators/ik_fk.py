@@ -23,7 +23,7 @@ import bpy
 import numpy as np
 
 from . import bridge
-from .baking import BakeFailed
+from .baking import BakeFailed, frame_runs
 from .bridge import body_controls, matching
 from .chains import blender_chain
 from .files import BLEND_RELATIVE, chosen_report_path, report_path_problem, write_report
@@ -177,6 +177,32 @@ def key_switches(context, arm: bpy.types.Object, limbs: Sequence[Limb], mode: st
     body_controls.key_constant(context, arm, paths, values, start, end)
 
 
+def _control_parents(limbs: Sequence[Limb]) -> dict[str, str | None]:
+    """Each limb's FK control -> the control it hangs from (None for a limb's first), parents first.
+
+    Limbs may share controls (two arms' IK chains through one spine): a control that starts one
+    limb and lies inside another keeps the other's parent.
+    """
+    parents: dict[str, str | None] = {}
+    for limb in limbs:
+        for k, fk in enumerate(limb.fk):
+            if k or fk not in parents:
+                parents[fk] = limb.fk[k - 1] if k else None
+    ordered: dict[str, str | None] = {}
+
+    def place(name: str, seen: frozenset = frozenset()) -> None:
+        parent = parents[name]
+        if name in ordered or name in seen:
+            return
+        if parent is not None:
+            place(parent, seen | {name})
+        ordered[name] = parent
+
+    for name in parents:
+        place(name)
+    return ordered
+
+
 def ik_to_fk(context: bpy.types.Context, arm: bpy.types.Object, frames: Sequence[int]) -> dict:
     """Key the FK controls to the pose the IK gives on ``frames`` and the switches to FK; returns a report.
 
@@ -188,11 +214,14 @@ def ik_to_fk(context: bpy.types.Context, arm: bpy.types.Object, frames: Sequence
     bones = [n for limb in limbs for n in limb.result]
     with matching.forced(_hold(arm, limbs, "ik")):
         ik_pose = bridge.sample_bones(scene, frames, arm, bones)
+    bad = ~np.all(np.isfinite(np.stack([ik_pose[b] for b in bones], axis=1)), axis=(1, 2, 3))
+    if bad.any():
+        where = frame_runs([int(f) for f in np.asarray(frames)[bad]])
+        raise BakeFailed(f"the IK pose is not a number on frame(s) {where} (an IK target or pole with NaN keys "
+                         "there, such as a tracker's dropouts): key the targets there, or bake a range without "
+                         "those frames")
     fk_world = {fk: ik_pose[r] for limb in limbs for fk, r in zip(limb.fk, limb.result)}
-    parents = {}
-    for limb in limbs:
-        for k, fk in enumerate(limb.fk):
-            parents[fk] = limb.fk[k - 1] if k else None
+    parents = _control_parents(limbs)
     current = scene.frame_current
     try:
         with matching.forced(_hold(arm, limbs, "fk")):

@@ -244,6 +244,12 @@ def calibrate(
     for name, T in tracker_table.items():
         tracker_offsets[name] = np.linalg.solve(T, ref[index[TRACKER_ROLES[name]]])
     ankle = np.array([pos[index[f"foot_{s}"]][2] - floor for s in "lr"])
+    if np.any(ankle < 0.0):
+        side = "left" if ankle[0] < 0.0 else "right"
+        raise InvalidInputError(
+            f"reference frame: the {side} ankle is {-float(np.min(ankle)):.3g} m below the floor (floor height "
+            f"{floor:.3g} m): the body must stand on the floor or above it there; lower the floor height, or "
+            "pick a reference frame where the rig stands on the floor")
     return Body(
         roles,
         names,
@@ -277,8 +283,12 @@ def _tracker_table(trackers: Mapping[str, object] | np.ndarray) -> dict[str, np.
         if name not in table:
             raise InvalidInputError(f"the {name!r} tracker is required; given: {', '.join(table)}")
     for name, T in table.items():
-        if T.shape != (4, 4) or not np.all(np.isfinite(T)):
-            raise InvalidInputError(f"tracker {name!r} must be a finite (4, 4) pose, got shape {T.shape}")
+        if T.shape != (4, 4):
+            raise InvalidInputError(f"tracker {name!r} must be a (4, 4) pose, got shape {T.shape}")
+        if not np.all(np.isfinite(T)):
+            raise InvalidInputError(
+                f"tracker {name!r} has no pose on the reference frame (NaN or infinite values: a dropout); "
+                "pick a reference frame where every tracker is seen")
         T = T.copy()
         T[:3, :3] = orthonormalize_rotations(T[:3, :3])
         table[name] = T

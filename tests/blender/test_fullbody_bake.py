@@ -307,3 +307,66 @@ def test_known_steps_detected_from_the_capture(empty_scene, addon, tmp_path):
     landings = sorted(c.frame_start for f in "lr" for k, c in enumerate(getattr(body, f"contacts_{f}"))
                       if k or c.frame_start > 1)
     assert sorted(steps["land"]) == landings and steps["known"] == len(landings) >= 2
+
+
+# Found by dev/fuzz_body.py (random humanoids, trackers and settings through the body operators):
+
+def _key_tracker(arm, name: str, bone: str, frames: int):
+    """An empty keyed on ``bone``'s pose over ``frames`` frames, set as the body's ``name`` tracker."""
+    scene = bpy.context.scene
+    mats = []
+    for f in range(1, frames + 1):
+        scene.frame_set(f)
+        mats.append(arm.matrix_world @ arm.pose.bones[bone].matrix)
+    empty = bpy.data.objects.new(f"tracker.{name}", None)
+    scene.collection.objects.link(empty)
+    for f, M in enumerate(mats, start=1):
+        empty.matrix_world = M
+        empty.keyframe_insert("location", frame=f)
+        empty.keyframe_insert("rotation_euler", frame=f)
+    setattr(arm.articulate.body, name, empty)
+    return empty
+
+
+@pytest.mark.parametrize("feet", [("foot_l",), ("foot_l", "foot_r")])
+def test_foot_trackers_without_a_pelvis_tracker_bake(cmu, tmp_path, feet):
+    """Foot trackers without a pelvis tracker are allowed, but the bake passed the trackers side by side and the
+    solve, reading them by column, took the left foot's for the pelvis: refused on every take. Now they bake and
+    the report lists them."""
+    arm, _ = cmu
+    for name in feet:
+        _key_tracker(arm, name, {"foot_l": "LeftAnkle", "foot_r": "RightAnkle"}[name], FRAMES)
+    report = tmp_path / "body.json"
+    assert bpy.ops.articulate.body_bake(use_scene_range=False, frame_start=1, frame_end=FRAMES,
+                                        report_path=str(report)) == {"FINISHED"}
+    data = json.loads(report.read_text())
+    assert data["trackers"] == ["head", "hand_l", "hand_r", *feet] and data["max_reachable_error_m"] < 1e-3
+
+
+def test_a_floor_above_the_ankles_at_the_reference_frame_is_refused_naming_the_floor_height(cmu):
+    """Floor Height above the rig's ankles at the reference frame stopped the bake with "clearance must be a finite
+    number >= 0", which names no setting; now the refusal says which ankle, by how much, and what to change."""
+    arm, _ = cmu
+    arm.articulate.body.floor = 0.5
+    with pytest.raises(RuntimeError, match=r"ankle is [0-9.]+ m below the floor \(floor height 0.5 m\).*lower the "
+                                           r"floor height, or pick a reference frame") as refused:
+        bpy.ops.articulate.body_bake(use_scene_range=False, frame_start=1, frame_end=FRAMES)
+    assert "clearance" not in str(refused.value)
+
+
+def test_a_tracker_dropout_on_the_reference_frame_is_refused_as_such(empty_scene, addon, tmp_path):
+    """A tracker CSV whose right hand is lost on its first row (the reference frame): the refusal read as a shape
+    error ("must be a finite (4, 4) pose, got shape (4, 4)"); now it names the dropout and what to pick."""
+    bpy.ops.import_anim.bvh(filepath=str(data_file("mocap", "cmu_131_01.bvh")), frame_start=1, use_fps_scale=False)
+    arm = bpy.context.object
+    lines = data_file("mocap", "cmu_131_01_trackers.csv").read_text().splitlines()
+    header, row = lines[0].split(","), lines[1].split(",")
+    lines[1] = ",".join("" if col.startswith("hand_r_") else cell for col, cell in zip(header, row))
+    csv = tmp_path / "trackers.csv"
+    csv.write_text("\n".join(lines[:31]) + "\n")
+    bpy.context.view_layer.objects.active = arm
+    assert bpy.ops.articulate.trackers_import(filepath=str(csv)) == {"FINISHED"}
+    arm.articulate.body.reference_frame = 1
+    with pytest.raises(RuntimeError, match=r"tracker 'hand_r' has no pose on the reference frame \(NaN or infinite "
+                                           r"values: a dropout\); pick a reference frame where every tracker is seen"):
+        bpy.ops.articulate.body_bake(use_scene_range=False, frame_start=1, frame_end=30)

@@ -158,3 +158,55 @@ def test_rigify_fk_to_ik_turns_the_poles_when_the_limbs_use_them(rigify_blend):
     assert bpy.ops.articulate.fk_to_ik() == {"FINISHED"}
     err = np.linalg.norm(ps.limb_points(rig, FRAMES) - fk_points, axis=-1)
     assert err.max() < 1e-3, err.max()
+
+
+# Found by dev/fuzz_body.py:
+
+def _two_arms_through_a_spine():
+    """Hips, Spine, Chest and two two-bone arms; the left arm's IK reaches the chest (3 bones), the right's the
+    root (chain length 0: through the spine, sharing Chest with the left)."""
+    scene = bpy.context.scene
+    arm = ps.armature("Rig", [("Hips", (0, 0, 1.0), (0, 0, 1.1), None, False),
+                              ("Spine", (0, 0, 1.1), (0, 0, 1.3), "Hips", True),
+                              ("Chest", (0, 0, 1.3), (0, 0, 1.5), "Spine", True),
+                              ("Arm.L", (0.2, 0, 1.45), (0.45, 0.02, 1.45), "Chest", False),
+                              ("ForeArm.L", (0.45, 0.02, 1.45), (0.7, 0, 1.45), "Arm.L", True),
+                              ("Arm.R", (-0.2, 0, 1.45), (-0.45, 0.02, 1.45), "Chest", False),
+                              ("ForeArm.R", (-0.45, 0.02, 1.45), (-0.7, 0, 1.45), "Arm.R", True)])
+    for side, x, count in (("L", 0.6, 3), ("R", -0.6, 0)):
+        target = ps.empty(f"Target.{side}")
+        ps.key_locations(target, np.array([(x, -0.1 * f, 1.3) for f in range(1, 5)]), range(1, 5))
+        ps.add_ik(arm.pose.bones[f"ForeArm.{side}"], target, chain_count=count)
+    scene.frame_start, scene.frame_end = 1, 4
+    bpy.context.view_layer.objects.active = arm
+    return arm
+
+
+def test_ik_chains_sharing_bones_switch_to_fk_keeping_the_pose(empty_scene):
+    """Two IK chains sharing the chest, one starting at it: IK to FK failed with a KeyError (the chest's parent
+    was listed after it). Now every bone plays where the IK put it."""
+    arm = _two_arms_through_a_spine()
+    names = ("Spine", "Chest", "Arm.L", "ForeArm.L", "Arm.R", "ForeArm.R")
+    before = {}
+    for f in range(1, 5):
+        bpy.context.scene.frame_set(f)
+        before[f] = [np.array(arm.matrix_world @ arm.pose.bones[n].tail) for n in names]
+    assert bpy.ops.articulate.ik_to_fk(use_scene_settings=False, frame_start=1, frame_end=4) == {"FINISHED"}
+    for f in range(1, 5):
+        bpy.context.scene.frame_set(f)
+        after = [np.array(arm.matrix_world @ arm.pose.bones[n].tail) for n in names]
+        assert np.max(np.linalg.norm(np.array(after) - np.array(before[f]), axis=1)) < 1e-4
+
+
+def test_an_ik_target_with_nan_keys_is_refused_naming_the_frames(empty_scene):
+    """A target keyed NaN on frame 2 (a tracker's dropout): IK to FK stopped with an unexpected InvalidInputError or
+    a singular matrix. Now it refuses, naming frame 2 and what to do, and keys nothing."""
+    arm = _two_arms_through_a_spine()
+    target = bpy.data.objects["Target.L"]
+    target.location = (float("nan"),) * 3
+    target.keyframe_insert("location", frame=2)
+    with pytest.raises(RuntimeError, match=r"the IK pose is not a number on frame\(s\) 2 \(an IK target or pole "
+                                           r"with NaN keys there") as refused:
+        bpy.ops.articulate.ik_to_fk(use_scene_settings=False, frame_start=1, frame_end=4)
+    assert "unexpected" not in str(refused.value)
+    assert arm.animation_data is None or arm.animation_data.action is None
