@@ -78,7 +78,7 @@ DAMAGES = ("truncated", "nan_origin", "inf_origin", "missing_parent", "closed_lo
            "lower_above_upper", "zero_axis", "duplicate_link", "duplicate_joint", "no_limit")
 # Refusals of a valid file that are right: a chain whose every joint has a single-value range cannot move.
 FAIR_REFUSALS = ("every joint is locked",)
-LIMIT_TOLERANCE = 1e-9  # keys are stored float32, but the bake moves a key on its limit one float32 step inside
+LIMIT_TOLERANCE = 1e-9  # keys are stored float32; the bake moves a key on its limit one float32 step inside
 
 
 def addon(name: str):
@@ -603,7 +603,10 @@ def check_bake(s: Seed, arm, span: tuple[int, int], report: dict | None) -> np.n
         hi = np.inf if j["upper"] is None else j["upper"]
         v = keys[:, k]
         over = np.maximum(lo - v, v - hi)
-        if np.nanmax(over, initial=-np.inf) > LIMIT_TOLERANCE:
+        # Keys are float32: a range no float32 lies in (a single value) is keyed at the float32 nearest it.
+        slack = max(LIMIT_TOLERANCE, float(np.spacing(np.float32(max(abs(lo), abs(hi)) if np.isfinite(
+            max(abs(lo), abs(hi))) else 0.0))))
+        if np.nanmax(over, initial=-np.inf) > slack:
             f = int(frames[int(np.nanargmax(over))])
             s.findings.append(f"LIMITS joint {j['name']!r} ({j['kind']}, [{lo}, {hi}]) keyed "
                               f"{v[int(np.nanargmax(over))]!r} on frame {f}, {float(np.nanmax(over)):.3g} outside")
