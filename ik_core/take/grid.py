@@ -27,6 +27,9 @@ from .smoothing import solver_targets
 # Grid spacing of the held joint [rad or m]: neighbouring grid values must lie well inside the
 # largest accepted step, so the path may move along the self-motion without a jump.
 _CELL = 0.04
+# Widest stretch of a held variable's range a grid covers [rad or m]: two turns, so a revolute
+# joint of +-2 pi (UR arms) keeps its whole range.
+_MAX_SPAN = 4.0 * np.pi
 # Grid values a path may move per frame (either way); near a fold the self-motion moves fast
 # along the grid (measured on the iiwa: 4 left 16 -> 4 jumps where 2 left 16).
 _REACH = 4
@@ -70,6 +73,11 @@ class _Grids:
             lo, hi = float(lower[h]), float(upper[h])
             if not (np.isfinite(lo) and np.isfinite(hi)):
                 lo, hi = -np.pi, np.pi
+            if hi - lo > _MAX_SPAN:
+                # A range far wider than a turn (a revolute joint of +-1000 rad, a 1 km rail) would
+                # make a grid of millions of values: a window about 0 (the rest pose) is searched.
+                mid = min(max(0.0, lo + _MAX_SPAN / 2), hi - _MAX_SPAN / 2)
+                lo, hi = mid - _MAX_SPAN / 2, mid + _MAX_SPAN / 2
             k = max(int(np.ceil((hi - lo) / _CELL)) + 1, 2)
             self.values.append(np.linspace(lo, hi, k))
             self.first.append(offset)

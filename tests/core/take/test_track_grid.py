@@ -489,3 +489,28 @@ def test_a_grid_given_as_known_is_the_grid_the_search_tracks(monkeypatch) -> Non
     (q_part, ok_part), *_ = track_grid(solver, targets[lo:hi], q_single[lo - 1], MAX_JUMP, pair, known=known)
     assert ok_part.all()
     assert jump_score(solver.skeleton, q_part, q_single[lo - 1], MAX_JUMP) == (0, 0.0)
+
+
+def test_a_held_range_of_thousands_searches_a_window_and_finds_the_path() -> None:
+    """A rail of 2 km and a shoulder of +-1000 rad: each held grid had one value per 4 cm of its range (50,000 and
+    more), and a robot bake ran out of memory (found by dev/fuzz_robots.py). The grid now spans at most two turns
+    (metres) about the rest pose, and the search still follows the take within its steps."""
+    text = rail_arm_urdf().replace('lower="-0.8" upper="0.8"', 'lower="-1000" upper="1000"').replace(
+        'lower="-7.0" upper="7.0"', 'lower="-1000" upper="1000"')
+    model = RobotModel.from_urdf(text)
+    sk = model.skeleton
+    (tool,) = model.default_tools()
+    assert sk.upper[0] == sk.upper[2] == 1000.0
+    q_path = smooth_joint_path(np.maximum(sk.lower, -1), np.minimum(sk.upper, 1), 40, seed=5,
+                               start=np.array([0.2, 0.4, 0.8, 1.0, -1.0, 0.5, 0.3]), amplitude=0.1)
+    targets = effector_poses(sk, q_path, tool)
+    solver = DLSSolver(sk, tool, mode="full", tolerance=1e-5, rotation_tolerance=1e-5)
+    for held in ((0,), (2,), (0, 2)):
+        grids = _Grids(solver._lo, solver._hi, held)
+        assert grids.size <= len(held) * (int(np.ceil(grid._MAX_SPAN / grid._CELL)) + 1)
+        assert all(v[0] <= 0.0 <= v[-1] and v[-1] - v[0] <= grid._MAX_SPAN + 1e-9 for v in grids.values)
+        (q, ok), *_ = track_grid(solver, targets, q_path[0], MAX_JUMP, held)
+        assert ok.all() and jump_score(sk, q, q_path[0], MAX_JUMP)[0] == 0
+    narrow = _Grids(np.array([-2 * np.pi, 5.0]), np.array([2 * np.pi, 900.0]), (0, 1))
+    assert narrow.values[0][0] == -2 * np.pi and narrow.values[0][-1] == 2 * np.pi  # UR's +-2 pi: all of it
+    assert narrow.values[1][0] == 5.0 and narrow.values[1][-1] == pytest.approx(5.0 + grid._MAX_SPAN)  # from 5 up
