@@ -596,8 +596,10 @@ def check_bake(s: Seed, arm, span: tuple[int, int], report: dict | None) -> np.n
         where = sorted(set(frames[rows].astype(int).tolist()))[:5]
         s.findings.append(f"NAN the bake finished with non-finite keys: joints "
                           f"{sorted({joints[c]['name'] for c in cols})} on frames {where}")
+    # Only the joints the bake solved: others keep what a joint file keyed, inside its limits or not.
+    baked = None if report is None else {n for c in report.get("chains", []) for n in c.get("joints", [])}
     for k, j in enumerate(joints):
-        if j["kind"] == "continuous":
+        if j["kind"] == "continuous" or (baked is not None and j["name"] not in baked):
             continue
         lo = -np.inf if j["lower"] is None else j["lower"]
         hi = np.inf if j["upper"] is None else j["upper"]
