@@ -581,12 +581,16 @@ def drive_cartesian(s: Seed, rng, arm) -> None:
         if not done:
             return
         report = json.loads(report_path.read_text())
-    keys = check_bake(s, arm, span, report)
+    keys = check_bake(s, arm, span, report, set(sk.moving_joint_names))
     check_and_export(s, rng, arm, span, keys, None)
 
 
-def check_bake(s: Seed, arm, span: tuple[int, int], report: dict | None) -> np.ndarray:
-    """The keys of a finished bake, checked: finite, inside the stored limits, as the report says; mimics follow."""
+def check_bake(s: Seed, arm, span: tuple[int, int], report: dict | None, solved: set[str]) -> np.ndarray:
+    """The keys of a finished bake, checked: finite, inside the stored limits, as the report says; mimics follow.
+
+    ``solved``: the joints of the chains baked; only they are checked against the limits (others keep what a
+    joint file keyed, inside its limits or not).
+    """
     frames = np.arange(span[0], span[1] + 1, dtype=float)
     joints = _info(arm)["joints"]
     keys = addon("operators.bridge.robot").read_joint_values(arm, frames)
@@ -596,10 +600,8 @@ def check_bake(s: Seed, arm, span: tuple[int, int], report: dict | None) -> np.n
         where = sorted(set(frames[rows].astype(int).tolist()))[:5]
         s.findings.append(f"NAN the bake finished with non-finite keys: joints "
                           f"{sorted({joints[c]['name'] for c in cols})} on frames {where}")
-    # Only the joints the bake solved: others keep what a joint file keyed, inside its limits or not.
-    baked = None if report is None else {n for c in report.get("chains", []) for n in c.get("joints", [])}
     for k, j in enumerate(joints):
-        if j["kind"] == "continuous" or (baked is not None and j["name"] not in baked):
+        if j["kind"] == "continuous" or j["name"] not in solved:
             continue
         lo = -np.inf if j["lower"] is None else j["lower"]
         hi = np.inf if j["upper"] is None else j["upper"]
