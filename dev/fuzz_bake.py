@@ -11,7 +11,7 @@ rotation modes per bone, an IK constraint on the last bone (random chain length,
 weight, a pole, iTaSC) and sometimes a second one further up (chains sharing bones: a tree), the
 targets keyed along a path that leaves the chain's reach. Then ``articulate.chains_from_constraints``
 and ``articulate.bake`` with their defaults (and, unless ``--plain``, the rig features and bake options
-of ``extras``), and the report compared with playback (the parity scenes' scoring,
+of ``extras``), the report compared with playback (the parity scenes' scoring,
 ``tests/blender/parity_scenes.py``). Printed: a bake that fails with a traceback, an "unexpected
 error" report or an exception other than the operator's error report (``EXC``), a failed bake that
 changed the scene (``CHANGED``), keys outside the range lost (``LOST``), and a report that disagrees
@@ -19,7 +19,9 @@ with playback (``DISAGREE``, with ``--seeds`` the chains, constraints and bones 
 the comparison, as the scoring cannot judge them: targets with rotation, two chains of the same
 bones, and rigs the bake warns Blender plays back unsteadily (an IK chain inside another on its own
 root bone: the same keys give one of two poses per evaluation). Influence stays 1 (the scoring's
-goals at partial influence assume no chain above).
+goals at partial influence assume no chain above). Unless ``--plain``, a bake that agrees is then
+put through the other chain operators (``_afterwards``: Solve Current Frame, Find Alternative Poses and
+Use Pose, Write Limits to Blender IK, Clear Baked Range), each checked for tracebacks and lost keys.
 
 A development tool: its findings become tests (``tests/core/solvers/test_random_rigs.py``,
 ``tests/blender/test_bake_operator.py``, ``tests/blender/test_honest_bakes.py``).
@@ -225,6 +227,33 @@ def _state(scene: bpy.types.Scene) -> tuple:
             tuple((m.name, m.frame) for m in scene.timeline_markers), scene.frame_current)
 
 
+def _afterwards(arm: bpy.types.Object, seed: int, frames: int, outside: dict) -> str:
+    """The other chain operators on the baked rig: Solve Current Frame, Find Alternative Poses and Use Pose, Write
+    Limits to Blender IK, Clear Baked Range (keys outside the range kept). Returns what went wrong ("" if nothing)."""
+    rng = np.random.default_rng([seed, 2])
+    scene = bpy.context.scene
+    scene.frame_set(int(rng.integers(1, frames + 1)))
+    bpy.context.view_layer.objects.active = arm
+    arm.articulate.active_chain = int(rng.integers(len(arm.articulate.chains)))
+    steps = [("solve_frame", lambda: bpy.ops.articulate.solve_frame()),
+             ("chain_alternatives", lambda: bpy.ops.articulate.chain_alternatives()),
+             ("chain_use_alternative", lambda: bpy.ops.articulate.chain_use_alternative()
+              if len(arm.articulate.alternatives) else {"FINISHED"}),
+             ("limits_to_ik", lambda: bpy.ops.articulate.limits_to_ik()),
+             ("clear_bake", lambda: bpy.ops.articulate.clear_bake(use_scene_settings=False, frame_start=1,
+                                                                  frame_end=frames))]
+    for name, run in steps:
+        try:
+            run()
+        except RuntimeError as err:  # an operator's error report: fine unless it carries a traceback
+            if "Traceback" in str(err) or "unexpected error" in str(err):
+                return f"EXC {name}: {err}"
+        except Exception as err:  # noqa: BLE001 (anything else is a finding)
+            return f"EXC {name}: {type(err).__name__}: {err}\n{traceback.format_exc(limit=-4)}"
+    lost = _outside_lost(arm, outside)
+    return f"LOST by clear_bake: {lost[:3]}" if lost else ""
+
+
 def check(seed: int, frames: int, verbose: bool, more: bool = True) -> str:
     """Bake the scene of ``seed`` and compare its report with playback; returns what went wrong ("" if nothing)."""
     arm, settings = build(seed, frames)
@@ -263,7 +292,7 @@ def check(seed: int, frames: int, verbose: bool, more: bool = True) -> str:
     disagreements = [d for d in ps.compare_report(report, specs, scored["residual_m"])
                      if not _judged_apart(d, report, drawn["options"])]
     if not disagreements:
-        return ""
+        return _afterwards(arm, seed, frames, drawn["outside"]) if more else ""
     out = f"DISAGREE {disagreements[:3]}"
     if verbose:
         out += "".join(f"\n  chain {c['chain']} bones {c['bones']} solver {c['solver']} reasons {c['reasons'][:1]}"
