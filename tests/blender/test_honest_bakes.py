@@ -5,6 +5,7 @@ import json
 
 import bpy
 import numpy as np
+import parity_scenes as ps
 import pytest
 
 
@@ -237,19 +238,7 @@ def test_an_ik_chain_inside_another_on_its_own_root_is_warned_as_unsteady_in_pla
     back and forth showed two poses). Conversion (the constraints live) warns, and on 5.0 the bake (them muted),
     naming both constraints and the bone from which playback is unsteady; with the same root bone (inner chain of
     3) Blender evaluates them steadily and nothing is said."""
-    data = bpy.data.armatures.new("Tail")
-    arm = bpy.data.objects.new("Tail", data)
-    bpy.context.scene.collection.objects.link(arm)
-    bpy.context.view_layer.objects.active = arm
-    bpy.ops.object.mode_set(mode="EDIT")
-    parent = None
-    for k in range(6):
-        eb = data.edit_bones.new(f"B{k}")
-        eb.head, eb.tail = (0.0, 0.03 * (k % 2), 0.3 * k), (0.0, 0.03 * ((k + 1) % 2), 0.3 * (k + 1))
-        if parent is not None:
-            eb.parent, eb.use_connect = parent, True
-        parent = eb
-    bpy.ops.object.mode_set(mode="OBJECT")
+    arm = ps.armature("Tail", ps.chain_bones([f"B{k}" for k in range(6)], ps.zigzag(6, 0.3, bend=0.03)))
     outer = arm.pose.bones["B5"].constraints.new("IK")
     outer.target, outer.chain_count = animated_target("Tout", (0.6, 0.2, 1.2), (0.3, -0.5, 1.4)), 5  # B1..B5
     inner = arm.pose.bones["B3"].constraints.new("IK")
@@ -273,19 +262,7 @@ def test_a_tree_member_whose_own_bone_is_locked_on_every_axis_bakes(empty_scene,
     is beyond reach, start with a bone locked on every axis. The bake failed with a KeyError (the tree's rotations
     hold only bones that move; found by dev/fuzz_bake.py); now it bakes, the locked bone keeps its pose, and the
     report is what playback shows."""
-    data = bpy.data.armatures.new("Tree")
-    arm = bpy.data.objects.new("Tree", data)
-    bpy.context.scene.collection.objects.link(arm)
-    bpy.context.view_layer.objects.active = arm
-    bpy.ops.object.mode_set(mode="EDIT")
-    parent = None
-    for k in range(5):
-        eb = data.edit_bones.new(f"B{k}")
-        eb.head, eb.tail = (0.0, 0.04 * (k % 2), 0.4 * k), (0.0, 0.04 * ((k + 1) % 2), 0.4 * (k + 1))
-        if parent is not None:
-            eb.parent, eb.use_connect = parent, True
-        parent = eb
-    bpy.ops.object.mode_set(mode="OBJECT")
+    arm = ps.armature("Tree", ps.chain_bones([f"B{k}" for k in range(5)], ps.zigzag(5, 0.4, bend=0.04)))
     locked = arm.pose.bones["B3"]
     locked.lock_ik_x = locked.lock_ik_y = locked.lock_ik_z = True
     far = arm.pose.bones["B4"].constraints.new("IK")
