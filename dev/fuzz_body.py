@@ -65,6 +65,7 @@ from mathutils import Euler, Matrix  # noqa: E402
 import cli  # noqa: E402
 
 compat = None  # the add-on's operators.compat, set by main()
+transaction = None  # the add-on's operators.transaction (its rna_state), set by main()
 VERBOSE = False
 TMP = Path(tempfile.mkdtemp(prefix="articulate-fuzz-body-"))
 
@@ -79,33 +80,6 @@ class Finding(Exception):
 
 # ---------------------------------------------------------------------------------------------
 # The scene's snapshot: what a refused operator must leave as it was.
-
-def _value(v):
-    if isinstance(v, bpy.types.ID):
-        return ("ID", v.name)
-    for attr in ("to_dict", "to_list"):
-        if hasattr(v, attr):
-            return getattr(v, attr)()
-    if hasattr(v, "__len__") and not isinstance(v, str):
-        return tuple(_value(x) for x in v)
-    return v
-
-
-def _rna(struct, depth: int = 0) -> dict:
-    out = {}
-    for prop in struct.bl_rna.properties:
-        key = prop.identifier
-        if key == "rna_type":
-            continue
-        value = getattr(struct, key)
-        if prop.type == "POINTER" and not isinstance(value, bpy.types.ID) and value is not None:
-            out[key] = _rna(value, depth + 1) if depth < 4 else "..."
-        elif prop.type == "COLLECTION":
-            out[key] = [_rna(item, depth + 1) for item in value] if depth < 4 else len(value)
-        else:
-            out[key] = _value(value)
-    return out
-
 
 def _nums(values) -> tuple:
     """Numbers (a vector, a matrix) as a comparable tuple: NaN equal to NaN."""
@@ -130,11 +104,11 @@ def _object(obj) -> dict:
         "mode": obj.mode,
     }
     if obj.type == "ARMATURE":
-        out["articulate"] = _rna(obj.articulate)
+        out["articulate"] = transaction.rna_state(obj.articulate)
         out["pose"] = {pb.name: (pb.rotation_mode, _nums(pb.location), _nums(pb.rotation_quaternion),
                                  _nums(pb.rotation_euler), _nums(pb.rotation_axis_angle), _nums(pb.scale),
                                  tuple((c.name, c.type, c.mute, c.influence) for c in pb.constraints),
-                                 tuple((k, _value(pb[k])) for k in pb.keys() if isinstance(pb[k], (int, float))))
+                                 tuple((k, pb[k]) for k in pb.keys() if isinstance(pb[k], (int, float))))
                        for pb in obj.pose.bones}
     return out
 
@@ -148,7 +122,7 @@ def snapshot() -> dict:
         "objects": {o.name: _object(o) for o in bpy.data.objects},
         "actions": {a.name: sorted(_keys(fc) for fc in compat.action_fcurves(a)) for a in bpy.data.actions},
         "scene": (scene.frame_current, scene.frame_start, scene.frame_end, scene.render.fps, scene.render.fps_base,
-                  sorted((m.name, m.frame) for m in scene.timeline_markers), _rna(scene.articulate)),
+                  sorted((m.name, m.frame) for m in scene.timeline_markers), transaction.rna_state(scene.articulate)),
         "active": (bpy.context.object.name if bpy.context.object else None, bpy.context.mode),
     }
 
@@ -1089,7 +1063,7 @@ def check(seed: int) -> str:
 
 
 def main() -> int:
-    global compat, VERBOSE
+    global compat, transaction, VERBOSE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=300.0, help="stop starting new seeds after this long")
     parser.add_argument("--first-seed", type=int, default=1000)
@@ -1097,6 +1071,7 @@ def main() -> int:
     args = parser.parse_args()
     addon = cli.ensure_addon()
     compat = importlib.import_module(f"{addon.__name__}.operators.compat")
+    transaction = importlib.import_module(f"{addon.__name__}.operators.transaction")
     chosen = [int(s) for s in args.seeds.split(",") if s]
     VERBOSE = bool(chosen)
     seeds = iter(chosen) if chosen else iter(range(args.first_seed, sys.maxsize))
