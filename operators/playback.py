@@ -69,42 +69,36 @@ def _ik_chain(pb: bpy.types.PoseBone, con: bpy.types.Constraint) -> list[str]:
     return [b.name for b in bones]
 
 
-# Blender 5.0 evaluates a pair of IK constraints unsteadily even when both are muted (see
-# unsteady_ik_warnings); 4.2.23 and 4.5.15 only while one of them is live (measured).
-MUTED_IK_PAIRS_UNSTEADY = bpy.app.version >= (5, 0, 0)
-
-
 def unsteady_ik_warnings(arm: bpy.types.Object, bones: Sequence[str]) -> list[str]:
-    """Warnings for IK constraints Blender evaluates in a different order from one evaluation to the next.
+    """Warnings for IK constraints Blender may evaluate in a different order from one evaluation to the next.
 
-    Measured on Blender 4.2, 4.5 and 5.0: when the chain of one IK constraint (with a target) lies
-    inside another's, with another tip and another root bone, the pose of the inner chain's root
-    and every bone below it changes between evaluations of one frame, by up to the pose of the
-    frame evaluated before (a race in Blender's dependency graph; Blender's own IK flickers there).
-    On 5.0 muting both does not help (:data:`MUTED_IK_PAIRS_UNSTEADY`); removing either
-    constraint, or giving both the same root bone, does. One warning per such pair that holds one
-    of ``bones``.
+    Two IK constraints (with targets) whose chains share bones but start at different root bones
+    are two IK solves in Blender's dependency graph, both writing the shared bones, in no set order.
+    Measured on Blender 4.2, 4.5 and 5.0: the pose of those bones, and of every bone below, then
+    changes between evaluations of one frame, by up to the pose of the frame evaluated before
+    (Blender's own IK flickers there; on 5.0 the keys of a bake flickered too with both muted). How
+    often depends on thread timing, so a pair that played steadily once is no proof: every such
+    pair is warned about. Removing either constraint, or giving both the same root bone, makes
+    playback repeatable. One warning per pair whose shared bones or bones below hold one of ``bones``.
     """
     chains = [(pb, con, _ik_chain(pb, con)) for pb in arm.pose.bones for con in pb.constraints
               if con.type == "IK" and getattr(con, "target", None) is not None]
     wanted = set(bones)
     out = []
-    for inner_pb, inner, inner_bones in chains:
-        for outer_pb, outer, outer_bones in chains:
-            if (inner is outer or not inner_bones or inner_bones[0] == outer_bones[0]
-                    or inner_bones[-1] == outer_bones[-1] or not set(inner_bones) < set(outer_bones)):
+    for k, (first_pb, first, first_bones) in enumerate(chains):
+        for second_pb, second, second_bones in chains[k + 1:]:
+            shared = set(first_bones) & set(second_bones)
+            if not shared or not first_bones or first_bones[-1] == second_bones[-1]:
                 continue
-            if inner.mute and outer.mute and not MUTED_IK_PAIRS_UNSTEADY:
-                continue
-            root = arm.pose.bones[inner_bones[-1]]
-            unsteady = {root.name, *(b.name for b in root.children_recursive)}
+            top = arm.pose.bones[next(b for b in reversed(first_bones) if b in shared)]  # the highest shared bone
+            unsteady = {top.name, *(b.name for b in top.children_recursive)}
             if unsteady & wanted:
-                state = "muted" if inner.mute and outer.mute else "live"
+                state = "muted" if first.mute and second.mute else "live"
                 out.append(
-                    f"IK {inner.name!r} on {inner_pb.name} lies inside IK {outer.name!r} on {outer_pb.name} but starts "
-                    f"at another bone ({root.name}, not {outer_bones[-1]}): Blender {bpy.app.version_string} "
-                    f"evaluates such a pair ({state}) in an order that changes between evaluations, so playback of "
-                    f"{root.name} and the bones below it can show a stale pose and differ from this report; delete "
+                    f"IK {first.name!r} on {first_pb.name} and IK {second.name!r} on {second_pb.name} share bones "
+                    f"from {top.name} but start at different bones ({first_bones[-1]}, {second_bones[-1]}): Blender "
+                    f"evaluates such a pair ({state}) in an order that can change between evaluations, so playback "
+                    f"of {top.name} and the bones below it can show a stale pose and differ from this report; delete "
                     "the constraint you no longer need, or give both the same root bone (Chain Length)")
     return out
 
