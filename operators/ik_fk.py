@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import bpy
 import numpy as np
 
-from . import bridge
+from . import bridge, playback
 from .baking import BakeFailed, frame_runs
 from .bridge import body_controls, matching
 from .chains import blender_chain
@@ -314,6 +314,8 @@ def _report(arm, direction: str, limbs, frames, measured: list[dict], keys: int)
             notes.append(f"{m['limb']}: {len(m['frames_over_tolerance'])} frame(s) where playback puts a bone more "
                          f"than {TOLERANCE_M * 1000:.3g} mm from the pose it had (up to {m['max_error_m'] * 1000:.3g} "
                          "mm): a control could not follow (limits, locked channels, a target out of reach)")
+    # A pair of IK constraints Blender solves in no set order: playback, and so the match, can flicker.
+    notes += playback.unsteady_ik_warnings(arm, [n for limb in limbs for n in limb.result])
     return {"armature": arm.name, "direction": direction, "frames": [int(f) for f in frames],
             "limbs": measured, "tolerance_m": TOLERANCE_M, "keys_written": keys, "measured_by": "playback",
             "notes": notes}

@@ -182,25 +182,23 @@ def _two_arms_through_a_spine():
     return arm
 
 
-def test_ik_chains_sharing_bones_switch_to_fk_keeping_the_pose(empty_scene, tmp_path):
+def test_ik_chains_sharing_bones_switch_to_fk_and_say_blender_may_flicker_there(empty_scene, tmp_path):
     """Two IK chains sharing the chest, one starting at it: IK to FK failed with a KeyError (the chest's parent
-    was listed after it). Now the FK keys play the IK pose the operator sampled, by its own playback measure (Blender
-    may solve such a pair differently from one evaluation to the next, so a pose sampled here before would not do),
-    and the FK playback is steady."""
+    was listed after it). Now it keys every FK bone on every frame, measures the match by playback, and its report
+    says why that match can be off: Blender solves two IK constraints sharing bones from different roots in no set
+    order (live, and on 5.0 muted too), so the pose it shows flickers between evaluations (CI saw this test's
+    earlier, pose-comparing form fail one run in three)."""
     arm = _two_arms_through_a_spine()
     report = tmp_path / "switch.json"
     assert bpy.ops.articulate.ik_to_fk(use_scene_settings=False, frame_start=1, frame_end=4,
                                        report_path=str(report)) == {"FINISHED"}
-    limbs = json.loads(report.read_text())["limbs"]
-    assert len(limbs) == 2 and all(limb["max_error_m"] < 1e-4 for limb in limbs)
-    names = ("Spine", "Chest", "Arm.L", "ForeArm.L", "Arm.R", "ForeArm.R")
-    played = []
-    for _ in range(3):
-        for f in range(1, 5):
-            bpy.context.scene.frame_set(f)
-            played.append([np.array(arm.matrix_world @ arm.pose.bones[n].tail) for n in names])
-    np.testing.assert_allclose(played[:4], played[4:8], atol=1e-6)
-    np.testing.assert_allclose(played[:4], played[8:], atol=1e-6)
+    data = json.loads(report.read_text())
+    assert [limb["limb"] for limb in data["limbs"]] == ["ForeArm.L: IK", "ForeArm.R: IK"]
+    assert all(np.isfinite(limb["error_m"]).all() for limb in data["limbs"])
+    assert any("in an order that can change between evaluations" in n and "share bones from Chest" in n
+               for n in data["notes"])
+    keyed = {fc.data_path.split('"')[1] for fc in ps._fcurves(arm) if len(fc.keyframe_points) >= 4}
+    assert {"Spine", "Chest", "Arm.L", "ForeArm.L", "Arm.R", "ForeArm.R"} <= keyed
 
 
 def test_an_ik_target_with_nan_keys_is_refused_naming_the_frames(empty_scene):
