@@ -118,8 +118,9 @@ def extras(arm: bpy.types.Object, seed: int, frames: int) -> dict:
 
     Limit Rotation and Copy Rotation constraints, bones that do not inherit rotation or scale, a
     random roll, a keyed scale, the armature carried by a moving parent, keys outside the baked
-    range (which the bake must keep), and the bake's own options (frame step, key reduction,
-    missed-frame markers). Returns the bake options and the keys outside the range to check.
+    range (which the bake must keep), a Damped Track or Track To made an aim chain, and the bake's
+    own options (frame step, key reduction, missed-frame markers). Returns the bake options, the keys
+    outside the range to check and whether to convert the track constraint.
     """
     rng = np.random.default_rng([seed, 1])
     names = [b.name for b in arm.data.bones]
@@ -169,6 +170,18 @@ def extras(arm: bpy.types.Object, seed: int, frames: int) -> dict:
             pb.keyframe_insert("rotation_euler", frame=f)
             outside[(pb.name, f)] = tuple(pb.rotation_euler)
         pb.rotation_euler = (0.0, 0.0, 0.0)
+    aim = False
+    if rng.random() < 0.2:  # a Damped Track or Track To on a bone, for Aim Chains from Track Constraints
+        pb = arm.pose.bones[str(rng.choice(names))]
+        looked_at = ps.empty("Looked At")
+        ps.key_locations(looked_at, rng.normal(size=(2, 3)) * 2.0, (1, frames))
+        track = pb.constraints.new(str(rng.choice(["DAMPED_TRACK", "TRACK_TO"])))
+        track.target = looked_at
+        track.track_axis = str(rng.choice(["TRACK_X", "TRACK_Y", "TRACK_Z", "TRACK_NEGATIVE_Y"]))
+        if track.type == "TRACK_TO":
+            track.up_axis = str(rng.choice(["UP_X", "UP_Y", "UP_Z"]))
+        track.influence = float(rng.choice([1.0, rng.uniform(0.1, 1.0)]))
+        aim = True
     options = {}
     if rng.random() < 0.2:
         options["frame_step"] = int(rng.integers(2, 4))
@@ -176,7 +189,7 @@ def extras(arm: bpy.types.Object, seed: int, frames: int) -> dict:
         options["key_tolerance"] = float(rng.uniform(0.0005, 0.02))
     if rng.random() < 0.3:
         options["mark_missed"] = True
-    return {"options": options, "outside": outside}
+    return {"options": options, "outside": outside, "aim": aim}
 
 
 def _outside_lost(arm: bpy.types.Object, outside: dict) -> list[str]:
@@ -257,13 +270,15 @@ def _afterwards(arm: bpy.types.Object, seed: int, frames: int, outside: dict) ->
 def check(seed: int, frames: int, verbose: bool, more: bool = True) -> str:
     """Bake the scene of ``seed`` and compare its report with playback; returns what went wrong ("" if nothing)."""
     arm, settings = build(seed, frames)
-    drawn = extras(arm, seed, frames) if more else {"options": {}, "outside": {}}
+    drawn = extras(arm, seed, frames) if more else {"options": {}, "outside": {}, "aim": False}
     bpy.context.view_layer.objects.active = arm
     specs = ps.live_iks(arm)
     report_path = Path(tempfile.mkdtemp(prefix="articulate-fuzz-")) / "report.json"
     before = None
     try:
         bpy.ops.articulate.chains_from_constraints()
+        if drawn["aim"]:
+            bpy.ops.articulate.aim_chains_from_tracks()
         bpy.context.scene.frame_set(bpy.context.scene.frame_current)  # channels as the keys give them
         before = _state(bpy.context.scene)
         result = bpy.ops.articulate.bake(use_scene_settings=False, frame_start=1, frame_end=frames,
