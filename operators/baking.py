@@ -153,6 +153,8 @@ def prepare_chains(
                 # holds still, is no ball joint, so the chain gets what Auto picks for other chains.
                 name = chain_solver(chain, len(bones), robot, solver, limb=False)
                 skeleton = bridge.chain_skeleton(arm, bones, use_tail=chain.use_tail)
+            if name == "two_bone" and limb_joints(skeleton) is None:  # picked by hand: the solver's own refusal
+                make_solver(name, skeleton, "tip")
             if fully_locked(skeleton):
                 raise BakeFailed(
                     f"{label}: every bone of the chain is locked (IK Lock on every axis, or limits of a single value), "

@@ -13,7 +13,7 @@ from mathutils import Matrix
 from ..ik_core import ArticulateError
 from ..ik_core.errors import name_hint
 from . import bridge, compat
-from .baking import BakeFailed
+from .baking import BakeFailed, frame_runs
 from .bridge import body_controls
 from .contacts import fill_contact_list
 from .files import BLEND_RELATIVE, TimedImport, chosen_report_path, report_path_problem, write_report
@@ -648,9 +648,14 @@ def detect_steps(scene: bpy.types.Scene, arm: bpy.types.Object, frames: range) -
     k = 0
     for foot in FEET:
         rests = np.zeros(len(frames), dtype=bool)
-        for _bone in bones[foot]:
+        for bone in bones[foot]:
             p = paths[k][:, :3, 3]
             k += 1
+            bad = ~np.isfinite(p).all(axis=1)
+            if bad.any():  # a bone driven from NaN (a tracker's dropout keyed as NaN, say) has no path to read
+                raise BodyFailed(f"bone {bone!r} has no position (NaN) on frame(s) "
+                                 f"{frame_runs([int(frames[i]) for i in np.flatnonzero(bad)])}; pick a range "
+                                 "where the motion is whole")
             rests |= detect_contacts(p, dt, float(np.percentile(p[:, 2], 5)))
         if not rests.any():
             side = ("left", "right")[FEET.index(foot)]

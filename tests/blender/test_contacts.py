@@ -10,6 +10,7 @@ import json
 
 import bpy
 import numpy as np
+import parity_scenes as ps
 import pytest
 from contact_scenes import BALL, FPS, REST, build_leg_scene, foot_path
 from strict_layout import draw_panel, drawn_operators, drawn_props
@@ -379,3 +380,20 @@ def test_contacts_panel_draws_its_settings_and_list(leg):
     assert "ground_collection" in props and "hips_bone" in props and "ground_height" not in props
     chain.mode = "AIM"
     assert not bpy.types.ARTICULATE_PT_contacts.poll(bpy.context)
+
+
+def test_two_bone_picked_by_hand_on_a_leg_that_is_no_limb_is_refused_with_lower_hips(leg, tmp_path):
+    """Two-bone chosen by hand on a leg whose thigh IK Lock holds still is no limb. With Lower Hips the bake built
+    the solver early, unguarded, and failed with an unexpected error (found by dev/fuzz_body.py); now the chain is
+    refused with the two-bone solver's own words, and nothing is keyed."""
+    chain = leg.articulate.chains[0]
+    thigh = leg.pose.bones["Thigh"]
+    thigh.lock_ik_x = thigh.lock_ik_y = thigh.lock_ik_z = True
+    chain.solver = "two_bone"
+    assert _detect() == {"FINISHED"}
+    chain.hips, chain.hips_bone = leg, "Hips"
+    keys = {(fc.data_path, fc.array_index): len(fc.keyframe_points) for fc in ps._fcurves(leg)}
+    with pytest.raises(RuntimeError, match=r"chain '.*': skeleton .* is not a two-bone limb") as refused:
+        bpy.ops.articulate.bake(use_scene_settings=False, frame_start=1, frame_end=FRAMES)
+    assert "unexpected" not in str(refused.value)
+    assert keys == {(fc.data_path, fc.array_index): len(fc.keyframe_points) for fc in ps._fcurves(leg)}

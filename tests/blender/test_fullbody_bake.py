@@ -370,3 +370,18 @@ def test_a_tracker_dropout_on_the_reference_frame_is_refused_as_such(empty_scene
     with pytest.raises(RuntimeError, match=r"tracker 'hand_r' has no pose on the reference frame \(NaN or infinite "
                                            r"values: a dropout\); pick a reference frame where every tracker is seen"):
         bpy.ops.articulate.body_bake(use_scene_range=False, frame_start=1, frame_end=30)
+
+
+def test_detect_known_steps_on_a_foot_without_a_position_is_refused_naming_the_frames(cmu):
+    """A foot bone keyed NaN (a capture's dropout): Detect Known Steps stopped with an unexpected error from the
+    contact detection (found by dev/fuzz_body.py); now it names the bone and the frames."""
+    arm, _ = cmu
+    assert bpy.ops.articulate.body_detect_roles() == {"FINISHED"}
+    foot = {r.role: r.bone for r in arm.articulate.body.roles}["foot_l"]
+    pb = arm.pose.bones[foot]
+    pb.location = (float("nan"),) * 3
+    for f in (1, FRAMES):
+        pb.keyframe_insert("location", frame=f)
+    with pytest.raises(RuntimeError, match=rf"bone '{foot}' has no position \(NaN\) on frame\(s\) 1-{FRAMES}") as err:
+        bpy.ops.articulate.body_steps_detect(use_scene_settings=False, frame_start=1, frame_end=FRAMES)
+    assert "unexpected" not in str(err.value)
