@@ -57,10 +57,12 @@ from pathlib import Path
 os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="articulate-fuzz-"))
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "blender")]  # the test harness's differences
 
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402
 from mathutils import Euler, Matrix  # noqa: E402
+from test_operator_failures import differences  # noqa: E402  (where two snapshots differ)
 
 import cli  # noqa: E402
 
@@ -125,15 +127,6 @@ def snapshot() -> dict:
                   sorted((m.name, m.frame) for m in scene.timeline_markers), transaction.rna_state(scene.articulate)),
         "active": (bpy.context.object.name if bpy.context.object else None, bpy.context.mode),
     }
-
-
-def differences(a, b, path: str = "") -> list[str]:
-    if isinstance(a, dict) and isinstance(b, dict):
-        out = []
-        for k in sorted(set(a) | set(b), key=str):
-            out += differences(a.get(k), b.get(k), f"{path}/{k}")
-        return out[:3]
-    return [] if a == b else [path]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -148,13 +148,13 @@ def prepare_chains(
             bones = bridge.chain_bones(arm, chain)
             name = aiming.SOLVER_NAME if aim else chain_solver(chain, len(bones), robot, solver)
             skeleton = bridge.chain_skeleton(arm, bones, use_tail=chain.use_tail, hinge_middle=name == "two_bone")
-            if name == "two_bone" and (solver or chain.solver) == AUTO and limb_joints(skeleton) is None:
+            if name == "two_bone" and limb_joints(skeleton) is None:
+                if (solver or chain.solver) != AUTO:  # picked by hand: the solver's own refusal
+                    make_solver(name, skeleton, "tip")
                 # Auto's two-bone limb needs a free root bone: one that IK Lock leaves a hinge, or
                 # holds still, is no ball joint, so the chain gets what Auto picks for other chains.
                 name = chain_solver(chain, len(bones), robot, solver, limb=False)
                 skeleton = bridge.chain_skeleton(arm, bones, use_tail=chain.use_tail)
-            if name == "two_bone" and limb_joints(skeleton) is None:  # picked by hand: the solver's own refusal
-                make_solver(name, skeleton, "tip")
             if fully_locked(skeleton):
                 raise BakeFailed(
                     f"{label}: every bone of the chain is locked (IK Lock on every axis, or limits of a single value), "

@@ -190,13 +190,11 @@ def _control_parents(limbs: Sequence[Limb]) -> dict[str, str | None]:
                 parents[fk] = limb.fk[k - 1] if k else None
     ordered: dict[str, str | None] = {}
 
-    def place(name: str, seen: frozenset = frozenset()) -> None:
-        parent = parents[name]
-        if name in ordered or name in seen:
-            return
-        if parent is not None:
-            place(parent, seen | {name})
-        ordered[name] = parent
+    def place(name: str) -> None:
+        if name not in ordered:
+            if parents[name] is not None:
+                place(parents[name])
+            ordered[name] = parents[name]
 
     for name in parents:
         place(name)
