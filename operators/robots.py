@@ -316,7 +316,7 @@ class ARTICULATE_OT_trajectory_import(TimedImport, bpy.types.Operator):
         return robot_poll(cls, context, editable=True)
 
     def execute(self, context: bpy.types.Context) -> set[str]:
-        from ..ik_core.trajectory import read_joint_csv, read_joint_json, resample
+        from ..ik_core.trajectory import JointTrajectory, read_joint_csv, read_joint_json, resample
         from ..ik_core.trajectory.mcap_files import read_joint_mcap
         from .bridge.robot import write_joint_values
         from .bridge.robot_trajectory import StoredTrajectory, store_trajectory
@@ -324,7 +324,8 @@ class ARTICULATE_OT_trajectory_import(TimedImport, bpy.types.Operator):
         scene = context.scene
         try:
             arm = _robot(context)
-            names = [j["name"] for j in robot_info(arm)["joints"]]
+            joints = robot_info(arm)["joints"]
+            names = file_joint_names(joints)
             path = bpy.path.abspath(self.filepath)
             bag = None
             if path.lower().endswith(".mcap"):
@@ -332,6 +333,7 @@ class ARTICULATE_OT_trajectory_import(TimedImport, bpy.types.Operator):
                 raw = bag.trajectory
             else:
                 raw = (read_joint_json if path.lower().endswith(".json") else read_joint_csv)(path, names)
+            raw = JointTrajectory(tuple(j["name"] for j in joints), raw.times, raw.positions)  # the rig's names
             rate = self.key_rate(scene, raw.times)
             fps = rate.rate
             traj = resample(raw, fps)
@@ -732,8 +734,17 @@ def export_trajectory(context, arm, start: int, end: int, rate: float = 0.0) -> 
     rate = rate or fps
     n = int(np.floor((end - start) / fps * rate + 1e-9)) + 1
     frames = start + np.arange(n) * fps / rate
-    names = tuple(j["name"] for j in robot_info(arm)["joints"])
+    names = tuple(file_joint_names(robot_info(arm)["joints"]))
     return JointTrajectory(names, (frames - start) / fps, read_joint_values(arm, frames))
+
+
+def file_joint_names(joints: list[dict]) -> list[str]:
+    """The names trajectory files give the rig's joints (its description's ``joints``): the URDF's.
+
+    A joint whose name was too long for a bone has a shortened one on the rig (``name``) and its
+    URDF name beside it (``urdf_name``).
+    """
+    return [j.get("urdf_name") or j["name"] for j in joints]
 
 
 MAX_JOINTS = 32  # size of ARTICULATE_PG_branch.values

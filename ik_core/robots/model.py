@@ -44,6 +44,21 @@ _STORED_FIELDS = operator.itemgetter(
 _LIMIT_DEFAULTS = (-math.inf, math.inf, math.inf, math.inf)
 
 
+def _shortened(name: str, max_bytes: int, taken: set[str]) -> str:
+    """``name`` cut to at most ``max_bytes`` UTF-8 bytes: its start ``~`` its end, numbered where that is ``taken``."""
+    raw = name.encode()
+    k = 1
+    while True:
+        mark = "~" if k == 1 else f"~{k}~"
+        room = max_bytes - len(mark)
+        head, tail = room // 2, room - room // 2
+        # A character cut in two at either end is left out ("ignore"): the result stays within max_bytes.
+        short = raw[:head].decode(errors="ignore") + mark + raw[len(raw) - tail:].decode(errors="ignore")
+        if short not in taken:
+            return short
+        k += 1
+
+
 def _stored_columns(entries: Sequence[Mapping[str, Any]]) -> JointColumns:
     """The joint columns of :meth:`RobotModel.to_dict`'s joint entries, a field at a time for all joints.
 
@@ -82,12 +97,15 @@ class RobotModel:
         acceleration: Acceleration limit per moving joint [rad/s^2 or m/s^2], where known.
         source: Where the model came from: ``{"urdf": path}`` or ``{"preset": name,
             "citation": ...}``; shown in reports.
+        urdf_names: The description's own name of each joint renamed by :meth:`renamed` (new name
+            -> the URDF's); trajectory files use the URDF's names.
     """
 
     urdf: UrdfModel
     home: Mapping[str, float] = field(default_factory=dict)
     acceleration: Mapping[str, float] = field(default_factory=dict)
     source: Mapping[str, str] = field(default_factory=dict)
+    urdf_names: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         moving = set(self.joint_order)
@@ -152,6 +170,60 @@ class RobotModel:
         home = dict(zip(moving, info["home_q"]))
         urdf = UrdfModel(str(info["name"]), tuple(links), tuple(joints))
         return cls(urdf, home, accel, {"preset": str(info["name"]), "citation": str(info.get("source", ""))})
+
+    def renamed(self, names: Mapping[str, str]) -> RobotModel:
+        """The same robot with joints renamed (``names``: old -> new), mimic sources, home and limits following.
+
+        The URDF's names are kept in :attr:`urdf_names`. An empty ``names`` gives the model itself.
+
+        Raises:
+            SkeletonError: A name that is not a joint, or new names that clash with each other or
+                with a joint kept (the message lists them).
+        """
+        if not names:
+            return self
+        joints = set(self.urdf.columns.names)
+        unknown = sorted(set(names) - joints)
+        if unknown:
+            raise SkeletonError(f"robot {self.name!r}: cannot rename {', '.join(map(repr, unknown))}: not joints")
+        after = [names.get(n, n) for n in self.urdf.columns.names]
+        clashes = sorted(n for n, count in Counter(after).items() if count > 1)
+        if clashes:
+            raise SkeletonError(f"robot {self.name!r}: renaming would give several joints the name(s) "
+                                f"{', '.join(map(repr, clashes))}")
+        data = self.to_dict()
+        for entry in data["joints"]:
+            entry["name"] = names.get(entry["name"], entry["name"])
+            if "mimic" in entry:
+                entry["mimic"]["joint"] = names.get(entry["mimic"]["joint"], entry["mimic"]["joint"])
+        for what in ("home", "acceleration"):
+            data[what] = {names.get(k, k): v for k, v in data[what].items()}
+        data["urdf_names"] = {**{k: v for k, v in self.urdf_names.items() if k not in names},
+                              **{new: self.urdf_name(old) for old, new in names.items() if new != old}}
+        return RobotModel.from_dict(data)
+
+    def urdf_name(self, joint: str) -> str:
+        """The description's own name of ``joint`` (itself unless :meth:`renamed` renamed it)."""
+        return self.urdf_names.get(joint, joint)
+
+    def within_bytes(self, max_bytes: int) -> RobotModel:
+        """The model with every moving joint's name at most ``max_bytes`` long in UTF-8 (itself when all are).
+
+        A longer name keeps its start and its end, joined by ``~`` (joint names often share a long
+        start and differ at the end); a number between two ``~`` tells apart names that would
+        still meet, or meet a joint's name. The same model always gives the same names.
+        """
+        moving = self.skeleton.moving_joint_names + tuple(
+            j.name for j in self.skeleton.joints if j.mimic is not None)
+        long = [n for n in moving if len(n.encode()) > max_bytes]
+        if not long:
+            return self
+        taken = set(self.urdf.columns.names) - set(long)
+        names = {}
+        for name in long:
+            names[name] = _shortened(name, max_bytes, taken)
+            taken.add(names[name])
+        return self.renamed(names)
 
     # --- structure -------------------------------------------------------------------------
     @property
@@ -374,6 +446,7 @@ class RobotModel:
             "home": {k: float(v) for k, v in self.home.items()},
             "acceleration": {k: float(v) for k, v in self.acceleration.items()},
             "source": dict(self.source),
+            **({"urdf_names": dict(self.urdf_names)} if self.urdf_names else {}),
         }
 
     def to_json(self) -> str:
@@ -397,7 +470,11 @@ class RobotModel:
             if isinstance(err, URDFError):
                 raise
             raise URDFError(f"stored robot model is malformed: {type(err).__name__} {err}") from None
-        return cls(urdf, dict(data.get("home", {})), dict(data.get("acceleration", {})), dict(data.get("source", {})))
+        urdf_names = data.get("urdf_names", {})
+        if not (isinstance(urdf_names, Mapping) and all(isinstance(v, str) for v in urdf_names.values())):
+            raise URDFError("stored robot model is malformed: 'urdf_names' is not a mapping of names")
+        return cls(urdf, dict(data.get("home", {})), dict(data.get("acceleration", {})), dict(data.get("source", {})),
+                   dict(urdf_names))
 
     @classmethod
     def from_json(cls, text: str) -> RobotModel:

@@ -55,26 +55,21 @@ def _moving_ancestor(skeleton: Skeleton, joint: int) -> int:
     return joint
 
 
-# Blender cuts a bone's name to this many bytes (UTF-8), on 4.2 to 5.0: a longer joint name would
-# give a bone the rig could not find by the joint's name.
+# Blender cuts a bone's name to this many bytes (UTF-8), on 4.2 to 5.0: a longer joint name is shortened
+# (RobotModel.within_bytes) so that its bone carries the whole of the name the rig knows it by.
 MAX_BONE_NAME_BYTES = 63
 
 
-def _too_long(names: Sequence[str]) -> list[str]:
-    return [f"{n!r} ({len(n.encode())} bytes)" for n in names if len(n.encode()) > MAX_BONE_NAME_BYTES]
-
-
-def tool_bone_name(arm: bpy.types.Object, link: str) -> str:
-    """The bone carrying a tool link's frame: ``tool`` for a rig's first chain, ``tool.<link>`` after.
-
-    Raises:
-        BridgeError: ``tool.<link>`` longer than a bone's name may be.
-    """
-    name = TOOL_BONE if TOOL_BONE not in arm.data.bones else f"{TOOL_BONE}.{link}"
-    if _too_long([name]):
-        raise BridgeError(f"tool link {link!r}: its tool bone {name!r} would be longer than the "
-                          f"{MAX_BONE_NAME_BYTES} bytes Blender keeps of a bone's name; rename the link in the URDF")
-    return name
+def bone_named(model: RobotModel) -> tuple[RobotModel, list[str]]:
+    """The model whose moving joints can each be a bone of the same name, and a warning per shortened name (or none)."""
+    named = model.within_bytes(MAX_BONE_NAME_BYTES)
+    if named is model:
+        return model, []
+    pairs = [f"{urdf!r} -> {bone!r}" for bone, urdf in named.urdf_names.items() if urdf != bone]
+    shown = "; ".join(pairs[:3]) + (f"; and {len(pairs) - 3} more" if len(pairs) > 3 else "")
+    return named, [f"{len(pairs)} joint name(s) longer than the {MAX_BONE_NAME_BYTES} bytes Blender keeps of a "
+                   f"bone's name: their bones are named {shown}. Trajectory files are read and written with "
+                   "the URDF's names"]
 
 
 def robot_collection(arm: bpy.types.Object) -> bpy.types.Collection:
@@ -109,10 +104,13 @@ def build_robot_rig(
     offset``); a robot without a moving joint (one link, or fixed joints only) gets an
     armature without bones, its geometry parented to the armature, and no chain.
 
+    A moving joint whose name is longer than a bone's may be (:data:`MAX_BONE_NAME_BYTES`) gets a
+    shortened name (see :func:`bone_named`) in the stored model too, with a warning.
+
     Raises:
-        BridgeError: An unknown tool link (the message lists the valid ones); a moving joint whose
-            name is longer than a bone's may be (:data:`MAX_BONE_NAME_BYTES`).
+        BridgeError: An unknown tool link (the message lists the valid ones).
     """
+    model, renamed = bone_named(model)
     skeleton = model.skeleton
     moving = [i for i, j in enumerate(skeleton.joints) if j.kind in MOVING and j.mimic is None]
     bones = [i for i, j in enumerate(skeleton.joints) if j.kind in MOVING]  # mimic joints too
@@ -122,12 +120,6 @@ def build_robot_rig(
         if link not in valid:
             raise BridgeError(f"tool link {link!r} is not below the robot's root through a moving joint; "
                               f"valid tool links: {', '.join(valid) or 'none, ' + str(model.no_tools_reason())}")
-    long_names = _too_long([skeleton.joints[i].name for i in bones])
-    if long_names:
-        raise BridgeError(
-            f"joint name(s) longer than the {MAX_BONE_NAME_BYTES} bytes Blender keeps of a bone's name: "
-            f"{', '.join(long_names[:3])}{' ...' if len(long_names) > 3 else ''}; each moving joint becomes a bone "
-            "named after it: shorten these names in the URDF")
     W = forward_kinematics(skeleton, np.zeros(skeleton.dof))
     rest = rest_frames(skeleton)
     bone_length = _bone_length(W)
@@ -172,7 +164,7 @@ def build_robot_rig(
     set_joint_values(arm, skeleton, q_home)
     targets = add_robot_chains(arm, model, tool_links)
     bpy.context.view_layer.objects.active = previous or arm
-    return arm, targets, warnings
+    return arm, targets, renamed + warnings
 
 
 
@@ -237,8 +229,11 @@ def _drive_mimic(arm: bpy.types.Object, joint, source) -> None:
 
 def _joint_info(model: RobotModel, name: str) -> dict:
     joint = model.urdf.joint(name)
-    return {"name": name, "kind": joint.type, "lower": _finite(joint.lower), "upper": _finite(joint.upper),
+    info = {"name": name, "kind": joint.type, "lower": _finite(joint.lower), "upper": _finite(joint.upper),
             "velocity": _finite(joint.velocity), "acceleration": model.acceleration.get(name)}
+    if model.urdf_name(name) != name:  # a shortened bone name: files know the joint by the URDF's
+        info["urdf_name"] = model.urdf_name(name)
+    return info
 
 
 def _joint_of_link(model: RobotModel) -> dict[str, str]:
@@ -380,6 +375,7 @@ def repair_robot(arm: bpy.types.Object) -> list[str]:
             args, dirs = old.get("xacro_args"), old.get("package_dirs")
             model = RobotModel.from_urdf(description_source(
                 where, args if isinstance(args, dict) else None, dirs if isinstance(dirs, list) else ()))
+        model = bone_named(model)[0]  # the names its bones were given
         model_text = model.to_json()
         done.append(f"stored model read again from its {source}")
     info_text = None

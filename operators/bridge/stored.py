@@ -54,6 +54,8 @@ def _joint_problem(k: int, joint) -> str:
             return f"joint {name!r} has {key} {joint.get(key)!r}, not a number"
     if "velocity" not in joint:
         return f"joint {name!r} has no velocity limit"
+    if "urdf_name" in joint and not (isinstance(joint["urdf_name"], str) and joint["urdf_name"]):
+        return f"joint {name!r} has URDF name {joint['urdf_name']!r}, not a name"
     return ""
 
 

@@ -279,21 +279,64 @@ def test_rigid_robot_is_not_damaged_and_operators_say_why_they_refuse(empty_scen
 
 # Found by dev/fuzz_robots.py (random robots through import, bake, check and export):
 
-@pytest.mark.parametrize("mimic", [False, True])
-def test_a_joint_name_longer_than_a_bone_name_is_refused_clearly_and_leaves_nothing(empty_scene, tmp_path, mimic):
-    """Blender keeps 63 bytes of a bone's name: a 70-byte joint name raised a KeyError deep in the import. Now the
-    import refuses, naming the joint, its length and the limit, and creates nothing."""
-    long = "n" * 70
-    body = joint("a", "revolute", "base", "l1") + joint(long, "revolute", "l1", "l2", (
-        "<mimic joint='a'/>" if mimic else ""))
-    path = tmp_path / "long.urdf"
-    path.write_text(robot(body + joint("t", "fixed", "l2", "tool"), "base l1 l2 tool"))
-    before = {k: len(getattr(bpy.data, k)) for k in ("objects", "armatures", "meshes", "materials", "collections")}
-    with pytest.raises(RuntimeError) as refused:
-        bpy.ops.articulate.robot_import_urdf(filepath=str(path))
-    text = str(refused.value)
-    assert f"'{long}' (70 bytes)" in text and "63 bytes" in text and "shorten" in text and "unexpected" not in text
-    assert before == {k: len(getattr(bpy.data, k)) for k in before}
+# Joint names longer than the 63 bytes Blender keeps of a bone's name: two sharing their first 60
+# bytes and their last 6 (so a cut at either end alone would make them one), a mimic of one, and one of
+# two-byte characters (a cut in the middle of a character would not be UTF-8); links as long (the
+# objects of their shapes, the tool link a chain names).
+LONG_LINK, LONG_TOOL = "link_" + "z" * 70, "tool_" + "w" * 70
+LONG_A = "left_arm_" + "x" * 60 + "_joint"
+LONG_B = "left_arm_" + "x" * 58 + "y_" + "_joint"
+LONG_M = "é" * 40
+LONG = robot(joint(LONG_A, "revolute", "base", "l1") + joint(LONG_B, "revolute", "l1", "l2", axis="0 1 0")
+             + joint(LONG_M, "revolute", "l2", LONG_LINK, f"<mimic joint='{LONG_A}' multiplier='-1' offset='0.1'/>")
+             + joint("t", "fixed", LONG_LINK, LONG_TOOL), f"base l1 l2 {LONG_LINK} {LONG_TOOL}", name="long")
+
+
+def test_joint_names_longer_than_a_bone_name_import_as_shortened_bones_and_files_keep_the_urdf_names(
+        empty_scene, core, tmp_path, capsys):
+    """urdfdom loads any name; Blender keeps 63 bytes of a bone's. Such a joint was refused: its bone now has a
+    shortened name (start ~ end), unique, the mimic following; the import warns; files are read and written
+    with the URDF's names, and Repair Robot Data rebuilding the model from the file finds the same bones."""
+    arm = _import(tmp_path, LONG, "long")
+    out = capsys.readouterr().out
+    assert "3 joint name(s) longer than the 63 bytes" in out and repr(LONG_A) in out
+    model = core.robots.model.RobotModel.from_json(arm["articulate_robot_model"])
+    bones = [n for n in arm.data.bones.keys() if n != "tool"]
+    assert len(bones) == 3 and all(len(n.encode()) <= 63 for n in bones) and len(set(bones)) == 3
+    assert sorted(model.urdf_names.values()) == sorted([LONG_A, LONG_B, LONG_M])
+    assert set(model.urdf_names) == set(bones) and set(model.skeleton.joint_names) >= set(bones)
+    a, b = (next(k for k, v in model.urdf_names.items() if v == name) for name in (LONG_A, LONG_B))
+    assert a.startswith("left_arm_x") and a.endswith("_joint") and "~" in a
+    # A trajectory file in the URDF's names keys the bones; the mimic bone follows its source.
+    traj = tmp_path / "in.csv"
+    traj.write_text(f"time,{LONG_A},{LONG_B}\n0,0.2,-0.3\n0.5,0.4,0.5\n")
+    bpy.context.view_layer.objects.active = arm
+    assert bpy.ops.articulate.trajectory_import(filepath=str(traj)) == {"FINISHED"}
+    scene = bpy.context.scene
+    last = int(scene.frame_end)
+    scene.frame_set(last)
+    assert arm.pose.bones[a].rotation_euler[1] == pytest.approx(0.4, abs=1e-6)
+    assert arm.pose.bones[b].rotation_euler[1] == pytest.approx(0.5, abs=1e-6)
+    m = next(k for k, v in model.urdf_names.items() if v == LONG_M)
+    assert arm.pose.bones[m].rotation_euler[1] == pytest.approx(-0.4 + 0.1, abs=1e-6)
+    assert [c.tool_link for c in arm.articulate.chains] == [LONG_TOOL]
+    T = core.effector_poses(model.skeleton, np.array([0.4, 0.5]), LONG_TOOL)
+    tool = np.array(arm.matrix_world.inverted() @ arm.pose.bones["tool"].matrix)
+    np.testing.assert_allclose(tool[:3, 3], T[:3, 3], atol=1e-5)
+    assert bpy.ops.articulate.trajectory_check() == {"FINISHED"}  # reads the file's samples by the rig's names
+    # Exports name the URDF's joints, and import back.
+    for ext in ("csv", "json", "mcap"):
+        out_path = tmp_path / f"out.{ext}"
+        assert bpy.ops.articulate.trajectory_export(filepath=str(out_path), frame_range="SCENE") == {"FINISHED"}
+        assert bpy.ops.articulate.trajectory_import(filepath=str(out_path)) == {"FINISHED"}
+    back = core.trajectory.read_joint_csv(tmp_path / "out.csv")
+    assert back.joint_names == (LONG_A, LONG_B)
+    np.testing.assert_allclose(back.positions[-1], [0.4, 0.5], atol=1e-6)
+    # The stored model damaged: Repair reads the URDF again and gives its joints the bones' names.
+    arm["articulate_robot_model"] = "{"
+    assert bpy.ops.articulate.robot_repair() == {"FINISHED"}
+    repaired = core.robots.model.RobotModel.from_json(arm["articulate_robot_model"])
+    assert repaired.urdf_names == model.urdf_names and repaired.joint_order == model.joint_order
 
 
 def test_a_joint_whose_range_is_one_value_bakes_and_checks_without_a_violation(empty_scene, core, tmp_path):

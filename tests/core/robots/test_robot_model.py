@@ -300,3 +300,50 @@ def test_stored_model_read_a_column_at_a_time_is_the_model_written(urdf):
     data["joints"][-1]["xyz"] = 3.0
     with pytest.raises(URDFError, match="malformed"):
         RobotModel.from_dict(data)
+
+
+def _long_named_robot() -> str:
+    """Three joints whose names are too long for 20 bytes: two sharing a long start and end, one of two-byte
+    characters (a mimic of the first, with the home pose given for the second), and a short one."""
+    def joint(name, parent, child, inner=""):
+        return (f"<joint name='{name}' type='revolute'><parent link='{parent}'/><child link='{child}'/>"
+                f"<axis xyz='0 0 1'/><limit lower='-1' upper='1' effort='1' velocity='1'/>{inner}</joint>")
+    links = "".join(f"<link name='l{k}'/>" for k in range(5))
+    first = "arm_" + "x" * 20 + "_joint"
+    mimic = f"<mimic joint='{first}' multiplier='2'/>"
+    return (f"<robot name='r'>{links}{joint(first, 'l0', 'l1')}{joint('arm_' + 'x' * 19 + 'y_joint', 'l1', 'l2')}"
+            f"{joint('é' * 15, 'l2', 'l3', mimic)}{joint('short', 'l3', 'l4')}</robot>")
+
+
+def test_names_within_bytes_are_unique_short_utf8_and_keep_the_kinematics():
+    """Long joint names (Blender keeps 63 bytes of a bone's name) are cut to start ~ end, unique, whole
+    characters; mimic sources and home follow; the URDF's names are kept, through JSON too; FK is unchanged."""
+    model = RobotModel.from_urdf(_long_named_robot())
+    model = RobotModel(model.urdf, home={"arm_" + "x" * 19 + "y_joint": 0.5})
+    short = model.within_bytes(20)
+    names = short.skeleton.joint_names
+    assert all(len(n.encode()) <= 20 for n in names) and len(set(names)) == len(names) and "short" in names
+    assert sorted(short.urdf_names.values()) == sorted(["arm_" + "x" * 20 + "_joint", "arm_" + "x" * 19 + "y_joint",
+                                                        "é" * 15])
+    assert all("~" in n for n in short.urdf_names) and short.urdf_name("short") == "short"
+    mimic = short.skeleton.joints[2]
+    assert short.urdf_name(mimic.name) == "é" * 15
+    assert short.urdf_name(mimic.mimic.joint) == "arm_" + "x" * 20 + "_joint"
+    assert dict(zip(short.skeleton.moving_joint_names, short.skeleton.preferred_q))[
+        next(k for k, v in short.urdf_names.items() if v.endswith("y_joint"))] == 0.5
+    q = _random_q(model.skeleton, np.random.default_rng(1))
+    np.testing.assert_array_equal(effector_poses(short.skeleton, q), effector_poses(model.skeleton, q))
+    back = RobotModel.from_json(short.to_json())
+    assert back.urdf_names == short.urdf_names and back.joint_order == short.joint_order
+    assert short.within_bytes(20) is short and model.within_bytes(64) is model  # nothing to cut: itself
+    assert short.within_bytes(20).to_json() == model.within_bytes(20).to_json()  # the same names every time
+
+
+def test_renaming_onto_a_joint_kept_or_an_unknown_joint_is_refused():
+    model = RobotModel.from_urdf(_long_named_robot())
+    with pytest.raises(SkeletonError, match="several joints the name.*'short'"):
+        model.renamed({model.joint_order[0]: "short"})
+    with pytest.raises(SkeletonError, match="cannot rename 'ghost': not joints"):
+        model.renamed({"ghost": "g"})
+    with pytest.raises(URDFError, match="'urdf_names' is not a mapping of names"):
+        RobotModel.from_dict({**model.to_dict(), "urdf_names": ["a"]})
