@@ -17,7 +17,9 @@ the command that rewrites it uncompressed. Files are written uncompressed.
 
 from __future__ import annotations
 
+import io
 import os
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,6 +79,24 @@ def _modules():
     return (import_bundled("mcap.reader"), import_bundled("mcap.exceptions"), import_bundled("mcap_ros2.decoder"))
 
 
+class _Bounded:
+    """A file whose reads never ask for more than the bytes left in it.
+
+    A damaged record or string length (up to 2^64) is read as asked: the buffered file
+    allocated that many bytes before finding the file's end (a MemoryError, an OverflowError
+    past the index size, or gigabytes taken). Clamped, the read comes back short and the MCAP
+    reader says the file ended in the middle of a record.
+    """
+
+    def __init__(self, stream: io.BufferedReader) -> None:
+        self._stream = stream
+        self._size = os.fstat(stream.fileno()).st_size
+
+    def read(self, size: int = -1) -> bytes:
+        left = max(self._size - self._stream.tell(), 0)
+        return self._stream.read(left if size is None or size < 0 else min(size, left))
+
+
 def _read_messages(path: str) -> dict[str, list]:
     """Every JointState or JointTrajectory message of the file, undecoded, by topic, in file order.
 
@@ -88,7 +108,8 @@ def _read_messages(path: str) -> dict[str, list]:
     by_topic: dict[str, list] = {}
     try:
         with open(path, "rb") as stream:
-            for schema, channel, message in reader.NonSeekingReader(stream).iter_messages(log_time_order=False):
+            for schema, channel, message in reader.NonSeekingReader(_Bounded(stream)).iter_messages(
+                    log_time_order=False):
                 if schema is not None and schema.name in MESSAGE_TYPES:
                     by_topic.setdefault(channel.topic, []).append((schema, channel, message))
     except FileNotFoundError:
@@ -105,7 +126,8 @@ def _read_messages(path: str) -> dict[str, list]:
     except errors.EndOfFile:
         raise TrajectoryError("the file ends in the middle of a record: truncated (a recording cut short?); "
                               "`mcap recover in.mcap -o out.mcap` rewrites what it holds", path) from None
-    except (errors.McapError, ValueError, KeyError, EOFError) as err:  # damaged records, bad lengths
+    except (errors.McapError, ValueError, KeyError, EOFError, struct.error, OverflowError) as err:
+        # Damaged records: a bad length, a field cut short (struct's "unpack requires a buffer").
         raise TrajectoryError(f"damaged MCAP file: {err}", path) from None
     return by_topic
 

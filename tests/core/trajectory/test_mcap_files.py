@@ -151,6 +151,21 @@ def test_damaged_files_give_clear_errors(tmp_path: Path) -> None:
         read_joint_mcap(tmp_path / "chatter.mcap", ARM)
 
 
+@pytest.mark.parametrize("length", [2**63 - 1, 2**40, 2**31])
+def test_a_damaged_record_length_is_refused_without_allocating_it(tmp_path: Path, length: int) -> None:
+    """The first record's length (after the 8 magic bytes and its opcode) damaged: the reader asked the file
+    for that many bytes at once (OverflowError past 2^63, MemoryError or gigabytes allocated below). Found by
+    dev/fuzz_files.py. Also a file cut inside a length field (struct.error). Each is a TrajectoryError."""
+    data = bytearray(write_bag(tmp_path / "good.mcap", _states(5)).read_bytes())
+    data[9:17] = length.to_bytes(8, "little")
+    (tmp_path / "long.mcap").write_bytes(bytes(data))
+    with pytest.raises(TrajectoryError, match=r"long.mcap: (the file ends in the middle of a record|damaged MCAP)"):
+        read_joint_mcap(tmp_path / "long.mcap", ARM)
+    (tmp_path / "cut.mcap").write_bytes(bytes(data[:13]))
+    with pytest.raises(TrajectoryError, match=r"cut.mcap: (the file ends in the middle of a record|damaged MCAP)"):
+        read_joint_mcap(tmp_path / "cut.mcap", ARM)
+
+
 @pytest.mark.parametrize("compression", ["zstd", "lz4"])
 def test_compressed_chunks(tmp_path: Path, compression: str) -> None:
     """Chunks compressed (by hand) with zstd or lz4 read like uncompressed ones where the compiled package is
