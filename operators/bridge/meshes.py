@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Link meshes: Collada and STL files built from the core's arrays, OBJ through Blender's importer, colours."""
+"""Link meshes: Collada and STL built from the core's arrays, OBJ, PLY and glTF through Blender's importers, colours."""
 
 from __future__ import annotations
 
@@ -9,11 +9,22 @@ from pathlib import Path
 import bpy
 import numpy as np
 
+from ...ik_core.errors import MeshError
 from ...ik_core.formats.collada import ColladaMesh, merge_meshes, read_collada
 from ...ik_core.formats.stl import read_stl
 
 DEFAULT_PAINT = ("RobotLink", (0.75, 0.75, 0.78, 1.0))  # links whose files and URDF give no colour
-IMPORTERS = {".obj": "obj_import"}  # bpy.ops.wm.<name>, present in 4.2 to 5.0
+# Blender's importers (bpy.ops.<module>.<name>, present in 4.2 to 5.0) and their options. A URDF's OBJ
+# and PLY coordinates are its link frame as written (RViz and the simulators read them raw): no axis
+# conversion, where Blender would otherwise turn Y-up to Z-up. glTF is Y-up by its specification: its
+# importer turns it Z-up, as RViz 2 (ros2/rviz#1482) and Drake do.
+_RAW_AXES = {"forward_axis": "Y", "up_axis": "Z"}
+IMPORTERS = {
+    ".obj": ("wm", "obj_import", _RAW_AXES),
+    ".ply": ("wm", "ply_import", _RAW_AXES),
+    ".glb": ("import_scene", "gltf", {}),
+    ".gltf": ("import_scene", "gltf", {}),
+}
 MESH_SUFFIXES = (".dae", ".stl", *IMPORTERS)
 
 
@@ -63,6 +74,27 @@ def mesh_from_arrays(name: str, mesh: ColladaMesh, paint: tuple[str, Sequence[fl
     return data
 
 
+def _flattened(scene: bpy.types.Scene) -> list[bpy.types.Object]:
+    """The mesh objects an importer made in ``scene``, unparented where they stand; its other objects removed.
+
+    A glTF file is a tree of nodes (empties, cameras, lights, skins): the link is its meshes,
+    each placed by the tree above it, and nothing else.
+    """
+    scene.view_layers[0].update()  # the tree's world matrices
+    objects = list(scene.collection.all_objects)
+    meshes = [obj for obj in objects if obj.type == "MESH"]
+    worlds = [obj.matrix_world.copy() for obj in meshes]
+    for obj, world in zip(meshes, worlds):
+        obj.parent = None
+        obj.matrix_world = world
+        for modifier in [m for m in obj.modifiers if m.type == "ARMATURE"]:
+            obj.modifiers.remove(modifier)  # a skin's: its armature goes
+    for obj in objects:
+        if obj.type != "MESH":
+            bpy.data.objects.remove(obj)
+    return meshes
+
+
 def import_mesh_file(path: Path, name: str, paint: tuple[str, Sequence[float]] = DEFAULT_PAINT
                      ) -> list[bpy.types.Object] | None:
     """Objects for one mesh file, in the file's frame [m], linked to the scene; None when unsupported.
@@ -71,12 +103,14 @@ def import_mesh_file(path: Path, name: str, paint: tuple[str, Sequence[float]] =
     (one material slot per material of the file), in every Blender version: Blender 5.0 has no
     Collada importer. STL files are read by :func:`~ik_core.formats.stl.read_stl`, written
     through the data API: Blender's STL operator updates the whole scene after each file, which
-    made a robot's import quadratic in its mesh files. OBJ goes through Blender's own importer.
+    made a robot's import quadratic in its mesh files. OBJ, PLY and glTF go through Blender's own
+    importers; a glTF's node tree is flattened to its meshes, each where the tree put it.
     As RViz does, the file's own colours win; ``paint`` (material name, RGBA: the URDF's colour)
     paints what has none.
 
     Raises:
-        MeshError: An unreadable .dae or .stl file (the message names the file, and the element).
+        MeshError: An unreadable .dae or .stl file (the message names the file, and the element), or
+            a file Blender's importer refused (its message).
     """
     ext = path.suffix.lower()
     if ext in (".dae", ".stl"):
@@ -88,9 +122,10 @@ def import_mesh_file(path: Path, name: str, paint: tuple[str, Sequence[float]] =
         return [obj]
     if ext not in IMPORTERS:
         return None
-    op = getattr(bpy.ops.wm, IMPORTERS[ext])
+    module, operator, options = IMPORTERS[ext]
+    op = getattr(getattr(bpy.ops, module), operator)
     try:
-        op.get_rna_type()  # raises KeyError where an importer is missing from this Blender
+        op.get_rna_type()  # raises KeyError where an importer is missing from this Blender (or its add-on is off)
     except KeyError:
         return None
     # The importer runs in a scene of its own: Blender updates the importing scene after every
@@ -98,10 +133,14 @@ def import_mesh_file(path: Path, name: str, paint: tuple[str, Sequence[float]] =
     scene = bpy.data.scenes.new("articulate.mesh_import")
     try:
         with bpy.context.temp_override(scene=scene, view_layer=scene.view_layers[0]):
-            # A URDF's mesh coordinates are its link frame as written (RViz and the simulators read
-            # them raw): no axis conversion. Blender's OBJ importer would otherwise turn Y-up to Z-up.
-            op(filepath=str(path), forward_axis="Y", up_axis="Z")
-        objects = list(scene.collection.all_objects)
+            try:
+                op(filepath=str(path), **options)
+            except RuntimeError as err:  # the importer's own error report (a damaged file)
+                for obj in list(scene.collection.all_objects):  # what it made before it stopped
+                    bpy.data.objects.remove(obj)
+                raise MeshError(f"{path}: Blender's importer could not read it: "
+                                f"{str(err).removeprefix('Error: ').strip()}") from None
+        objects = _flattened(scene)
         for obj in objects:  # new objects: only the import's scene holds them
             for collection in list(obj.users_collection):
                 collection.objects.unlink(obj)

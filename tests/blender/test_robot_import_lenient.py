@@ -386,3 +386,64 @@ def test_an_export_imports_back_whole_with_padded_joint_names_and_nanosecond_sta
     assert (stored["frame_start"], stored["frame_end"]) == (1, 5)
     scene.frame_set(5)
     assert arm.pose.bones[" padded"].rotation_euler[1] == pytest.approx(0.4, abs=1e-6)
+
+
+def _gltf_triangle(path: Path) -> None:
+    """A glTF file of one triangle (0,0,0), (0.1,0,0), (0,0.1,0) in a child node at (0.2, 0, 0) of a node at
+    (0, 0.5, 0): a tree, as exporters write them, Y up (glTF's convention)."""
+    import base64
+    import json
+    import struct
+
+    data = struct.pack("<9f", 0, 0, 0, 0.1, 0, 0, 0, 0.1, 0) + struct.pack("<3H", 0, 1, 2) + b"\0\0"
+    path.write_text(json.dumps({
+        "asset": {"version": "2.0"}, "scene": 0, "scenes": [{"nodes": [0]}],
+        "nodes": [{"name": "root", "translation": [0, 0.5, 0], "children": [1]},
+                  {"name": "part", "mesh": 0, "translation": [0.2, 0, 0]}],
+        "meshes": [{"primitives": [{"attributes": {"POSITION": 0}, "indices": 1}]}],
+        "buffers": [{"byteLength": len(data),
+                     "uri": "data:application/octet-stream;base64," + base64.b64encode(data).decode()}],
+        "bufferViews": [{"buffer": 0, "byteOffset": 0, "byteLength": 36},
+                        {"buffer": 0, "byteOffset": 36, "byteLength": 6}],
+        "accessors": [{"bufferView": 0, "componentType": 5126, "count": 3, "type": "VEC3",
+                       "min": [0, 0, 0], "max": [0.1, 0.1, 0]},
+                      {"bufferView": 1, "componentType": 5123, "count": 3, "type": "SCALAR"}],
+    }))
+
+
+def test_link_meshes_in_ply_and_gltf_files_are_drawn_where_rviz_draws_them(empty_scene, core, tmp_path, capsys):
+    """PLY meshes (raw coordinates, as OBJ and STL) and glTF meshes (Y up by its specification, turned Z up as
+    RViz 2 and Drake turn them) are drawn through Blender's importers, on their links' bones; a glTF's node
+    tree is flattened to its mesh, where the tree put it. A damaged glTF is a warning and a simple shape."""
+    (tmp_path / "part.ply").write_text("ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\nproperty float y\n"
+                                       "property float z\nelement face 1\nproperty list uchar int vertex_indices\n"
+                                       "end_header\n0 0 0\n0.1 0 0\n0 0.1 0\n3 0 1 2\n")
+    _gltf_triangle(tmp_path / "part.gltf")
+    (tmp_path / "broken.glb").write_bytes(b"glTF\x02\x00\x00\x00garbage")
+
+    def mesh(filename):
+        return f"<visual><origin xyz='0 0 0.05'/><geometry><mesh filename='{filename}'/></geometry></visual>"
+
+    text = ("<robot name='meshes'><link name='base'/>"
+            f"<link name='l1'>{mesh('part.ply')}</link><link name='l2'>{mesh('part.gltf')}</link>"
+            f"<link name='l3'>{mesh('broken.glb')}</link><link name='tool'/>"
+            + joint("a", "revolute", "base", "l1") + joint("b", "revolute", "l1", "l2", axis="0 1 0")
+            + joint("c", "revolute", "l2", "l3") + joint("t", "fixed", "l3", "tool") + "</robot>")
+    arm = _import(tmp_path, text, "meshes")
+    assert "broken.glb: Blender's importer could not read it" in capsys.readouterr().out
+    model = core.robots.model.RobotModel.from_json(arm["articulate_robot_model"])
+    arm.pose.bones["a"].rotation_euler[1] = 0.4
+    arm.pose.bones["b"].rotation_euler[1] = -0.7
+    bpy.context.view_layer.update()
+    q = np.array([0.4, -0.7, 0.0])
+    for link, stem, file_points in (("l1", "part", [(0, 0, 0), (0.1, 0, 0), (0, 0.1, 0)]),
+                                    # glTF (x, y, z) is Blender's (x, -z, y); the tree adds (0.2, 0, 0.5).
+                                    ("l2", "part", [(0.2, 0, 0.5), (0.3, 0, 0.5), (0.2, 0, 0.6)])):
+        (obj,) = [o for o in bpy.data.objects if o.name.startswith(f"{link}.{stem}")]
+        assert obj.type == "MESH" and obj.parent is arm and obj.parent_bone in arm.data.bones
+        placed = core.effector_poses(model.skeleton, q[None], link)[0] @ np.array(
+            [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0.05], [0, 0, 0, 1.0]])
+        want = np.array([placed[:3, :3] @ p + placed[:3, 3] for p in file_points])
+        got = np.array([np.array(obj.matrix_world @ v.co) for v in obj.data.vertices])
+        np.testing.assert_allclose(np.sort(got, axis=0), np.sort(want, axis=0), atol=1e-5)
+    assert not [o for o in bpy.data.objects if o.type in ("EMPTY", "CAMERA", "LIGHT") and o.name.startswith("root")]
