@@ -7,6 +7,7 @@ import os
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 import numpy as np
 
@@ -128,6 +129,11 @@ def _visuals(root: ET.Element) -> list[Visual]:
     return visuals
 
 
+# Gazebo's environment variables listing the folders its model:// URIs resolve in (Gazebo Sim, its
+# Ignition name, Gazebo classic).
+GAZEBO_PATHS = ("GZ_SIM_RESOURCE_PATH", "IGN_GAZEBO_RESOURCE_PATH", "GAZEBO_MODEL_PATH")
+
+
 def resolve_mesh(
     filename: str, urdf_dir: str | os.PathLike | None, package_dirs: list[str] | tuple = ()
 ) -> Path | None:
@@ -136,7 +142,10 @@ def resolve_mesh(
     ``package://pkg/rest`` is looked up as ``<dir>/pkg/rest`` and ``<dir>/rest`` under each of
     ``package_dirs``, then the folders of ROS's ``ROS_PACKAGE_PATH`` (when set), then the URDF's
     own folder and its parents, each also one folder down (``<dir>/*/pkg/rest``: a description
-    unpacked with its meshes beside it, such as ``robots/meshes/ur_description``); ``file://``
+    unpacked with its meshes beside it, such as ``robots/meshes/ur_description``). Gazebo's
+    ``model://model/rest`` is looked up the same way, with the folders of Gazebo's resource
+    paths (``GZ_SIM_RESOURCE_PATH``, ``IGN_GAZEBO_RESOURCE_PATH``, ``GAZEBO_MODEL_PATH``) after
+    the package folders. ``file://`` URIs (percent-encoded, as ``file:///my%20robot/arm.stl``)
     and plain paths are taken relative to the URDF's folder.
 
     Args:
@@ -148,12 +157,15 @@ def resolve_mesh(
         The existing file, or None.
     """
     base = Path(urdf_dir) if urdf_dir else None
-    if not filename.startswith("package://"):
-        path = Path(filename[len("file://") :] if filename.startswith("file://") else filename)
+    scheme = next((s for s in ("package://", "model://") if filename.startswith(s)), None)
+    if scheme is None:
+        path = Path(unquote(filename[len("file://") :]) if filename.startswith("file://") else filename)
         path = path if path.is_absolute() or base is None else base / path
         return path if path.is_file() else None
-    pkg, _, sub = filename[len("package://") :].partition("/")
+    pkg, _, sub = filename[len(scheme) :].partition("/")
     roots = package_roots(package_dirs)
+    if scheme == "model://":
+        roots += [Path(d) for name in GAZEBO_PATHS for d in os.environ.get(name, "").split(os.pathsep) if d]
     nearby = nearby_folders(base)
 
     def candidates():

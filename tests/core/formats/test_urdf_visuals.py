@@ -80,3 +80,23 @@ def test_package_paths_resolve_one_folder_down_and_on_ros_package_path(tmp_path:
     assert resolve_mesh("package://other_description/m.stl", tmp_path / "robots") is None
     monkeypatch.setenv("ROS_PACKAGE_PATH", f"/nonexistent{os.pathsep}{tmp_path / 'ws' / 'src'}")
     assert resolve_mesh("package://other_description/m.stl", tmp_path / "robots") == elsewhere
+
+
+def test_gazebo_model_uris_and_percent_encoded_file_uris_resolve(tmp_path: Path, monkeypatch) -> None:
+    """``model://arm/meshes/base.stl`` (Gazebo's) resolves as a package would, and on Gazebo's resource paths;
+    ``file://`` URIs are percent-decoded (a folder with a space is written ``%20``)."""
+    for name in ("ROS_PACKAGE_PATH", "GZ_SIM_RESOURCE_PATH", "IGN_GAZEBO_RESOURCE_PATH", "GAZEBO_MODEL_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    mesh = tmp_path / "models" / "arm" / "meshes" / "base.stl"
+    mesh.parent.mkdir(parents=True)
+    mesh.write_text("solid")
+    assert resolve_mesh("model://arm/meshes/base.stl", None, [str(tmp_path / "models")]) == mesh
+    assert resolve_mesh("model://arm/meshes/base.stl", tmp_path / "models" / "arm") == mesh  # beside the URDF
+    assert resolve_mesh("model://arm/meshes/base.stl", None) is None
+    monkeypatch.setenv("GZ_SIM_RESOURCE_PATH", f"{tmp_path / 'nowhere'}{os.pathsep}{tmp_path / 'models'}")
+    assert resolve_mesh("model://arm/meshes/base.stl", None) == mesh
+    assert resolve_mesh("package://arm/meshes/base.stl", None) is None  # Gazebo's paths are not ROS packages
+    spaced = tmp_path / "my robot" / "base.stl"
+    spaced.parent.mkdir()
+    spaced.write_text("solid")
+    assert resolve_mesh(f"file://{str(spaced).replace(' ', '%20')}", None) == spaced
