@@ -3,7 +3,7 @@
 
 Run from the repo root with a bpy venv:
 ``.venvs/5.0.1/bin/python bench/bench_urdf_import.py [--sizes 25,50,100,200,400] [--repeats 3]
-[--mesh stl|obj|both] [--profile] [--json] [--quick] [--repo DIR]`` (also ``.venvs/4.5.15`` and
+[--mesh stl,obj,ply,gltf] [--profile] [--json] [--quick] [--repo DIR]`` (also ``.venvs/4.5.15`` and
 ``.venvs/4.2.23``). ``--repo`` imports the add-on from another checkout (say, an older commit
 unpacked with ``git archive``) to compare.
 
@@ -18,7 +18,8 @@ the best of ``--repeats``, each into a fresh empty file.
   2-joint neck and head, two 7-joint arms with 5-finger hands of 3 joints a finger (the fingers'
   second and third joints mimic their first), two 6-joint legs, and fixed frames (IMU, cameras,
   foot soles, tool frames); every link carries a mesh file of its own (a 12-sided tube of 48
-  triangles, written as binary STL or OBJ by this script), 100 files. Goal: at most 2 s.
+  triangles, written by this script as binary STL, OBJ, binary PLY or glTF with an embedded
+  buffer: one row per format), 100 files. Goal: at most 2 s.
 
 ``--profile`` prints the operator's 25 most expensive functions (cProfile, cumulative) for the
 humanoid.
@@ -162,6 +163,38 @@ def write_obj(path: Path, verts: np.ndarray, tris: np.ndarray) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
+def write_ply(path: Path, verts: np.ndarray, tris: np.ndarray) -> None:
+    """Binary little-endian PLY, vertices and triangles."""
+    head = (f"ply\nformat binary_little_endian 1.0\nelement vertex {len(verts)}\nproperty float x\n"
+            f"property float y\nproperty float z\nelement face {len(tris)}\n"
+            "property list uchar int vertex_indices\nend_header\n").encode()
+    faces = b"".join(struct.pack("<B3i", 3, *map(int, t)) for t in tris)
+    path.write_bytes(head + verts.astype("<f4").tobytes() + faces)
+
+
+def write_gltf(path: Path, verts: np.ndarray, tris: np.ndarray) -> None:
+    """glTF 2.0, one mesh node, its buffer embedded (base64); Y up, so the tube's Z is written as glTF's Y."""
+    import base64
+
+    points = (verts[:, [0, 2, 1]] * [1, 1, -1]).astype("<f4")  # Blender (x, y, z) is glTF (x, z, -y)
+    data = points.tobytes() + tris.astype("<u2").tobytes()
+    data += b"\0" * (-len(data) % 4)
+    path.write_text(json.dumps({
+        "asset": {"version": "2.0"}, "scene": 0, "scenes": [{"nodes": [0]}], "nodes": [{"mesh": 0}],
+        "meshes": [{"primitives": [{"attributes": {"POSITION": 0}, "indices": 1}]}],
+        "buffers": [{"byteLength": len(data),
+                     "uri": "data:application/octet-stream;base64," + base64.b64encode(data).decode()}],
+        "bufferViews": [{"buffer": 0, "byteOffset": 0, "byteLength": points.nbytes},
+                        {"buffer": 0, "byteOffset": points.nbytes, "byteLength": 2 * tris.size}],
+        "accessors": [{"bufferView": 0, "componentType": 5126, "count": len(points), "type": "VEC3",
+                       "min": points.min(axis=0).tolist(), "max": points.max(axis=0).tolist()},
+                      {"bufferView": 1, "componentType": 5123, "count": int(tris.size), "type": "SCALAR"}],
+    }))
+
+
+WRITERS = {"stl": write_stl, "obj": write_obj, "ply": write_ply, "gltf": write_gltf}
+
+
 def import_once(path: Path) -> tuple[float, int]:
     """Seconds of one Import URDF into an empty file, and the objects it made."""
     with stdout_to_stderr():
@@ -182,13 +215,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="25,50,100,200,400", help="joint counts of the size rows")
     parser.add_argument("--repeats", type=int, default=3, help="timed imports per row; the best is reported")
-    parser.add_argument("--mesh", choices=("stl", "obj", "both"), default="both", help="the humanoid's mesh files")
+    parser.add_argument("--mesh", default=",".join(WRITERS),
+                        help=f"the humanoid's mesh file formats, comma-separated, of {', '.join(WRITERS)}")
     parser.add_argument("--quick", action="store_true", help="sizes 25,100, one run each")
     parser.add_argument("--profile", action="store_true", help="print where the humanoid's import spends its time")
     parser.add_argument("--json", action="store_true", help="print one JSON object per row")
     parser.add_argument("--repo", default="", help="import the add-on from this checkout instead of this one")
     args = parser.parse_args()
     sizes = [25, 100] if args.quick else [int(s) for s in args.sizes.split(",") if s]
+    formats = [m for m in args.mesh.split(",") if m]
+    if not formats or set(formats) - set(WRITERS):
+        parser.error(f"--mesh takes formats of {', '.join(WRITERS)}, comma-separated; got {args.mesh!r}")
     repeats = 1 if args.quick else args.repeats
     with stdout_to_stderr():
         cli.ensure_addon()
@@ -203,10 +240,10 @@ def main() -> int:
                          "kb": path.stat().st_size / 1e3, "import_s": wall, "objects": objects})
         (folder / "meshes").mkdir()
         verts, tris = tube()
-        for ext in ("stl", "obj") if args.mesh == "both" else (args.mesh,):
+        for ext in formats:
             text, names = humanoid(ext)
             for name in names:
-                (write_stl if ext == "stl" else write_obj)(folder / "meshes" / f"{name}.{ext}", verts, tris)
+                WRITERS[ext](folder / "meshes" / f"{name}.{ext}", verts, tris)
             path = folder / f"humanoid_{ext}.urdf"
             path.write_text(text)
             wall, objects = best(path, repeats)
