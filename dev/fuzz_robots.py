@@ -528,9 +528,11 @@ def drive_joints(s: Seed, rng, arm) -> None:
     if not np.all(np.isfinite(keys)):
         s.findings.append(f"NAN joint import keyed non-finite values on frames {span}")
     fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
-    # With the file's clock every sample is a frame: the keys are the file's values.
+    # With the file's clock every sample is a frame: the keys are the file's values. (Samples that jitter, within
+    # what still counts as the file's rate, fall between frames: the keys there are the file resampled.)
     expected = None
-    if timing and len(t) > 1 and len(keys) == len(q) and addon("ik_core.trajectory").sample_rate(t) is not None \
+    on_frames = len(t) > 1 and np.allclose((t - t[0]) * fps, np.round((t - t[0]) * fps), rtol=0.0, atol=1e-6)
+    if timing and on_frames and len(keys) == len(q) and addon("ik_core.trajectory").sample_rate(t) is not None \
             and abs(fps - 1 / np.median(np.diff(t))) < 1e-3:
         expected = q
     check_and_export(s, rng, arm, span, keys, expected)
