@@ -59,6 +59,9 @@ MAX_SAMPLES = 16_777_216
 XACRO_ARG = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):=(.*)", re.S)
 ROBOT_SUFFIXES = (".urdf", ".xml", ".xacro")
 TRAJECTORY_SUFFIXES = (".csv", ".json", ".mcap")
+# operators.transaction.UNEXPECTED, spelled out like SOLVERS: what an operator's error says when it caught an
+# exception no check foresaw, a bug to report (exit 1), not bad input (exit 2).
+UNEXPECTED = "unexpected error"
 # The options of `bake --contacts`, refused without it.
 CONTACT_OPTIONS = ("contact_chain", "contact_height", "contact_speed", "contact_min_duration", "ground_height")
 
@@ -508,8 +511,8 @@ def check_output_file(path: str, what: str, suffixes: tuple[str, ...] = ()) -> P
         suffixes: Extensions allowed ("" for none), or every one when empty.
 
     Raises:
-        UsageError: An empty path, a folder, a file that cannot be replaced, an extension not
-            listed, or a folder that cannot be written or made (the message names the path).
+        UsageError: An empty path, a folder, a device, pipe or socket, a file that cannot be replaced,
+            an extension not listed, or a folder that cannot be written or made (the message names the path).
     """
     if not path.strip():
         raise UsageError(f"the {what} path is empty")
@@ -519,6 +522,10 @@ def check_output_file(path: str, what: str, suffixes: tuple[str, ...] = ()) -> P
         raise UsageError(f"the {what} {path} has the extension {file.suffix or 'none'!r}; valid: {listed}")
     if file.is_dir():
         raise UsageError(f"the {what} {path} is a folder; give a file name in it")
+    if file.exists() and not file.is_file():
+        # /dev/null, a pipe, a socket: the reports are read back once written, and a save renames its file over
+        # the path, which as root replaces the device itself
+        raise UsageError(f"the {what} {path} is not a regular file but a device, pipe or socket; give a file name")
     if file.exists() and not os.access(file, os.W_OK):
         raise UsageError(f"cannot write the {what} {path}: the file exists and is read-only")
     _writable_folder(file.parent, what, path)
@@ -551,7 +558,7 @@ def check_args(args: argparse.Namespace) -> list[Path]:
 
     Raises:
         UsageError: A missing or non-.blend input, an output that cannot be written, two
-            outputs on one file.
+            outputs on one file, a report or export over the input .blend.
     """
     blend = getattr(args, "blend", None)
     if blend is not None:
@@ -586,6 +593,12 @@ def check_args(args: argparse.Namespace) -> list[Path]:
         for name, what in (("out", "output file"), ("report", "report")):
             if getattr(args, name, None) is not None:
                 outputs.append((check_output_file(getattr(args, name), what), what))
+    # A report or an export over the input .blend would replace the scene with text (the baked .blend saved in
+    # place is fine); the robot command's --into is an input too.
+    sources = {Path(path).resolve() for path in (blend, getattr(args, "into", None)) if path}
+    for file, what in outputs:
+        if what in ("report", "export") and file in sources:
+            raise UsageError(f"the {what} would overwrite the input .blend {file}")
     seen: dict[Path, str] = {}
     for file, what in outputs:
         if file in seen:
@@ -595,10 +608,19 @@ def check_args(args: argparse.Namespace) -> list[Path]:
 
 
 def _run_operator(op, **kwargs) -> set[str]:
+    """Run ``op``; its error report is bad input (UsageError), unless it is an exception it caught (RuntimeError).
+
+    Raises:
+        UsageError: The operator refused the input (its message says why).
+        RuntimeError: The operator failed with an unexpected error (its message says where).
+    """
     try:
         return op(**kwargs)
     except RuntimeError as err:  # the operator reported an error
-        raise UsageError(str(err).removeprefix("Error: ").strip()) from None
+        message = str(err).removeprefix("Error: ").strip()
+        if UNEXPECTED in message:
+            raise RuntimeError(message) from None
+        raise UsageError(message) from None
 
 
 def _run_with_report(op, report: Path | None, **kwargs) -> dict:
@@ -654,9 +676,15 @@ def cmd_export(args: argparse.Namespace) -> int:
     import bpy
 
     _open_robot(args)
-    _run_operator(bpy.ops.articulate.trajectory_export, filepath=str(Path(args.out).resolve()), rate=args.rate,
+    robots = importlib.import_module(f"{ensure_addon().__name__}.operators.robots")
+    given = str(Path(args.out).resolve())
+    try:  # the file the exporter writes: a name without extension gets the format's (joints -> joints.csv)
+        out = robots.export_path(given, "CSV")
+    except robots.bridge.BridgeError as err:  # an extension it does not take, such as the '.' of 'joints.'
+        raise UsageError(str(err)) from None
+    _run_operator(bpy.ops.articulate.trajectory_export, filepath=out, rate=args.rate,
                   frame_range="TRAJECTORY" if args.frames == TRAJECTORY_FRAMES else "SCENE", topic=args.topic)
-    print(f"articulate: wrote {args.out}")
+    print(f"articulate: wrote {args.out}{out[len(given):]}")  # as given, with the extension the exporter added
     return EXIT_OK
 
 

@@ -264,6 +264,25 @@ def test_robot_check_and_export_headless(tmp_path, empty_scene, core):
 
 
 @pytest.mark.slow
+def test_export_without_an_extension_names_the_file_it_wrote(tmp_path, empty_scene):
+    """`export --out joints` writes joints.csv (the exporter completes a name without extension) and its line names
+    that file, the one a pipeline picks up, not the name given; `joints.` (an extension '.') is bad input."""
+    import bpy
+
+    assert bpy.ops.articulate.robot_add(preset="ur5") == {"FINISHED"}
+    arm = bpy.context.object
+    bpy.context.scene.frame_end = 5
+    blend = tmp_path / "robot.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    proc = run_cli("export", str(blend), "--armature", arm.name, "--out", str(tmp_path / "joints"), tmp_path=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert (tmp_path / "joints.csv").is_file() and not (tmp_path / "joints").exists()
+    assert f"articulate: wrote {tmp_path / 'joints.csv'}" in proc.stdout.splitlines(), proc.stdout
+    proc = run_cli("export", str(blend), "--armature", arm.name, "--out", str(tmp_path / "joints."), tmp_path=tmp_path)
+    assert proc.returncode == 2 and "the extension '.' is not '.csv'" in proc.stderr, proc.stderr
+
+
+@pytest.mark.slow
 def test_ik_to_fk_and_back_headless(ik_rig_blend, tmp_path):
     """`cli.py ik-to-fk` then `fk-to-ik` on a plain IK rig: exit 0, limb bones within 1 mm, reports written;
     a rig with nothing to switch exits 2 naming what was looked for."""

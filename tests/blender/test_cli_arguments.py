@@ -230,8 +230,13 @@ def bad_outputs(folder: Path) -> list[tuple[str, str]]:
     read_only = folder / "read_only"
     read_only.mkdir(exist_ok=True)
     read_only.chmod(0o555)
+    pipe = folder / "pipe.json"
+    if not pipe.exists():
+        os.mkfifo(pipe)
     return [
         (str(folder), "is a folder"),
+        ("/dev/null", "/dev/null is not a regular file but a device, pipe or socket"),
+        (str(pipe), "is not a regular file"),
         (str(a_file / "out.json"), "is a file, not a folder"),
         (str(a_file / "deeper" / "out.json"), "is a file, not a folder"),
         ("/proc/articulate/out.json", "/proc is not writable"),
@@ -248,7 +253,8 @@ FILE_OUTPUTS = [("bake", "--out"), ("bake", "--report"), ("check", "--report"), 
 
 @pytest.mark.parametrize(("command", "option"), FILE_OUTPUTS)
 def test_unwritable_output_files_exit_2_before_any_work(folder, capsys, stubbed, command, option) -> None:
-    """Each output file is checked before the command runs: a folder, a path under a file, /proc, empty."""
+    """Each output file is checked before the command runs: a folder, /dev/null or a pipe (a report is read back,
+    and a save renames its file over the path: as root over /dev/null itself), a path under a file, /proc, empty."""
     for path, message in bad_outputs(folder):
         argv = base_args(command, folder)
         if option in argv:
@@ -298,6 +304,54 @@ def test_two_outputs_on_one_file_are_refused(folder, capsys, stubbed) -> None:
     same = str(folder / "both.blend")
     err = assert_refused([*base_args("bake", folder), "--out", same, "--report", same], folder, capsys, stubbed)
     assert "would both be written to" in err
+
+
+@pytest.mark.parametrize(("command", "option"), [("bake", "--report"), ("check", "--report"), ("body", "--report"),
+                                               ("ik-to-fk", "--report"), ("fk-to-ik", "--report")])
+def test_a_report_over_the_input_blend_is_refused(folder, capsys, stubbed, command, option) -> None:
+    """A report written over the input .blend would replace the scene with JSON: refused before any work, also when
+    the two are spelled differently; saving the baked .blend in place stays allowed."""
+    os.chdir(folder)
+    for spelled in (str(folder / "shot.blend"), "shot.blend", f"{folder}/./shot.blend"):
+        argv = base_args(command, folder)
+        if option in argv:
+            argv[argv.index(option) + 1] = spelled
+        else:
+            argv += [option, spelled]
+        err = assert_refused(argv, folder, capsys, stubbed)
+        assert f"the report would overwrite the input .blend {folder / 'shot.blend'}" in err
+    code, err = run_main([*base_args("bake", folder), "--out", "shot.blend"], capsys)
+    assert code == cli.EXIT_OK and err == "" and stubbed == ["cmd_bake"]
+
+
+def test_an_export_over_the_input_blend_is_refused(folder, capsys, stubbed) -> None:
+    """An export named like the input (a .blend saved as scene.json) would replace it: refused."""
+    (folder / "scene.json").write_bytes((folder / "shot.blend").read_bytes())
+    argv = ["export", str(folder / "scene.json"), "--armature", "Robot", "--out", str(folder / "scene.json")]
+    assert "the export would overwrite the input .blend" in assert_refused(argv, folder, capsys, stubbed)
+
+
+def test_an_operators_unexpected_error_is_exit_1_not_bad_input(folder, capsys, monkeypatch) -> None:
+    """An operator's "unexpected error" (an exception it caught, operators/transaction.py) is a bug, not bad input:
+    exit 1 with its one line naming where it happened; an operator refusing the input stays exit 2."""
+    def unexpected(**_kwargs):
+        raise RuntimeError("Error: Export Joint Trajectory: unexpected error (TypeError at robots.py:700: boom); "
+                           "nothing was changed. Please report it with the file\n")
+
+    def refusing(**_kwargs):
+        raise RuntimeError("Error: no joint trajectory on the rig\n")
+
+    for op, expected, said in ((unexpected, cli.EXIT_ERROR, "unexpected error (TypeError at robots.py:700: boom)"),
+                               (refusing, cli.EXIT_USAGE, "no joint trajectory on the rig")):
+        monkeypatch.setattr(cli, "cmd_export", lambda args, op=op: cli._run_operator(op))
+        code, err = run_main(base_args("export", folder), capsys)
+        assert code == expected, err
+        assert err.count("\n") == 1 and err.startswith("articulate: error: ") and said in err, err
+
+
+def test_the_unexpected_error_mark_is_the_add_ons(addon_module) -> None:
+    """cli.py spells out the mark of an operator's unexpected error (it cannot import the add-on before parsing)."""
+    assert cli.UNEXPECTED == addon_module("operators.transaction").UNEXPECTED
 
 
 @pytest.mark.parametrize("blend", ["missing.blend", "notes.txt", "."])
