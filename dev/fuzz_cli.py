@@ -49,7 +49,6 @@ A development tool: its findings become tests (``tests/blender/test_cli.py``,
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
 import hashlib
 import importlib
@@ -116,25 +115,10 @@ def addon(name: str):
     return importlib.import_module(f"{ADDON.__name__}.{name}")
 
 
-@contextlib.contextmanager
 def quiet():
     """Blender's messages while this process builds or opens files (file descriptors 1 and 2) go nowhere:
     the fuzzer's output is its findings."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    with open(os.devnull, "wb") as sink:
-        os.dup2(sink.fileno(), 1)
-        os.dup2(sink.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            os.close(saved[0])
-            os.close(saved[1])
+    return cli.blender_output(Path(os.devnull))
 
 
 # --- the seed's input files, built in this process ---------------------------------------------------------
