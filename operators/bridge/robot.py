@@ -61,7 +61,7 @@ MAX_BONE_NAME_BYTES = 63
 
 
 def bone_named(model: RobotModel) -> tuple[RobotModel, list[str]]:
-    """The model whose moving joints can each be a bone of the same name, and a warning per shortened name (or none)."""
+    """The model whose moving joints can each be a bone of the same name, and the warning of the names cut (or none)."""
     named = model.within_bytes(MAX_BONE_NAME_BYTES)
     if named is model:
         return model, []
