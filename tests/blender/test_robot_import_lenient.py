@@ -279,7 +279,7 @@ def test_rigid_robot_is_not_damaged_and_operators_say_why_they_refuse(empty_scen
 
 # Found by dev/fuzz_robots.py (random robots through import, bake, check and export):
 
-# Joint names longer than the 63 bytes Blender keeps of a bone's name: two sharing their first 60
+# Joint names longer than the 63 bytes Blender keeps of a bone's name: two of 75 bytes sharing their first 67
 # bytes and their last 6 (so a cut at either end alone would make them one), a mimic of one, and one of
 # two-byte characters (a cut in the middle of a character would not be UTF-8); links as long (the
 # objects of their shapes, the tool link a chain names).
