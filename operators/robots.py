@@ -28,6 +28,7 @@ from .files import (
     write_report,
 )
 from .polls import list_poll, robot_poll
+from .wording import printable
 
 # The robot model, the URDF and trajectory readers and the rig builder are imported by the
 # operators that use them, when they run: registering the add-on (or baking a character) does not load them.
@@ -73,7 +74,7 @@ def _robot(context: bpy.types.Context) -> bpy.types.Object:
 
 
 def _fail(op: bpy.types.Operator, err: Exception) -> set[str]:
-    op.report({"ERROR"}, str(err))
+    op.report({"ERROR"}, printable(str(err)))  # it may name a file whose name is not UTF-8
     return {"CANCELLED"}
 
 
@@ -348,8 +349,8 @@ class ARTICULATE_OT_trajectory_import(TimedImport, bpy.types.Operator):
         for note in bag.notes if bag is not None else ():
             self.report({"WARNING"}, note)
         source = f" ({bag.topic}, {bag.message_type.rpartition('/')[2]}, timed by {bag.clock})" if bag else ""
-        self.report({"INFO"}, f"Keyed {len(names)} joints on frames {self.start_frame}..{int(frames[-1])} at "
-                              f"{fps:.4g} fps from {len(raw)} samples of {Path(path).name}{source}")
+        self.report({"INFO"}, printable(f"Keyed {len(names)} joints on frames {self.start_frame}..{int(frames[-1])} "
+                                        f"at {fps:.4g} fps from {len(raw)} samples of {Path(path).name}{source}"))
         return {"FINISHED"}
 
 
@@ -697,8 +698,8 @@ class ARTICULATE_OT_trajectory_export(ExportFile, bpy.types.Operator):
                 (write_joint_json if path.lower().endswith(".json") else write_joint_csv)(path, traj)
         except (ArticulateError, bridge.BridgeError, OSError) as err:
             return _fail(self, err)
-        self.report({"INFO"}, f"Wrote {len(traj.times)} samples of {len(traj.joint_names)} joints, frames "
-                              f"{start}..{end} ({what}), to {path}")
+        self.report({"INFO"}, printable(f"Wrote {len(traj.times)} samples of {len(traj.joint_names)} joints, frames "
+                                        f"{start}..{end} ({what}), to {path}"))
         return {"FINISHED"}
 
 

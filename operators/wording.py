@@ -13,6 +13,12 @@ import re
 _RADIANS = re.compile(r"(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?) rad\b")
 
 
+def printable(text: str) -> str:
+    """``text`` as Blender can show it: the bytes of a file name that are not UTF-8 (Python's surrogate
+    escapes, which Blender refuses with a TypeError) shown as U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def angles_in_degrees(text: str) -> str:
     """``text`` with every "<number> rad" rewritten in degrees ("0.5 rad" -> "28.6 deg").
 

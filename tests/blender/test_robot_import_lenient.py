@@ -447,3 +447,24 @@ def test_link_meshes_in_ply_and_gltf_files_are_drawn_where_rviz_draws_them(empty
         got = np.array([np.array(obj.matrix_world @ v.co) for v in obj.data.vertices])
         np.testing.assert_allclose(np.sort(got, axis=0), np.sort(want, axis=0), atol=1e-5)
     assert not [o for o in bpy.data.objects if o.type in ("EMPTY", "CAMERA", "LIGHT") and o.name.startswith("root")]
+
+
+def test_joint_files_whose_names_are_not_utf8_export_and_import(empty_scene, core, tmp_path):
+    """A file name that is not UTF-8 (b'\\xff': Python's surrogate escape) in Export and Import Joint Trajectory's
+    message made Blender's report raise a TypeError: an "unexpected error ... nothing was changed" after the file
+    was written. Found by dev/fuzz_cli.py. The message now shows the byte as U+FFFD, and both finish."""
+    import os
+
+    arm = _import(tmp_path, MIMIC, "mimic")
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 3
+    odd = os.fsdecode(bytes(tmp_path) + b"/joints\xff.csv")
+    assert bpy.ops.articulate.trajectory_export(filepath=odd, frame_range="SCENE") == {"FINISHED"}
+    assert os.path.isfile(odd)
+    bpy.context.view_layer.objects.active = arm
+    assert bpy.ops.articulate.trajectory_import(filepath=odd) == {"FINISHED"}
+    broken = os.fsdecode(bytes(tmp_path) + b"/broken\xff.csv")
+    with open(broken, "w") as f:
+        f.write("time,a\n0,nan\n")
+    with pytest.raises(RuntimeError, match="broken\ufffd.csv") as refused:
+        bpy.ops.articulate.trajectory_import(filepath=broken)
+    assert "unexpected" not in str(refused.value)

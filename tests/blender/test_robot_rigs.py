@@ -265,15 +265,16 @@ def test_use_branch_says_what_it_keyed(ur5, capfd):
     assert f"Info: Branch {len(data.branches)} keyed on frame 7 (6 joints)" in out
 
 
-def test_preset_rigs_are_named_for_the_command_line(empty_scene, core):
+def test_preset_rigs_are_named_for_the_command_line(empty_scene, addon_module):
     """Every preset's rig, collection and target names need no quoting in a shell (cli.py --armature NAME),
     and still say which robot it is."""
     import shlex
 
-    for preset in core.robots.presets.list_presets():
+    presets = addon_module("ik_core.robots.presets")  # imported here: the test may run alone
+    for preset in presets.list_presets():
         assert bpy.ops.articulate.robot_add(preset=preset) == {"FINISHED"}
         arm = bpy.context.object
         names = [arm.name, arm.users_collection[0].name, *(c.target.name for c in arm.articulate.chains)]
         assert all(shlex.quote(n) == n for n in names), names
-        display = core.robots.presets.preset_info(preset).get("display_name", preset)
+        display = presets.preset_info(preset).get("display_name", preset)
         assert arm.name.split(".")[0] == "_".join(re.findall(r"[A-Za-z0-9_.-]+", display))
