@@ -506,7 +506,7 @@ def _stored_range(arm) -> tuple[int, int] | None:
 def drive_joints(s: Seed, rng, arm) -> None:
     """A joint CSV keyed by Import Joint Trajectory, then checked and exported."""
     joints = _info(arm)["joints"]
-    names = [j.get("urdf_name") or j["name"] for j in joints]  # files know the joints by the URDF's names
+    names = addon("operators.robots").file_joint_names(joints)  # files know the joints by the URDF's names
     lower = np.array([-np.inf if j["lower"] is None else j["lower"] for j in joints])
     upper = np.array([np.inf if j["upper"] is None else j["upper"] for j in joints])
     frames = int(rng.choice([1, 2, int(rng.integers(3, 40))], p=[0.04, 0.06, 0.9]))
@@ -667,7 +667,7 @@ def check_and_export(s: Seed, rng, arm, span: tuple[int, int], keys: np.ndarray,
     """Check Trajectory, then exports of the trajectory's frames whose rows and values must be the keys'."""
     s.run("trajectory_check", bpy.ops.articulate.trajectory_check, valid=True,
           report_path=str(s.folder / "check.json"))
-    names = [j.get("urdf_name") or j["name"] for j in _info(arm)["joints"]]
+    names = addon("operators.robots").file_joint_names(_info(arm)["joints"])
     if file_values is not None and not np.allclose(keys, file_values, rtol=1e-6, atol=1e-5):
         worst = float(np.max(np.abs(keys - file_values)))
         s.findings.append(f"KEYS the joint file's values are keyed up to {worst:.3g} off")
