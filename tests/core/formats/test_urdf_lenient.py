@@ -442,6 +442,58 @@ def test_joints_read_all_at_once_equal_joints_read_one_by_one(monkeypatch) -> No
     assert at_once.joint("b").axis == (0.0, 0.6, 0.8) and at_once.joint("e").velocity == math.inf
 
 
+def _random_number_text(rng: np.random.Generator) -> str:
+    """A number as files write it: repeated or not, signed, exponents, padded, Python-only spellings now and then."""
+    kind = rng.integers(8)
+    if kind == 0:
+        return str(rng.choice(["0", "1", "-1", "0.0", "+.5", "1e-3", "1_0", "-0"]))
+    value = rng.uniform(-4.0, 4.0)
+    text = f"{value:.{rng.integers(1, 18)}g}" if kind < 6 else repr(float(value))
+    return f" {text}\t" if kind == 7 else text
+
+
+def test_joints_read_all_at_once_equal_joints_read_one_by_one_on_random_joints() -> None:
+    """Bit for bit, on 300 random joints of every type: numbers distinct and repeated, odd spellings and spacing,
+    absent attributes and elements, axes to normalise, fixed joints with stray axes and limits, mimics."""
+    import xml.etree.ElementTree as ET
+
+    import ik_core.formats.urdf as reader
+
+    rng = np.random.default_rng(26)
+    types = ["revolute", "continuous", "prismatic", "fixed", "floating", "planar"]
+    parts = []
+    for k in range(300):
+        jtype = str(rng.choice(types))
+        three = " ".join(_random_number_text(rng) for _ in range(3))
+        inner = [f"<parent link='l{k}'/>", f"<child link='l{k + 1}'/>"]
+        if rng.random() < 0.8:
+            attrs = "".join(f" {a}='{' '.join(_random_number_text(rng) for _ in range(3))}'"
+                            for a in ("xyz", "rpy") if rng.random() < 0.8)
+            inner.append(f"<origin{attrs}/>")
+        if rng.random() < 0.8 or jtype == "fixed":
+            inner.append(f"<axis xyz='{three if jtype != 'fixed' or rng.random() < 0.5 else '0 0 0'}'/>")
+        if jtype in ("revolute", "prismatic") or rng.random() < 0.5:
+            low = -abs(float(rng.uniform(0.0, 3.0)))
+            bounds = {"lower": f"{low:.{rng.integers(1, 18)}g}", "upper": f"{abs(low) + rng.random():.5g}",
+                      "velocity": str(rng.choice(["0", "2.5", "1e3", _random_number_text(rng).strip("- ")])),
+                      "effort": str(rng.choice(["0", "50", "7.25"]))}
+            inner.append("<limit" + "".join(f" {a}='{v}'" for a, v in bounds.items() if rng.random() < 0.85) + "/>")
+        if k and rng.random() < 0.1:
+            inner.append(f"<mimic joint='j{k - 1}' multiplier='{_random_number_text(rng)}'/>")
+        rng.shuffle(inner)
+        parts.append(f"<joint name='j{k}' type='{jtype}'>{''.join(inner)}</joint>")
+    elems = ET.fromstring(robot("".join(parts), " ".join(f"l{k}" for k in range(301)))).findall("joint")
+    at_once = reader._plain_joints(elems)
+    assert at_once is not None  # nothing here needs a note: the reader that reads all joints at once read them
+    notes: list[str] = []
+    one_by_one = reader._joints_one_by_one(elems, notes)
+    assert at_once.joints() == one_by_one and not notes
+    # Bit for bit, the signs of zeros included (== takes -0.0 for 0.0).
+    for field in ("xyz", "rpy", "axis"):
+        got = np.array([getattr(j, field) for j in at_once.joints()])
+        np.testing.assert_array_equal(np.signbit(got), np.signbit([getattr(j, field) for j in one_by_one]))
+
+
 def test_a_model_read_as_columns_equals_the_model_of_its_joints() -> None:
     """The reader's columns go into the model as they are: the joints made from them on demand, one joint
     looked up, the numbers, the skeleton and the checks are those of a model made from UrdfJoint tuples."""
