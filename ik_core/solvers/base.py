@@ -14,7 +14,7 @@ from ..limits import fully_locked, project_configuration
 from ..model.kinematics import forward_kinematics
 from ..model.rotations import rotation_angle_unchecked
 from ..model.skeleton import Skeleton
-from .best_effort import GLOBAL_STARTS, BestEffort
+from .best_effort import GLOBAL_STARTS, TREE_GLOBAL_STARTS, BestEffort
 from .reach import ReachBound, stretch_toward
 
 MODES = ("position", "aim", "full")
@@ -226,8 +226,9 @@ class Solver(abc.ABC):
         #: Missed targets get their best effort under the limits (see :meth:`improve_missed`);
         #: False leaves the solver's own answer (to study a solver's iterations alone).
         self.best_effort = True
-        #: Global starts that check each missed target's best effort (0: a local descent only).
-        self.global_starts = GLOBAL_STARTS
+        #: Global starts that check each missed target's best effort (0: a local descent only):
+        #: more for a tree of several effectors (see TREE_GLOBAL_STARTS).
+        self.global_starts = GLOBAL_STARTS if len(self.effector_ids) == 1 else TREE_GLOBAL_STARTS
         self._best: BestEffort | None = None
         # Best-effort problems led by the effectors within reach, by pattern (see _led_problems).
         self._led: dict[tuple[bool, ...], tuple[BestEffort, BestEffort, np.ndarray]] = {}

@@ -125,3 +125,39 @@ def test_a_take_keeps_the_reachable_arm_on_its_target_where_the_other_goes_out_o
     right = np.linalg.norm(_positions(skeleton, q)[:, 1] - targets[:, 1], axis=-1)
     assert right[beyond[:, 0]].max() <= solver.tolerance
     assert not res.converged[beyond[:, 0]].any()
+
+
+def test_a_tree_checks_a_single_target_from_more_global_starts_than_a_take_does(monkeypatch) -> None:
+    """A tree's missed target alone is checked from TREE_GLOBAL_STARTS global starts (its library poses ranked by
+    two hands' distances lead to the closest pose's basin less often than one hand's); in a take its missed frames
+    are checked from GLOBAL_STARTS, as a chain's are (they share screenings and carry basins on from frame to
+    frame); a chain's from GLOBAL_STARTS either way. The answers are inside the limits, every frame's too."""
+    from ik_core.solvers.best_effort import GLOBAL_STARTS, TREE_GLOBAL_STARTS, BestEffort
+
+    assert TREE_GLOBAL_STARTS > GLOBAL_STARTS
+    seen: list[int] = []
+    improve = BestEffort.improve
+
+    def recording(self, *args, **kwargs):
+        seen.append(kwargs["starts"] if "starts" in kwargs else args[5])
+        return improve(self, *args, **kwargs)
+
+    monkeypatch.setattr(BestEffort, "improve", recording)
+    rng = np.random.default_rng(3)
+    skeleton = _two_arm_tree(rng)
+    solver = make_solver("dls", skeleton, list(ARMS), mode="position")
+    # Both hands pulled apart, out of what the limits allow (within reach of each arm).
+    targets = _positions(skeleton, _in_limit_samples(skeleton, rng, 1)[0])
+    targets[0, 0] += 0.6
+    targets[1, 0] -= 0.6
+    res = solver.solve(targets)
+    assert not res.converged and np.all(limit_violation(skeleton, res.q) <= 1e-9)
+    assert seen and max(seen) == TREE_GLOBAL_STARTS
+    seen.clear()
+    take = targets[None] + np.linspace(0.0, 0.05, 12)[:, None, None]
+    track = solve_track(solver, take)
+    assert not np.any(track.converged) and np.all(limit_violation(skeleton, track.q) <= 1e-9)
+    assert seen and max(seen) <= GLOBAL_STARTS
+    assert solver.global_starts == TREE_GLOBAL_STARTS  # the take left the solver as it was
+    chain = make_solver("dls", skeleton, "left", mode="position")
+    assert chain.global_starts == GLOBAL_STARTS
