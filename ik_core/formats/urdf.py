@@ -170,12 +170,11 @@ def _joints_one_by_one(elems: list[ET.Element], notes: list[str]) -> list[UrdfJo
 
 
 # The reader below reads each field for all joints at once through C-level calls: map() over
-# Element.get, children sorted out by tag in whole-array steps, and numbers read once per distinct
-# text in one pass of float() over them all, so no Python code runs per joint (a joint read one
-# by one costs about 50,000 machine instructions, as many as ElementTree's parse of it). Anything
-# it does not expect (a bad or missing value, a note to write) makes it give up, and
-# _joints_one_by_one reads the joints again to say what is wrong where, in document order, or to
-# write the note.
+# Element.find and Element.get, and cached number readers that a file's repeated texts hit, so no
+# Python code runs per joint (a joint read one by one costs about 50,000 machine instructions,
+# as many as ElementTree's parse of it). Anything it does not expect (a bad or missing value, a
+# note to write) makes it give up, and _joints_one_by_one reads the joints again to say what is
+# wrong where, in document order, or to write the note.
 _repeat = itertools.repeat
 _GET = ET.Element.get
 _TAG = operator.attrgetter("tag")
@@ -183,54 +182,57 @@ _NO_ELEMENT = ET.Element("none")  # stands for a missing child: every get() on i
 _MOVING = frozenset(MOVING_JOINT_TYPES)
 _URDF_TYPES = frozenset(URDF_JOINT_TYPES)
 _HELD = frozenset(HELD_JOINT_TYPES)
+_UNLIMITED = (-math.inf, math.inf, math.inf, math.inf)
 
 
 class _Unexpected(Exception):
     """Raised inside the fast reader: leave the joints to the one-by-one reader."""
 
 
-def _number_rows(texts: Sequence[str | None], width: int, default: Sequence[float]) -> np.ndarray:
-    """Texts of ``width`` whitespace-separated finite numbers each as a (len(texts), width) array.
-
-    Each distinct text is read once (files repeat "0 0 0" and their limits thousands of times)
-    and all of them at once, by C-level calls: Python's ``float`` on every number, so a text
-    reads as :func:`_three_floats` and :func:`_finite_float` read it.
-
-    Args:
-        texts: An attribute's text per element, None where it is absent.
-        width: Numbers per text.
-        default: (width,) the numbers of an absent text.
-
-    Returns:
-        (len(texts), width) floats.
-
-    Raises:
-        _Unexpected: A text that is not ``width`` finite numbers.
-    """
-    distinct = dict.fromkeys(texts)
-    absent = None in distinct
-    if absent:
-        del distinct[None]
-    keys = list(distinct)
-    if width == 1:
-        words = keys  # float() takes a number with spaces around it, as _finite_float reads it
-    else:
-        split = list(map(str.split, keys))
-        if not all(map(operator.eq, map(len, split), _repeat(width))):
-            raise _Unexpected
-        words = list(itertools.chain.from_iterable(split))
-    try:
-        values = np.fromiter(map(float, words), float, len(words))
-    except ValueError:  # not a number
-        raise _Unexpected from None
-    if not np.isfinite(values).all():
+@functools.lru_cache(maxsize=4096)
+def _origin_vector(text: str | None) -> tuple[float, float, float]:
+    """An origin's xyz or rpy: 3 finite floats, zeros when absent."""
+    if text is None:
+        return _ZERO
+    values = _three_floats(text)
+    if values is None:
         raise _Unexpected
-    absent_row = np.array(default, dtype=float).reshape(1, width)[: int(absent)]
-    values = np.concatenate([values.reshape(len(keys), width), absent_row])
-    if absent:
-        distinct[None] = None
-    position = dict(zip(distinct, range(len(distinct))))
-    return values[np.fromiter(map(position.__getitem__, texts), np.intp, len(texts))]
+    return values
+
+
+@functools.lru_cache(maxsize=4096)
+def _unit_axis(jtype: str, text: str | None) -> tuple[float, float, float]:
+    """A joint's unit axis, (1, 0, 0) when absent or when the joint does not move."""
+    if text is None or jtype not in _MOVING:
+        return _X
+    axis = _three_floats(text)
+    if axis is None:
+        raise _Unexpected
+    norm = math.sqrt(axis[0] * axis[0] + axis[1] * axis[1] + axis[2] * axis[2])
+    if norm < 1e-12:
+        raise _Unexpected
+    return axis if norm == 1.0 else (axis[0] / norm, axis[1] / norm, axis[2] / norm)
+
+
+@functools.lru_cache(maxsize=4096)
+def _limit_values(jtype: str, has_limit: bool, lower: str | None, upper: str | None, velocity: str | None,
+                  effort: str | None) -> tuple[float, float, float, float]:
+    """A joint's (lower, upper, velocity, effort) as :func:`_joint_fields` reads them, from the ``<limit>`` texts."""
+    if jtype not in _MOVING:
+        return _UNLIMITED
+    low, high = -math.inf, math.inf
+    if jtype != "continuous":
+        if not has_limit:
+            raise _Unexpected
+        low, high = _finite_or_default(lower, 0.0), _finite_or_default(upper, 0.0)
+        if low > high:
+            raise _Unexpected
+    if not has_limit:
+        return low, high, math.inf, math.inf
+    speed, force = _finite_or_default(velocity, math.inf), _finite_or_default(effort, math.inf)
+    if speed < 0 or force < 0:  # read as unknown, with a note
+        raise _Unexpected
+    return low, high, speed if speed > 0 else math.inf, force
 
 
 def _finite_or_default(text: str | None, default: float) -> float:
@@ -240,13 +242,6 @@ def _finite_or_default(text: str | None, default: float) -> float:
     if value is None:
         raise _Unexpected
     return value
-
-
-def _where_not(mask: np.ndarray, texts: list[str | None]) -> list[str | None]:
-    """``texts`` with None where ``mask`` holds: texts a joint of that kind does not read."""
-    if not mask.any():
-        return texts
-    return [None if skip else text for skip, text in zip(mask.tolist(), texts)]
 
 
 def _first_children(elems: list[ET.Element], tags: Sequence[str], missing: Sequence[ET.Element | None]
@@ -261,14 +256,11 @@ def _first_children(elems: list[ET.Element], tags: Sequence[str], missing: Seque
     # The children, then the stand-ins for missing ones (kept as objects, where numpy would
     # unpack an element as the sequence of its children).
     kids = np.fromiter(itertools.chain(itertools.chain.from_iterable(elems), missing), object, total + len(missing))
-    # Each child's tag as the number of its place in ``tags`` (-1 for others): whole-array
-    # comparisons of numbers, where comparing the tags as objects costs a call per child and tag.
-    code = {tag: k for k, tag in enumerate(tags)}
-    kid_codes = np.fromiter(map(code.get, map(_TAG, kids[:total]), _repeat(-1)), np.intp, total)
+    kid_tags = np.fromiter(map(_TAG, kids[:total]), object, total)
     owner = np.repeat(np.arange(len(elems)), counts)  # the element each child belongs to
     columns = []
-    for k in range(len(tags)):
-        at = np.flatnonzero(kid_codes == k)
+    for k, tag in enumerate(tags):
+        at = np.flatnonzero(kid_tags == tag)
         first = np.ones(len(at), bool)  # an element's first child of this tag, not its later ones
         first[1:] = owner[at[1:]] != owner[at[:-1]]
         where = np.full(len(elems), total + k)
@@ -277,46 +269,11 @@ def _first_children(elems: list[ET.Element], tags: Sequence[str], missing: Seque
     return columns
 
 
-def _motion_columns(types: list[str], axes: list[ET.Element], limits: list[ET.Element]
-                    ) -> tuple[np.ndarray, np.ndarray]:
-    """The joints' unit axes (J, 3) and (lower, upper, velocity, effort) (J, 4), as :func:`_joint_fields` reads them.
-
-    Joints that do not move read neither (axis x, no limits, whatever their elements say), a
-    continuous joint reads no lower and upper. Raises :class:`_Unexpected` for what
-    :func:`_joint_fields` refuses or notes: a zero axis, a limited joint without ``<limit>`` or
-    with lower > upper, a negative velocity or effort, a bad number.
-    """
-    count = len(types)
-    still = ~np.fromiter(map(_MOVING.__contains__, types), bool, count)
-    unbounded = still | np.fromiter(map(operator.eq, types, _repeat("continuous")), bool, count)
-    has_limit = np.fromiter(map(operator.is_not, limits, _repeat(_NO_ELEMENT)), bool, count)
-    if not (has_limit | unbounded).all():
-        raise _Unexpected
-    axis = _number_rows(_where_not(still, list(map(_GET, axes, _repeat("xyz")))), 3, _X)
-    # The norm as _joint_fields computes it ((x x + y y) + z z, then the root), so the bits are the same.
-    norm = np.sqrt(axis[:, 0] * axis[:, 0] + axis[:, 1] * axis[:, 1] + axis[:, 2] * axis[:, 2])
-    if (norm < 1e-12).any():
-        raise _Unexpected
-    axis /= norm[:, None]
-    limit_texts = {attr: list(map(_GET, limits, _repeat(attr))) for attr in ("lower", "upper", "velocity", "effort")}
-    lower = _number_rows(_where_not(unbounded, limit_texts["lower"]), 1, (0.0,))[:, 0]
-    upper = _number_rows(_where_not(unbounded, limit_texts["upper"]), 1, (0.0,))[:, 0]
-    if (lower > upper).any():
-        raise _Unexpected
-    lower[unbounded], upper[unbounded] = -math.inf, math.inf
-    unread = still | ~has_limit
-    speed = _number_rows(_where_not(unread, limit_texts["velocity"]), 1, (math.inf,))[:, 0]
-    force = _number_rows(_where_not(unread, limit_texts["effort"]), 1, (math.inf,))[:, 0]
-    if (speed < 0).any() or (force < 0).any():  # read as unknown, with a note
-        raise _Unexpected
-    speed[speed == 0.0] = math.inf  # generators write 0 for "unspecified"
-    return axis, np.stack([lower, upper, speed, force], axis=1)
-
-
 def _plain_joints(elems: list[ET.Element]) -> JointColumns | None:
     """Every ``<joint>`` as :func:`_joint_fields` reads it, as columns; None if one has a problem or needs a note.
 
-    Linear in the number of joints, and no Python code runs per joint (but the mimics').
+    Linear in the number of joints; no Python code runs per joint but a cached number reader's,
+    on a text it has not seen.
     """
     names = list(map(_GET, elems, _repeat("name")))
     types = list(map(_GET, elems, _repeat("type")))
@@ -334,9 +291,11 @@ def _plain_joints(elems: list[ET.Element]) -> JointColumns | None:
             return None
         ends.append(links)
     try:
-        xyz = _number_rows(list(map(_GET, origins, _repeat("xyz"))), 3, _ZERO)
-        rpy = _number_rows(list(map(_GET, origins, _repeat("rpy"))), 3, _ZERO)
-        axis, bounds = _motion_columns(types, axes, limits)
+        xyz = list(map(_origin_vector, map(_GET, origins, _repeat("xyz"))))
+        rpy = list(map(_origin_vector, map(_GET, origins, _repeat("rpy"))))
+        axis = list(map(_unit_axis, types, map(_GET, axes, _repeat("xyz"))))
+        bounds = list(map(_limit_values, types, map(operator.is_not, limits, _repeat(_NO_ELEMENT)),
+                          *(map(_GET, limits, _repeat(attr)) for attr in ("lower", "upper", "velocity", "effort"))))
         mimic: list[Mimic | None] = [None] * len(elems)
         for k in itertools.compress(range(len(elems)), map(operator.is_not, mimics, _repeat(None))):
             elem = mimics[k]
