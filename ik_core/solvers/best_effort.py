@@ -47,7 +47,7 @@ GLOBAL_STARTS = 8
 #: distances of its effectors from their targets, which points to the closest pose's basin less
 #: often than one effector's distance does. On 84 out-of-limit target pairs of 48 random two-arm
 #: trees (bench_best_effort.py's, seeds 0-3) Auto's answers within 1 mm of the optimum were
-#: 0.917 of them with 8 starts, 0.964 with 32 and 0.976 with 48, for 15 % more time; a take
+#: 0.917 of them with 8 starts, 0.964 with 32 and 0.976 with 48, for 14 % more time; a take
 #: keeps GLOBAL_STARTS (see :func:`~ik_core.take.tracking.solve_track`).
 TREE_GLOBAL_STARTS = 48
 LIBRARY_SIZE = 512
