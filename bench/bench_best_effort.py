@@ -95,8 +95,11 @@ misses are listed with the trees' joint kinds and the reasons. Tree takes (``--t
 ``default_rng([seed, 7])``): each arm's target on its own circle around a reachable point (radius
 0.2-0.5 of the arm's path length), baked as a tree unit (DLS, ``solve_track`` with ``max_jump=0.5,
 segment=32``), against the per-frame optimum (:func:`take_optimum`), columns as the takes'; ``mixed``:
-frames where one arm's target lies beyond its path length and the other's not, judged per
-effector as the ``far`` pairs are (the arm's own best effort from the take's fresh starts).
+frames where one arm's target lies beyond its path length and the other's not; ``led``: those of
+them whose other arm reaches its target alone (its own DLS solve, the spine free, finds a pose
+that does), judged per effector as the ``far`` pairs are (the far arm against its own best effort
+from the take's fresh starts); the other mixed frames have no arm to lead them (the solver then
+weighs both, ``Solver.follow_missed``) and are judged by the summed squares, as the rest.
 
 The goals of issue 23 are printed below the tables. Timings are wall clock on a shared machine.
 """
@@ -1114,14 +1117,25 @@ def run_tree_takes(args, rng: np.random.Generator) -> list[dict]:
         per = np.linalg.norm(_positions(skeleton, q) - targets, axis=-1)  # (N, 2)
         d = np.linalg.norm(per, axis=-1)
         excess = d - d_opt
-        # Frames where one arm's target lies beyond its path length and the other's does not: judged
-        # per effector (the reachable arm's distance plus the far arm's excess over its own best
-        # effort with the rest of the tree where the answer put it), as the far target pairs are.
+        # Frames where one arm's target lies beyond its path length and the other's does not, and the
+        # other arm can reach its target (its own solver, the spine free, finds a pose that does):
+        # judged per effector (the reachable arm's distance plus the far arm's excess over its own
+        # best effort with the rest of the tree where the answer put it), as the far target pairs
+        # are. Where the other arm's target lies beyond what its limits allow too, no arm leads
+        # (Solver.follow_missed): the frame is judged by the summed squares, as the others.
         beyond = np.stack([np.linalg.norm(targets[:, e], axis=-1) > _path_length(skeleton, e) + solver.tolerance
                            for e in range(2)], axis=1)
         mixed = np.flatnonzero(beyond.any(axis=1) & ~beyond.all(axis=1))
+        near_arm = 1 - np.argmax(beyond[mixed], axis=1)
+        led = np.zeros(len(mixed), dtype=bool)
+        for e in (0, 1):
+            arm_frames = np.flatnonzero(near_arm == e)
+            if len(arm_frames):
+                alone = make_solver("dls", skeleton, [ARMS[e]], mode="position").solve(
+                    targets[mixed[arm_frames], e], None)
+                led[arm_frames] = np.asarray(alone.converged, dtype=bool).reshape(-1)
         judge = np.random.default_rng([args.seed, 8, k])  # its own stream: the next takes stay what they were
-        for f in mixed:
+        for f in mixed[led]:
             far = int(np.argmax(beyond[f]))
             _, _, d_arm = _arm_best_given_rest(skeleton, q[f], targets[f, far], far, judge, args.take_starts)
             excess[f] = per[f, 1 - far] + per[f, far] - min(d_arm, per[f, far])
@@ -1131,7 +1145,7 @@ def run_tree_takes(args, rng: np.random.Generator) -> list[dict]:
             exc=False, within=int((excess <= NEAR).sum()), p95_mm=_p95(list(excess)) / MM,
             pops=pops, pops_nearer=pops_nearer, opt_jumps=int((opt_steps > POP).sum()), max_step=float(steps.max()),
             viol=int((limit_violation(skeleton, q) > 1e-9).sum()), beat=int((excess < -GAIN).sum()),
-            out_frames=int((d_opt > NEAR).sum()), mixed=len(mixed),
+            out_frames=int((d_opt > NEAR).sum()), mixed=len(mixed), led=int(led.sum()),
         )
         rows.append(row)
     return rows
@@ -1204,14 +1218,14 @@ def _print_tree_takes(args, takes: list[dict]) -> None:
     if takes:
         print(f"\ntree takes: {len(takes)} x {args.frames} frames, each arm's target on a circle, Auto (dls) via "
               f"solve_track; optimum {args.take_starts} fresh starts/frame")
-        print(f"{'take':5}{'kinds':>15}{'<=1mm':>7}{'p95 exc':>9}{'out':>5}{'mixed':>6}{'pops':>6}{'pops+':>6}"
-              f"{'opt jumps':>10}{'max step':>9}{'ms/frame':>9}{'nan':>5}{'viol':>5}{'beat':>5}")
+        print(f"{'take':5}{'kinds':>15}{'<=1mm':>7}{'p95 exc':>9}{'out':>5}{'mixed':>6}{'led':>5}{'pops':>6}"
+              f"{'pops+':>6}{'opt jumps':>10}{'max step':>9}{'ms/frame':>9}{'nan':>5}{'viol':>5}{'beat':>5}")
     for t in takes:
         if t.get("exc"):
             print(f"  take {t['take']}: exception {t['message']}")
             continue
         print(f"{t['take']:<5}{t['kinds']:>15}{t['within'] / t['frames']:7.3f}{t['p95_mm']:9.1f}{t['out_frames']:5d}"
-              f"{t['mixed']:6d}{t['pops']:6d}{t['pops_nearer']:6d}{t['opt_jumps']:10d}{t['max_step']:9.3f}{t['ms_frame']:9.2f}"
+              f"{t['mixed']:6d}{t['led']:5d}{t['pops']:6d}{t['pops_nearer']:6d}{t['opt_jumps']:10d}{t['max_step']:9.3f}{t['ms_frame']:9.2f}"
               f"{t['nan']:5d}{t['viol']:5d}{t['beat']:5d}")
     ok = [t for t in takes if not t.get("exc")]
     if ok:

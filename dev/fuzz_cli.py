@@ -584,7 +584,7 @@ def output_arg(s: Seed, case: Case, flag: str, name: str, kind: str,
         odd = str(rng.choice([".txt", "", ".blend.json", ".JSON", ".csv", ".mcap"]))
         path = out / (Path(name).stem + odd)
         given = str(path)
-        allowed = suffixes is None or odd.lower() in suffixes
+        allowed = suffixes is None or path.suffix.lower() in suffixes  # the last extension, as the CLI reads it
         if allowed:
             case.notes.append(f"{flag} extension {odd!r}")
         else:
