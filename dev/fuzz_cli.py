@@ -1350,8 +1350,10 @@ def judge(s: Seed, case: Case, argv: list[str], code: int | None, out: str, err:
         findings.append(f"SILENT {shown}: exit {code} without an error line ({drawn}): {tail(text, 3)}")
     elif code == 2 and expect == "bad":
         needles = [n for _w, ns in case.bad for n in ns]
-        if needles and not any(n.lower() in text.lower() or os.path.basename(n).lower() in text.lower()
-                               for n in needles if n):
+        # A name that is not UTF-8 is shown with U+FFFD for its odd bytes (operators.wording.printable).
+        shown_as = {n: n.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for n in needles if n}
+        if needles and not any(m.lower() in text.lower() or os.path.basename(m).lower() in text.lower()
+                               for n in needles if n for m in (n, shown_as[n])):
             findings.append(f"SILENT {shown}: the error names none of {needles[:4]} ({drawn}): {said}")
     elif code == 3 and not SAID_MISSED.search(text):
         findings.append(f"SILENT {shown}: exit 3 saying nothing missed or flagged ({drawn}): {tail(text, 3)}")
