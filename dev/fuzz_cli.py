@@ -1049,40 +1049,34 @@ def draw_body(s: Seed) -> Case:
                                               "foot,frame_start,frame_end\nl,a,5\n", ""])))
             case.add("--steps", str(steps))
             case.refuse("--steps file damaged", steps.name)
-    out = output_arg(s, case, "--out", "body.blend", "blend") if rng.random() < 0.5 else None
-    if out:
-        case.holds[out] = [body.armature]
-    if rng.random() < 0.5:
-        report = output_arg(s, case, "--report", "body.json", "json")
-        if report:
-            case.report = (report, "body")
-        same_file(s, case, out, report)
+    saved_outputs(s, case, "body.blend", "body", body.armature)
     return case
 
 
-def same_file(s: Seed, case: Case, out: str | None, report: str | None) -> None:
-    """Now and then the report given the --out file's name: refused, the save would replace the report."""
-    if out and report and s.rng.random() < 0.1:
-        case.options = [(f, out if f == "--report" else v) for f, v in case.options]
-        case.refuse("--out and --report on one file", "both be written", "overwrite")
+def saved_outputs(s: Seed, case: Case, blend: str, kind: str, armature: str) -> None:
+    """Half the time --out ``blend`` (holding ``armature``), half the time --report ``<kind>.json`` (a ``kind``
+    report); now and then the report given the --out file's name: refused, the save would replace the report."""
+    out = output_arg(s, case, "--out", blend, "blend") if s.rng.random() < 0.5 else None
+    if out:
+        case.holds[out] = [armature]
+    if s.rng.random() < 0.5:
+        report = output_arg(s, case, "--report", f"{kind}.json", "json")
+        if report:
+            case.report = (report, kind)
+        if out and report and s.rng.random() < 0.1:
+            case.options = [(f, out if f == "--report" else v) for f, v in case.options]
+            case.refuse("--out and --report on one file", "both be written", "overwrite")
 
 
 def draw_switch(s: Seed, command: str) -> Case:
-    case, rng = s.case(command), s.rng
+    case = s.case(command)
     rig = s.inputs.rig()
     if rig.kind != "known":
         case.maybe(f"{command} on a {rig.kind} rig")
     blend_arg(s, case, rig.path)
     name_arg(s, case, "--armature", rig.armature, rig.others, "armature")
     frames_arg(s, case, rig.frames, "every")
-    out = output_arg(s, case, "--out", "switched.blend", "blend") if rng.random() < 0.5 else None
-    if out:
-        case.holds[out] = [rig.armature]
-    if rng.random() < 0.5:
-        report = output_arg(s, case, "--report", "switch.json", "json")
-        if report:
-            case.report = (report, "switch")
-        same_file(s, case, out, report)
+    saved_outputs(s, case, "switched.blend", "switch", rig.armature)
     return case
 
 
@@ -1445,8 +1439,7 @@ def main() -> int:
         ADDON = cli.ensure_addon()
     chosen = [int(s) for s in args.seeds.split(",") if s]
     seeds = iter(chosen) if chosen else iter(range(args.first_seed, sys.maxsize))
-    start = time.time()
-    end = start + args.seconds
+    end = time.time() + args.seconds
     runs = found = 0
     for seed in seeds:
         if not chosen and time.time() > end:

@@ -64,6 +64,16 @@ def run_main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, 
     return code, capsys.readouterr().err
 
 
+def with_option(command: str, folder: Path, option: str, value: str) -> list[str]:
+    """``base_args(command, folder)`` with ``option`` set to ``value`` (replaced where the base gives it)."""
+    argv = base_args(command, folder)
+    if option in argv:
+        argv[argv.index(option) + 1] = value
+    else:
+        argv += [option, value]
+    return argv
+
+
 def assert_refused(argv: list[str], folder: Path, capsys: pytest.CaptureFixture[str], ran: list[str]) -> str:
     """main(argv) exits 2 with exactly one 'articulate: error:' line, runs nothing and writes nothing."""
     before, runs = listing(folder), len(ran)
@@ -256,12 +266,7 @@ def test_unwritable_output_files_exit_2_before_any_work(folder, capsys, stubbed,
     """Each output file is checked before the command runs: a folder, /dev/null or a pipe (a report is read back,
     and a save renames its file over the path: as root over /dev/null itself), a path under a file, /proc, empty."""
     for path, message in bad_outputs(folder):
-        argv = base_args(command, folder)
-        if option in argv:
-            argv[argv.index(option) + 1] = path
-        else:
-            argv += [option, path]
-        err = assert_refused(argv, folder, capsys, stubbed)
+        err = assert_refused(with_option(command, folder, option, path), folder, capsys, stubbed)
         assert message in err, (path, err)
 
 
@@ -313,12 +318,7 @@ def test_a_report_over_the_input_blend_is_refused(folder, capsys, stubbed, comma
     the two are spelled differently; saving the baked .blend in place stays allowed."""
     os.chdir(folder)
     for spelled in (str(folder / "shot.blend"), "shot.blend", f"{folder}/./shot.blend"):
-        argv = base_args(command, folder)
-        if option in argv:
-            argv[argv.index(option) + 1] = spelled
-        else:
-            argv += [option, spelled]
-        err = assert_refused(argv, folder, capsys, stubbed)
+        err = assert_refused(with_option(command, folder, option, spelled), folder, capsys, stubbed)
         assert f"the report would overwrite the input .blend {folder / 'shot.blend'}" in err
     code, err = run_main([*base_args("bake", folder), "--out", "shot.blend"], capsys)
     assert code == cli.EXIT_OK and err == "" and stubbed == ["cmd_bake"]
