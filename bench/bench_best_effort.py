@@ -54,9 +54,11 @@ and polished into it where that is more than 0.01 mm closer (fresh starts find a
 frames after it takes over). Columns: ``<=1mm``: share of frames within 1 mm of the optimum;
 ``p95 exc`` [mm]; ``pops``: frames where some joint turns more than 0.2 rad from the frame before
 while no joint of the optimum turns more than 0.05 rad and the answer is not nearer than the
-optimum by more than the best effort's switch margin (0.2 mm); ``pops+``: such frames where the
-answer is nearer than the optimum by more than that (the optimum's continuation missed a better
-pose: there the best pose itself jumps, and the jump is the answer's to make); ``opt jumps``:
+optimum by more than the best effort's switch margin (0.2 mm), at that frame or the one before;
+``pops+``: such frames where the best pose itself jumps and the jump is the answer's to make: the
+answer is nearer than the optimum by more than that at either (the optimum's continuation missed
+a better pose, and the answer jumps into it or out of it), or a hinge wider than a turn unwinds a
+whole turn where its limit forces it (the optimum unwinds at another frame of the overlap); ``opt jumps``:
 frames where the optimum itself turns a joint more than 0.2 rad; ``max step`` [rad]; ``ms/frame``.
 
 Trees (issue 23, item 6; ``--trees N``; ``--trees-only`` skips the chains and takes). Random trees
@@ -662,19 +664,24 @@ def by_family(records: list[dict], label: str) -> dict:
 # Takes
 
 
-def _joint_steps(skeleton: Skeleton, q: np.ndarray) -> np.ndarray:
-    """(N-1,) largest joint turn [rad] between consecutive frames (ball joints as rotation angles)."""
-    steps = np.zeros((len(q) - 1, 0))
+def _joint_turns(skeleton: Skeleton, q: np.ndarray) -> np.ndarray:
+    """(N-1, joints) each joint's turn [rad or m] between consecutive frames (ball joints as rotation angles)."""
+    turns = np.zeros((len(q) - 1, len(skeleton.joints)))
     for i, joint in enumerate(skeleton.joints):
         s = skeleton.q_index[i]
         if joint.kind is JointKind.BALL:
             R = rotvec_to_matrix(q[:, s:s + 3])
             rel = np.swapaxes(R[:-1], -1, -2) @ R[1:]
             c = np.clip((np.trace(rel, axis1=-2, axis2=-1) - 1.0) / 2.0, -1.0, 1.0)
-            steps = np.column_stack([steps, np.arccos(c)])
-        else:
-            steps = np.column_stack([steps, np.abs(np.diff(q[:, s]))])
-    return steps.max(axis=1)
+            turns[:, i] = np.arccos(c)
+        elif joint.dof:
+            turns[:, i] = np.abs(np.diff(q[:, s]))
+    return turns
+
+
+def _joint_steps(skeleton: Skeleton, q: np.ndarray) -> np.ndarray:
+    """(N-1,) largest joint turn [rad] between consecutive frames (ball joints as rotation angles)."""
+    return _joint_turns(skeleton, q).max(axis=1, initial=0.0)
 
 
 def take_targets(skeleton: Skeleton, rng: np.random.Generator, frames: int) -> np.ndarray:
@@ -761,17 +768,52 @@ def random_take(rng: np.random.Generator, k: int, frames: int, take_starts: int)
     return skeleton, family, bones, targets, q_opt, d_opt
 
 
+def forced_turns(skeleton: Skeleton, q: np.ndarray) -> np.ndarray:
+    """(F-1,) steps of answers q (F, dof) whose only joints turning more than POP make whole turns the limits force.
+
+    A hinge whose range is wider than a turn (a continuous joint, or limits of +-4 rad) holds some
+    poses twice, a turn apart; following a target that keeps turning, it must unwind a whole turn
+    where it meets its limit: the frame's pose continued in the frame before's turn lies outside
+    the range. Which frame of that overlap the optimum unwinds at is its own choice; the answer's
+    unwinding is the best pose jumping, not a pop. A whole turn the range would let the joint
+    skip stays a pop.
+    """
+    lower, upper = skeleton.lower, skeleton.upper
+    big = _joint_turns(skeleton, q) > POP
+    forced = np.ones(len(big), dtype=bool)
+    turned = np.zeros(len(big), dtype=bool)
+    for i, joint in enumerate(skeleton.joints):
+        if joint.kind not in (JointKind.REVOLUTE, JointKind.CONTINUOUS):
+            forced &= ~big[:, i]
+            continue
+        s = skeleton.q_index[i]
+        d = np.diff(q[:, s])
+        turns = np.round(d / TWO_PI)
+        continued = q[1:, s] - turns * TWO_PI
+        outside = (continued < lower[s]) | (continued > upper[s])
+        whole = (turns != 0) & (np.abs(d - turns * TWO_PI) <= POP) & outside
+        forced &= ~big[:, i] | whole
+        turned |= whole
+    return forced & turned
+
+
 def take_pops(skeleton: Skeleton, q: np.ndarray, q_opt: np.ndarray, excess: np.ndarray) -> tuple[int, int]:
-    """Pops of a take's answers q (F, dof) against the optimum's, and such jumps where the answer is nearer.
+    """Pops of a take's answers q (F, dof) against the optimum's, and such jumps where the best pose itself jumps.
 
     A pop: some joint turns more than POP from the frame before while no joint of the optimum turns
-    more than STILL, and the answer is not nearer than the optimum by more than SWITCH_MARGIN
-    (``excess`` (F,) [m]: the answer's distance less the optimum's).
+    more than STILL, and the answer is not nearer than the optimum by more than SWITCH_MARGIN, at
+    that frame or the frame before (``excess`` (F,) [m]: the answer's distance less the optimum's),
+    and the step is not a whole turn the limits force (:func:`forced_turns`).
+    Where the answer is nearer at either end of the step, the optimum missed a better pose there
+    and its stillness proves nothing: the answer leaving a basin it found nearer than the
+    optimum's, back into the optimum's, is the best pose jumping. Those steps and the forced whole
+    turns are the second count.
     """
     steps, opt_steps = _joint_steps(skeleton, q), _joint_steps(skeleton, q_opt)
     jumps = (steps > POP) & (opt_steps < STILL)
-    nearer = excess[1:] < -SWITCH_MARGIN
-    return int((jumps & ~nearer).sum()), int((jumps & nearer).sum())
+    nearer = (excess[1:] < -SWITCH_MARGIN) | (excess[:-1] < -SWITCH_MARGIN)
+    best_jumps = nearer | forced_turns(skeleton, q)
+    return int((jumps & ~best_jumps).sum()), int((jumps & best_jumps).sum())
 
 
 def run_takes(args, rng: np.random.Generator) -> tuple[list[dict], dict]:

@@ -172,36 +172,60 @@ def solve_track(
         fields[f][outside] = np.asarray(getattr(far, f))
     if progress is not None:
         progress(n, n)
-    return _follow(solver, targets, IKResult(**fields), max_jump, options, starts is not None)
+    # On a redundant chain the reached frame after a run beyond reach was tracked from the run's
+    # blend, not from the stretched answer the run has now, and its self-motion may continue
+    # that answer: it is checked against it (see _follow). A chain without self-motion keeps the
+    # branch its reached frames track (a stretched pose may lie on any).
+    after_far = None
+    if solver.skeleton.dof > _task_rows(solver):
+        after_far = np.zeros(n, dtype=bool)
+        after_far[1:] = beyond[:-1] & ~beyond[1:]
+    return _follow(solver, targets, IKResult(**fields), max_jump, options, starts is not None, after_far)
 
 
 def _follow(solver: Solver, targets: np.ndarray, result: IKResult, max_jump: float, options: dict,
-            own_starts: bool) -> IKResult:
+            own_starts: bool, reposed: np.ndarray | None = None) -> IKResult:
     """The take's missed frames followed, then each reached frame after a run the follow pass moved retried from it.
 
     The follow pass is :meth:`~ik_core.solvers.base.Solver.follow_missed`; a reached frame is
-    retried where it now jumps or whips (see ``_retry_frames``). The retries ran before the
-    follow pass, against the missed frames' batch answers: a reached frame after a run the
-    follow pass carried into another basin would step from it as far as the two basins lie
-    apart, where a solve from it steps as little as the target moves.
+    retried where it now jumps, whips or, on a redundant chain, steps more than ``_POP_STEP``
+    (see ``_retry_frames``). The retries ran before the follow pass, against the missed frames'
+    batch answers: a reached frame after a run the follow pass carried into another basin would
+    step from it as far as the two basins lie apart, where a solve from it steps as little as
+    the target moves. ``reposed`` (N,) flags more such frames: those after a run posed after
+    them (the frames beyond reach), or None. A retry that hands a missed run a new predecessor
+    has that run followed again and the reached frame after it checked again, up to
+    ``_FOLLOW_ROUNDS`` rounds.
     """
     followed = solver.follow_missed(targets, result)
     n = len(result.q)
     if own_starts or n < 2:
         return followed
-    moved = np.any(followed.q != result.q, axis=-1)
-    check = np.zeros(n, dtype=bool)
-    check[1:] = moved[:-1] & ~moved[1:] & followed.converged[1:]
-    if not check.any():
-        return followed
-    fields = {f: np.array(getattr(followed, f)) for f in IKResult.__dataclass_fields__}
-    _retry_frames(solver, targets, fields, max_jump, _boxed(solver, options), options, check=check)
-    retried = IKResult(**fields)
-    # A retried run that ends where another missed run begins hands it a new predecessor.
-    changed = np.any(retried.q != followed.q, axis=-1)
-    if np.any(changed[:-1] & ~retried.converged[1:]):
-        return solver.follow_missed(targets, retried)
-    return retried
+    before = result
+    for _ in range(_FOLLOW_ROUNDS):
+        moved = np.any(followed.q != before.q, axis=-1)
+        check = np.zeros(n, dtype=bool)
+        check[1:] = moved[:-1] & ~moved[1:] & followed.converged[1:]
+        if reposed is not None:
+            check |= reposed & followed.converged
+            reposed = None
+        if not check.any():
+            return followed
+        fields = {f: np.array(getattr(followed, f)) for f in IKResult.__dataclass_fields__}
+        _retry_frames(solver, targets, fields, max_jump, _boxed(solver, options), options, check=check)
+        retried = IKResult(**fields)
+        # A retried run that ends where another missed run begins hands it a new predecessor;
+        # the reached frame after that run is then checked again, in the next round.
+        changed = np.any(retried.q != followed.q, axis=-1)
+        if not np.any(changed[:-1] & ~retried.converged[1:]):
+            return retried
+        before, followed = retried, solver.follow_missed(targets, retried)
+    return followed
+
+
+# Rounds of follow and retry a take's missed runs and the reached frames after them get: a retry
+# hands the missed run after it a new predecessor, whose follow moves the reached frame after it.
+_FOLLOW_ROUNDS = 3
 
 
 def _boxed(solver: Solver, options: dict) -> bool:
@@ -497,7 +521,11 @@ def _retry_frames(
                 bool(replaced[i - 1]) and jump > _SHIFT_FLOOR * pop_step * int(gaps[i])
                 and jump > _WHIP_RATIO * float(batch_steps[i])
             )
-            whip = (sudden or shifted) and not solver.ruled_self_motion
+            # A frame whose predecessor was posed after it (``check``) was solved from another
+            # pose than the one before it now: a redundant chain's step above the pop step is
+            # retried from it, as the self-motion may continue that pose.
+            reposed = check is not None and bool(check[i]) and jump > pop_step * int(gaps[i])
+            whip = (sudden or shifted or reposed) and not solver.ruled_self_motion
             if jump <= allowed and not whip:
                 continue
         elif not near[i - 1] or failed >= _RUN_RETRIES:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ik_core import Effector, EulerLimit, Joint, JointKind, Skeleton, make_solver, solve_track
-from ik_core.limits import SwingTwistLimit, limit_violation
+from ik_core.limits import SwingTwistLimit, limit_violation, project_configuration
 from ik_core.model.kinematics import effector_poses
 from ik_core.solvers.best_effort import SWITCH_MARGIN, BestEffort
 from ik_core.take.steps import joint_steps
@@ -219,6 +219,66 @@ def test_a_jump_between_two_closest_poses_falls_where_they_tie() -> None:
     np.testing.assert_allclose(q[12:], -2.0, atol=1e-6)
     marked = [i for i, r in enumerate(res.reason) if "closest pose jumps here" in str(r)]
     assert marked == [12]
+
+
+def _wide_euler_chain(rng: np.random.Generator, bones: int) -> Skeleton:
+    """Ball joints with Euler ranges of up to +-1.5 rad per axis (order XYZ or YZX), bones 0.15-0.4 m."""
+    joints = []
+    for i in range(bones):
+        origin = np.eye(4)
+        if i:
+            origin[1, 3] = rng.uniform(0.15, 0.4)
+        lo, hi = -rng.uniform(0.05, 1.5, 3), rng.uniform(0.05, 1.5, 3)
+        order = str(rng.choice(["XYZ", "YZX"]))
+        joints.append(Joint(f"b{i}", JointKind.BALL, i - 1, origin, limit=EulerLimit(lo, hi, order=order)))
+    end = np.eye(4)
+    end[1, 3] = rng.uniform(0.1, 0.3)
+    return Skeleton(joints, [Effector("tip", bones - 1, end)])
+
+
+def _lissajous(skeleton: Skeleton, rng: np.random.Generator, frames: int) -> np.ndarray:
+    """(frames, 3) a Lissajous curve around a reachable point, 0.4-0.9 chain lengths wide: in and out of reach."""
+    length = float(np.linalg.norm(effector_poses(skeleton, np.zeros(skeleton.dof), "tip")[:3, 3]))
+    start = project_configuration(skeleton, rng.uniform(-1.5, 1.5, skeleton.dof))
+    centre = effector_poses(skeleton, start, "tip")[:3, 3] * rng.uniform(0.5, 1.0)
+    a = rng.normal(size=3)
+    a /= np.linalg.norm(a)
+    b = np.cross(a, rng.normal(size=3))
+    b /= np.linalg.norm(b)
+    t = np.linspace(0.0, 1.0, frames)[:, None]
+    r1, r2 = length * rng.uniform(0.4, 0.9, 2)
+    f1, f2 = rng.integers(1, 4, 2)
+    phase = rng.uniform(0.0, 2.0 * np.pi)
+    return centre + r1 * np.sin(2.0 * np.pi * f1 * t + phase) * a + r2 * np.sin(2.0 * np.pi * f2 * t) * b
+
+
+@pytest.mark.parametrize("seed", [3, 7, 12, 17])
+def test_the_reached_frame_after_frames_beyond_reach_continues_their_pose(seed: int) -> None:
+    """A redundant chain's target leaves its reach and comes back: a reached frame after the stretched
+    frames steps from the last of them no further than a solve from that frame needs (within a quarter).
+
+    The reached frames are tracked before the frames beyond reach get their stretched answers, so
+    the first frame back continued another pose (on these seeds up to 1.4 rad away, where a solve
+    from the stretched frame steps 0.1-0.5 rad).
+    """
+    rng = np.random.default_rng(seed)
+    skeleton = _wide_euler_chain(rng, 5 + seed % 2)
+    targets = _lissajous(skeleton, rng, 64)
+    solver = make_solver("dls", skeleton, "tip", mode="position")
+    beyond = solver.reach_excess(targets) > solver.tolerance
+    back = np.flatnonzero(beyond[:-1] & ~beyond[1:]) + 1
+    assert len(back), "the target must come back from beyond reach"
+    res = solve_track(solver, targets, None, max_jump=0.5, segment=32)
+    q = np.asarray(res.q)
+    back = back[res.converged[back]]  # back within reach, but not always inside what the limits allow
+    assert len(back)
+    for i in back:
+        step = float(joint_steps(skeleton, q[i - 1], q[i]))
+        alone = solver.solve(targets[i], q[i - 1])
+        needed = float(joint_steps(skeleton, q[i - 1], np.asarray(alone.q)))
+        assert step <= 0.2 or not alone.converged or step <= needed / 0.75, (
+            f"frame {i} steps {step:.3f} rad from the stretched frame before; a solve from it {needed:.3f}"
+        )
 
 
 @pytest.mark.parametrize("seed", range(4))
