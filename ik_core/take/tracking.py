@@ -479,7 +479,9 @@ def _retry_frames(
     (see :func:`_track`): predictions and the step allowed then span the frames between.
     With ``own_starts`` (each frame was solved from its own start, see :func:`solve_track`) only
     missed frames are retried: a reached frame's answer is the one its start leads to. With
-    ``check`` (N,) only the frames it flags are retried, and the reached frames after a replaced one.
+    ``check`` (N,) only the frames it flags are retried, and the reached frames after a replaced one;
+    a flagged frame's predecessor was posed after it, so on a redundant chain a flagged reached
+    frame that steps more than ``_POP_STEP`` from it is retried too.
     """
     q, ok = fields["q"], fields["converged"]
     n = len(q)
