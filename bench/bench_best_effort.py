@@ -768,8 +768,10 @@ def random_take(rng: np.random.Generator, k: int, frames: int, take_starts: int)
     return skeleton, family, bones, targets, q_opt, d_opt
 
 
-def forced_turns(skeleton: Skeleton, q: np.ndarray) -> np.ndarray:
+def forced_turns(skeleton: Skeleton, q: np.ndarray, turns: np.ndarray) -> np.ndarray:
     """(F-1,) steps of answers q (F, dof) whose only joints turning more than POP make whole turns the limits force.
+
+    ``turns`` (F-1, joints): q's :func:`_joint_turns`.
 
     A hinge whose range is wider than a turn (a continuous joint, or limits of +-4 rad) holds some
     poses twice, a turn apart; following a target that keeps turning, it must unwind a whole turn
@@ -779,7 +781,7 @@ def forced_turns(skeleton: Skeleton, q: np.ndarray) -> np.ndarray:
     skip stays a pop.
     """
     lower, upper = skeleton.lower, skeleton.upper
-    big = _joint_turns(skeleton, q) > POP
+    big = turns > POP
     forced = np.ones(len(big), dtype=bool)
     turned = np.zeros(len(big), dtype=bool)
     for i, joint in enumerate(skeleton.joints):
@@ -788,10 +790,10 @@ def forced_turns(skeleton: Skeleton, q: np.ndarray) -> np.ndarray:
             continue
         s = skeleton.q_index[i]
         d = np.diff(q[:, s])
-        turns = np.round(d / TWO_PI)
-        continued = q[1:, s] - turns * TWO_PI
+        whole_turns = np.round(d / TWO_PI)
+        continued = q[1:, s] - whole_turns * TWO_PI
         outside = (continued < lower[s]) | (continued > upper[s])
-        whole = (turns != 0) & (np.abs(d - turns * TWO_PI) <= POP) & outside
+        whole = (whole_turns != 0) & (np.abs(d - whole_turns * TWO_PI) <= POP) & outside
         forced &= ~big[:, i] | whole
         turned |= whole
     return forced & turned
@@ -809,10 +811,11 @@ def take_pops(skeleton: Skeleton, q: np.ndarray, q_opt: np.ndarray, excess: np.n
     optimum's, back into the optimum's, is the best pose jumping. Those steps and the forced whole
     turns are the second count.
     """
-    steps, opt_steps = _joint_steps(skeleton, q), _joint_steps(skeleton, q_opt)
+    turns = _joint_turns(skeleton, q)
+    steps, opt_steps = turns.max(axis=1, initial=0.0), _joint_steps(skeleton, q_opt)
     jumps = (steps > POP) & (opt_steps < STILL)
     nearer = (excess[1:] < -SWITCH_MARGIN) | (excess[:-1] < -SWITCH_MARGIN)
-    best_jumps = nearer | forced_turns(skeleton, q)
+    best_jumps = nearer | forced_turns(skeleton, q, turns)
     return int((jumps & ~best_jumps).sum()), int((jumps & best_jumps).sum())
 
 

@@ -15,22 +15,33 @@ from ik_core.solvers.best_effort import SWITCH_MARGIN, BestEffort
 from ik_core.take.steps import joint_steps
 
 
-def _chain(rng: np.random.Generator, kinds: tuple[str, ...], last_continuous: bool = False) -> Skeleton:
-    """Limited ball joints along Y (Euler or swing-twist ranges of 0.1-0.4 rad), bones 0.2-0.35 m."""
+def _chain(
+    rng: np.random.Generator, kinds: tuple[str, ...], last_continuous: bool = False, *,
+    bones: tuple[float, float] = (0.2, 0.35), ranges: tuple[float, float] = (0.1, 0.4),
+    orders: tuple[str, ...] | None = None, tip: tuple[float, float] | None = None,
+) -> Skeleton:
+    """Limited ball joints along Y: Euler or swing-twist ranges drawn from ``ranges`` [rad] each way,
+    Euler orders from ``orders`` (XYZ when None), bones drawn from ``bones`` [m], and the end that far
+    along the last bone drawn from ``tip`` [m] (0.25 m when None)."""
     joints = []
     for i, kind in enumerate(kinds):
         origin = np.eye(4)
         if i:
-            origin[1, 3] = rng.uniform(0.2, 0.35)
-        lo, hi = -rng.uniform(0.1, 0.4, 3), rng.uniform(0.1, 0.4, 3)
-        limit = EulerLimit(lo, hi) if kind == "euler" else SwingTwistLimit(lo, hi)
+            origin[1, 3] = rng.uniform(*bones)
+        lo, hi = -rng.uniform(*ranges, 3), rng.uniform(*ranges, 3)
+        if kind != "euler":
+            limit = SwingTwistLimit(lo, hi)
+        elif orders is None:
+            limit = EulerLimit(lo, hi)
+        else:
+            limit = EulerLimit(lo, hi, order=str(rng.choice(orders)))
         joints.append(Joint(f"j{i}", JointKind.BALL, i - 1, origin, limit=limit))
     if last_continuous:
         origin = np.eye(4)
         origin[1, 3] = 0.3
         joints.append(Joint("spin", JointKind.CONTINUOUS, len(joints) - 1, origin, axis=(1.0, 0.0, 0.0)))
     end = np.eye(4)
-    end[1, 3] = 0.25
+    end[1, 3] = 0.25 if tip is None else rng.uniform(*tip)
     return Skeleton(joints, [Effector("tip", len(joints) - 1, end)])
 
 
@@ -221,21 +232,6 @@ def test_a_jump_between_two_closest_poses_falls_where_they_tie() -> None:
     assert marked == [12]
 
 
-def _wide_euler_chain(rng: np.random.Generator, bones: int) -> Skeleton:
-    """Ball joints with Euler ranges of up to +-1.5 rad per axis (order XYZ or YZX), bones 0.15-0.4 m."""
-    joints = []
-    for i in range(bones):
-        origin = np.eye(4)
-        if i:
-            origin[1, 3] = rng.uniform(0.15, 0.4)
-        lo, hi = -rng.uniform(0.05, 1.5, 3), rng.uniform(0.05, 1.5, 3)
-        order = str(rng.choice(["XYZ", "YZX"]))
-        joints.append(Joint(f"b{i}", JointKind.BALL, i - 1, origin, limit=EulerLimit(lo, hi, order=order)))
-    end = np.eye(4)
-    end[1, 3] = rng.uniform(0.1, 0.3)
-    return Skeleton(joints, [Effector("tip", bones - 1, end)])
-
-
 def _lissajous(skeleton: Skeleton, rng: np.random.Generator, frames: int) -> np.ndarray:
     """(frames, 3) a Lissajous curve around a reachable point, 0.4-0.9 chain lengths wide: in and out of reach."""
     length = float(np.linalg.norm(effector_poses(skeleton, np.zeros(skeleton.dof), "tip")[:3, 3]))
@@ -262,7 +258,8 @@ def test_the_reached_frame_after_frames_beyond_reach_continues_their_pose(seed: 
     from the stretched frame steps 0.1-0.5 rad).
     """
     rng = np.random.default_rng(seed)
-    skeleton = _wide_euler_chain(rng, 5 + seed % 2)
+    skeleton = _chain(rng, ("euler",) * (5 + seed % 2), bones=(0.15, 0.4), ranges=(0.05, 1.5),
+                      orders=("XYZ", "YZX"), tip=(0.1, 0.3))
     targets = _lissajous(skeleton, rng, 64)
     solver = make_solver("dls", skeleton, "tip", mode="position")
     beyond = solver.reach_excess(targets) > solver.tolerance
