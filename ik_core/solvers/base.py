@@ -18,6 +18,9 @@ from .best_effort import GLOBAL_STARTS, TREE_GLOBAL_STARTS, BestEffort
 from .reach import ReachBound, stretch_toward
 
 MODES = ("position", "aim", "full")
+#: Library starts the followers of a led target set descend from, besides their own (see
+#: Solver._given_leaders): the library poses whose followers come nearest, the leaders' joints held.
+FOLLOWER_STARTS = 4
 _EYE3 = np.eye(3)
 # The bounds np.allclose(RtR, I, atol=1e-9) applies (its default rtol is 1e-5), precomputed.
 _ORTHONORMAL_TOL = 1e-9 + 1e-5 * _EYE3
@@ -607,12 +610,36 @@ class Solver(abc.ABC):
             effector = self.effector_ids[int(np.flatnonzero(follow)[0])]
             starts.append(q.copy())
             starts[2][:, free] = stretch_toward(self.skeleton, q, effector, tp_f[:, 0])[:, free]
+        starts.extend(self._follower_library_starts(followers, free, q, tp_f, tr_f))
         k, P = len(starts), len(q)
         x, d = followers.descend(
             np.concatenate(starts), np.tile(tp_f, (k, 1, 1)), None if tr_f is None else np.tile(tr_f, (k, 1, 1, 1))
         )
         best = np.argmin(d.reshape(k, P), axis=0)
         return x.reshape(k, P, -1)[best, np.arange(P)]
+
+    @staticmethod
+    def _follower_library_starts(
+        followers: BestEffort, free: np.ndarray, q: np.ndarray, tp: np.ndarray, tr: np.ndarray | None,
+    ) -> list[np.ndarray]:
+        """FOLLOWER_STARTS lists of starts (P, dof): for each pose of q, the library poses of the variables ``free``.
+
+        With the held variables of q, they are the library poses whose followers come nearest
+        their targets, nearest first. Descents from q alone stay in the basin q and its stretched
+        self lie in: on bench trees the far arm, held at the end of its spine, ended 49-70 mm
+        farther than from the nearest library pose.
+        """
+        library = followers.library_poses()
+        P, L = len(q), len(library)
+        count = min(FOLLOWER_STARTS, L)
+        candidates = np.repeat(q[:, None], L, axis=1)
+        candidates[:, :, free] = library[None][:, :, free]
+        flat = candidates.reshape(P * L, -1)
+        d = followers.distances(
+            flat, np.repeat(tp, L, axis=0), None if tr is None else np.repeat(tr, L, axis=0)
+        ).reshape(P, L)
+        nearest = np.argsort(d, axis=1, kind="stable")[:, :count]
+        return [candidates[np.arange(P), nearest[:, k]] for k in range(count)]
 
     def errors(self, q: np.ndarray, tg: Targets) -> tuple[np.ndarray, np.ndarray]:
         """(...,) worst position error [m] and rotation error [rad] over the effectors."""

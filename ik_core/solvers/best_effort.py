@@ -61,6 +61,9 @@ LIBRARY_SIZE = 512
 SPREAD_STARTS = 8
 #: Iterations that screen each global start, and how many of the best screened go on to a full descent.
 SCREEN_DESCENT = 12
+# A tree's screen goes on for more rounds of SCREEN_DESCENT iterations, each with this many of every
+# target's best screened starts (see BestEffort._screen).
+_TREE_SCREEN_ROUNDS = (16, 8)
 #: For a target beyond reach the global check runs only where some start's effector lies within
 #: this multiple of the local answer's distance from the target.
 GLOBAL_RANGE = 1.5
@@ -589,6 +592,13 @@ class BestEffort:
             self._library = (configs, self.model.poses(configs)[..., 3])
         return self._library
 
+    def library_poses(self) -> np.ndarray:
+        """(L, dof) the library (see :meth:`library`) as the skeleton's configurations, inside the limits."""
+        if self._library_poses is None:
+            configs, _ = self.library()
+            self._library_poses = project_configuration(self.skeleton, self.chart.from_chart(configs))
+        return self._library_poses
+
     def improve(
         self, q: np.ndarray, q_warm: np.ndarray, tp: np.ndarray, tr: np.ndarray | None, tolerance: float,
         starts: int = GLOBAL_STARTS, beyond: np.ndarray | None = None,
@@ -787,6 +797,8 @@ class BestEffort:
     ) -> np.ndarray:
         """Short descents from each target's starts, and from starts spread over the library for targets within reach.
 
+        A tree's most promising starts are descended on for ``_TREE_SCREEN_ROUNDS`` more rounds.
+
         Args:
             starts: (P, k, dof') chart configurations per target (its nearest library poses).
             tp: (P, E, 3) target positions [m].
@@ -810,6 +822,27 @@ class BestEffort:
                                gradient_steps=_SCREEN_STEPS)
         Xq, Xd = np.zeros((*use.shape, sq.shape[-1])), np.full(use.shape, np.inf)
         Xq[row, slot], Xd[row, slot] = sq, sd
+        if len(self._effector_ids) > 1:
+            # A tree's closest pose can lie at the end of a long valley: the starts that lead there
+            # are still far behind the quick basins' after one screen and overtake them only after
+            # three (a bench tree's: its five starts among 56 ranked 12th-49th after 12 iterations,
+            # 1st and 2nd after 36). The most promising go on, fewer each round, ranked by where
+            # each would be after one more round at its last round's gain: a start still descending
+            # fast beats one that has settled a little nearer. On 102 out-of-limit target pairs of
+            # 56 bench trees (seeds 0-6) the answers within 1 mm of the optimum went from 100 to
+            # 102, for 29 % more time on those targets; 32 starts instead of 48 missed one again.
+            outlook = Xd.copy()
+            for survivors in _TREE_SCREEN_ROUNDS:
+                if Xd.shape[1] <= survivors:
+                    break
+                best = np.argsort(outlook, axis=1, kind="stable")[:, :survivors]
+                row, slot = np.nonzero(np.isfinite(np.take_along_axis(Xd, best, axis=1)))
+                slot = best[row, slot]
+                sq, sd = self._descend(Xq[row, slot], tp[row], None if tr is None else tr[row], tolerance,
+                                       SCREEN_DESCENT, gradient_steps=_SCREEN_STEPS)
+                outlook[:] = np.inf
+                outlook[row, slot] = 2.0 * sd - Xd[row, slot]
+                Xq[row, slot], Xd[row, slot] = sq, sd
         return np.take_along_axis(Xq, self._distinct_order(Xq, Xd)[..., None], axis=1)
 
     @staticmethod
@@ -846,10 +879,7 @@ class BestEffort:
         Args:
             tp: (F, 1, 3) target positions [m].
         """
-        configs, _ = self.library()
-        if self._library_poses is None:
-            self._library_poses = project_configuration(self.skeleton, self.chart.from_chart(configs))
-        q = self._library_poses
+        q = self.library_poses()
         F, L = len(tp), len(q)
         targets = np.broadcast_to(tp[:, None, 0], (F, L, 3)).reshape(F * L, 3)
         turned = stretch_toward(

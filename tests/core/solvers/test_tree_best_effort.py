@@ -75,14 +75,15 @@ def _far_pair(skeleton: Skeleton, rng: np.random.Generator, far: int) -> np.ndar
 
 
 @pytest.mark.parametrize("solver_name", ["dls", "fabrik", "ccd"])
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 7, 9, 111])
 def test_an_arm_reaching_past_its_range_does_not_drag_the_other_off_its_target(solver_name: str, seed: int) -> None:
     """The reachable hand ends on its target; the far hand as close as any pose of its own arm comes.
 
     Minimising the summed squared distances of both hands pulls the shared spine, and with it the
     reachable hand, toward the far target (tens of millimetres off on these trees). The reference
     for the far hand is independent: 20,000 random in-limit poses of its own arm with the rest of
-    the tree where the answer put it.
+    the tree where the answer put it. (Seeds 7, 9 and 111: descents from the answer and from the
+    arm stretched toward its target alone left the far hand 0.8-20 mm farther than that.)
     """
     rng = np.random.default_rng(seed)
     skeleton = _two_arm_tree(rng)
