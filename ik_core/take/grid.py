@@ -81,7 +81,8 @@ class _Grids:
             k = max(int(np.ceil((hi - lo) / _CELL)) + 1, 2)
             self.values.append(np.linspace(lo, hi, k))
             self.first.append(offset)
-            self.cell.append((hi - lo) / (k - 1))
+            # (A locked variable's grid holds its one value twice: any cell finds it, none divides by 0.)
+            self.cell.append((hi - lo) / (k - 1) if hi > lo else _CELL)
             offset += k
         self.size = offset
         self.state_held = np.concatenate([np.full(len(v), h) for h, v in zip(self.held, self.values)])

@@ -41,6 +41,16 @@ def _task_rows(solver: Solver) -> int:
     return _MODE_ROWS.get(solver.mode, 6) * len(solver.effector_ids)
 
 
+def _free_variables(solver: Solver) -> int:
+    """Variables of the solver's skeleton that can move: a range that is a single value is a locked axis.
+
+    A chain is redundant where these outnumber its task rows: a 7-joint arm with one joint locked
+    has a 6-joint arm's branches, not a self-motion.
+    """
+    skeleton = solver.skeleton
+    return int(np.count_nonzero(np.asarray(skeleton.lower) != np.asarray(skeleton.upper)))
+
+
 def _frame_options(options: dict, index: int | slice | np.ndarray) -> dict:
     return {k: v[index] for k, v in options.items()}
 
@@ -177,7 +187,7 @@ def solve_track(
     # that answer: it is checked against it (see _follow). A chain without self-motion keeps the
     # branch its reached frames track (a stretched pose may lie on any).
     after_far = None
-    if solver.skeleton.dof > _task_rows(solver):
+    if _free_variables(solver) > _task_rows(solver):
         after_far = np.zeros(n, dtype=bool)
         after_far[1:] = beyond[:-1] & ~beyond[1:]
     return _follow(solver, targets, IKResult(**fields), max_jump, options, starts is not None, after_far)
@@ -276,7 +286,7 @@ def _track(
     local = _boxed(solver, options)
     # On redundant chains the self-motion changes speed on its own: only cut the others.
     rows = _task_rows(solver)
-    redundant = solver.skeleton.dof > rows
+    redundant = _free_variables(solver) > rows
     cut_at = np.inf if redundant else _ACCELERATION * max_jump
     parts: list[IKResult] = []
     # The segments' missed frames get their best effort together after the last segment (one
@@ -367,9 +377,12 @@ def _repair_jumps(
 
     known = None if q0 is None else np.asarray(q0, dtype=float)
     searched = None
-    # (Grids hold single variables: chains of 1-DoF joints, as robot arms are.)
+    # (Grids hold single variables: chains of 1-DoF joints, as robot arms are. A locked axis is
+    # no variable to search: an arm with one locked joint has the branches of one joint fewer,
+    # and a grid over a locked value would hold a single value, no self-motion.)
     one_dof = all(j.kind is not JointKind.BALL for j in skeleton.joints)
-    if skeleton.dof in (rows, rows + 1) and one_dof and not options:
+    free = _free_variables(solver)
+    if (free == rows or free == rows + 1 == skeleton.dof) and one_dof and not options:
         # Search the solutions around each jump (a global choice, where the frame-by-frame
         # passes only ever see the frame before): with one redundant variable its
         # self-motion, without one the IK branches. A take it leaves smooth is done;
@@ -379,7 +392,7 @@ def _repair_jumps(
         from .repair import search_repair
         from .steps import jump_score
 
-        search = track_branches if skeleton.dof == rows else None
+        search = track_branches if free == rows else None
 
         def track_rest(rest: np.ndarray, q_start: np.ndarray) -> IKResult:
             return solve_track(solver, rest, q_start, max_jump=max_jump, segment=segment)
@@ -392,7 +405,7 @@ def _repair_jumps(
     spread_jumps(solver, targets, fields, known, max_jump, steps_of, options)
     # What spreading could not fix on a redundant chain (a self-motion that drifted onto a
     # limit long before the jump): solve the take again from before it, looking ahead.
-    if skeleton.dof > rows:
+    if free > rows:
         _look_ahead(solver, targets, fields, known, max_jump, options, steps_of)
     if searched is not None and jump_score(skeleton, fields["q"], known, max_jump)[0]:
         search_repair(solver, targets, fields, known, max_jump, track_rest, search)
@@ -487,7 +500,7 @@ def _retry_frames(
     n = len(q)
     skeleton = solver.skeleton
     calm = _without_restarts(solver)
-    redundant = skeleton.dof > _task_rows(solver)
+    redundant = _free_variables(solver) > _task_rows(solver)
     pop_step = min(_POP_STEP, max_jump) if redundant else max_jump
     near = ok | (
         (fields["position_error"] <= _NEAR_MISS * solver.tolerance)
