@@ -533,7 +533,7 @@ def test_an_arm_with_a_locked_joint_is_searched_as_the_arm_of_one_joint_fewer(na
 
     Before, the take's repair searched it as a redundant arm, on a grid over the locked value (a grid
     of one value: its cell divided by zero, NaN cast to a state), and left jumps of 1.26 (iiwa) and
-    1.73 rad (Panda) where the path steps at most 0.13, in four times the time.
+    1.73 rad (Panda) where the path steps at most 0.125, in four times the time.
     """
     arm = robots.load_preset(name)
     joints = list(arm.joints)
