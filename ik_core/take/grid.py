@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .held import HeldSolver, null_vectors
+from .held import HeldSolver, moving_variables, null_vectors
 from .paths import MISS_PENALTY, candidate_paths, max_step, step_cost
 from .smoothing import solver_targets
 
@@ -331,7 +331,7 @@ def _seed_crossings(gs, grids, q, conv, tp, tr, max_jump: float) -> None:
         return
     need = np.unique(np.concatenate([src for src, _ in candidates.values()]))
     _, J = gs.solver.model.poses_and_jacobians(q[f, live[need]])
-    null = null_vectors(J.reshape(len(need), -1, J.shape[-1]))  # a row per state of ``need``
+    null = null_vectors(J.reshape(len(need), -1, J.shape[-1]), moving_variables(gs.solver.skeleton))  # a row per state
     rows, seeds = [], []
     for g, (src, k) in candidates.items():
         h, a, vals = grids.held[g], grids.first[g], grids.values[g]

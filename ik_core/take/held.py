@@ -37,16 +37,18 @@ def held_candidates(solver, q: np.ndarray, pairs: int = _PAIRS) -> list[tuple[in
         The best single variable (largest median |n_i|), then the ``pairs`` pairs whose
         better |n| has the largest 5th percentile over the samples, best first; the single
         variable comes after the pairs instead when it folds on the samples (its own 5th
-        percentile of |n| under ``_FOLDED`` times the best pair's).
+        percentile of |n| under ``_FOLDED`` times the best pair's). A locked variable (a range
+        that is a single value) is never held, and the null vectors leave it out.
     """
     _, J = solver.model.poses_and_jacobians(q)
-    null = null_vectors(J.reshape(len(q), -1, J.shape[-1]))
+    free = moving_variables(solver.skeleton)
+    null = null_vectors(J.reshape(len(q), -1, J.shape[-1]), free)
     median = np.median(null, axis=0)
-    ranked = [int(i) for i in np.argsort(-median, kind="stable")]
-    dof = null.shape[1]
+    ranked = [int(i) for i in np.argsort(-median, kind="stable") if free[i]]
     scored = []
-    for i in range(dof):
-        for j in range(i + 1, dof):
+    movable = [int(i) for i in np.flatnonzero(free)]
+    for a, i in enumerate(movable):
+        for j in movable[a + 1 :]:
             # The worst samples decide (a low percentile of the better of the two), then the median.
             both = np.maximum(null[:, i], null[:, j])
             score = float(np.percentile(both, 5)) + 1e-3 * float(np.median(both))
@@ -61,8 +63,16 @@ def held_candidates(solver, q: np.ndarray, pairs: int = _PAIRS) -> list[tuple[in
     return single + best_pairs
 
 
-def null_vectors(J: np.ndarray) -> np.ndarray:
+def moving_variables(skeleton) -> np.ndarray:
+    """(dof,) True for the variables that can move: a range that is a single value is a locked axis."""
+    return np.asarray(skeleton.lower) != np.asarray(skeleton.upper)
+
+
+def null_vectors(J: np.ndarray, free: np.ndarray | None = None) -> np.ndarray:
     """(..., r + 1) |n|: the unit null vectors of Jacobians J (..., r, r + 1), componentwise absolute.
+
+    With ``free`` (dof,) the Jacobians' locked columns (False) are left out, and their components
+    are 0: an arm with a locked joint moves along the null vector of its other columns.
 
     The null vector of an r x (r + 1) matrix is its vector of signed maximal minors (Cramer),
     n_i = (-1)^i det(J without column i), normalised: for up to ``_CRAMER_ROWS`` rows, r + 1
@@ -73,6 +83,10 @@ def null_vectors(J: np.ndarray) -> np.ndarray:
     the product of J's singular values, is |det R| for the QR). Other shapes (a square J whose
     rows over-count the task) get the SVD's least-moving direction instead.
     """
+    if free is not None and not np.all(free):
+        out = np.zeros(J.shape[:-2] + J.shape[-1:])
+        out[..., free] = null_vectors(J[..., free])
+        return out
     rows, cols = J.shape[-2:]
     if rows != cols - 1:
         # Not r x (r + 1) (an aim task's 6 Jacobian rows for 5 task rows): the right singular

@@ -14,6 +14,7 @@ from ..model.poles import chain_root, turn_poles
 from ..solvers.base import IKResult, Solver
 from ..solvers.best_effort import GLOBAL_STARTS
 from ..solvers.dls.solver import DLSSolver
+from .held import moving_variables
 from .steps import joint_steps, take_steps
 
 
@@ -47,8 +48,7 @@ def _free_variables(solver: Solver) -> int:
     A chain is redundant where these outnumber its task rows: a 7-joint arm with one joint locked
     has a 6-joint arm's branches, not a self-motion.
     """
-    skeleton = solver.skeleton
-    return int(np.count_nonzero(np.asarray(skeleton.lower) != np.asarray(skeleton.upper)))
+    return int(np.count_nonzero(moving_variables(solver.skeleton)))
 
 
 def _frame_options(options: dict, index: int | slice | np.ndarray) -> dict:
@@ -378,11 +378,11 @@ def _repair_jumps(
     known = None if q0 is None else np.asarray(q0, dtype=float)
     searched = None
     # (Grids hold single variables: chains of 1-DoF joints, as robot arms are. A locked axis is
-    # no variable to search: an arm with one locked joint has the branches of one joint fewer,
-    # and a grid over a locked value would hold a single value, no self-motion.)
+    # no variable to search: an arm with one locked joint has the branches, or the self-motion,
+    # of the arm of one joint fewer.)
     one_dof = all(j.kind is not JointKind.BALL for j in skeleton.joints)
     free = _free_variables(solver)
-    if (free == rows or free == rows + 1 == skeleton.dof) and one_dof and not options:
+    if free in (rows, rows + 1) and one_dof and not options:
         # Search the solutions around each jump (a global choice, where the frame-by-frame
         # passes only ever see the frame before): with one redundant variable its
         # self-motion, without one the IK branches. A take it leaves smooth is done;
