@@ -626,7 +626,7 @@ class Solver(abc.ABC):
 
         With the held variables of q, they are the library poses whose followers come nearest
         their targets, nearest first. Descents from q alone stay in the basin q and its stretched
-        self lie in: on bench trees the far arm, held at the end of its spine, ended 49-70 mm
+        self lie in: on bench trees the far arm, held at the end of its spine, ended 49-90 mm
         farther than from the nearest library pose.
         """
         library = followers.library_poses()

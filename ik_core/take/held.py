@@ -7,6 +7,8 @@ import copy
 
 import numpy as np
 
+from ..model.skeleton import Skeleton
+
 # Pairs of held variables tried in turn on a stretch until one leaves it without a jump.
 _PAIRS = 3
 # A single held variable whose |n| is, on the worst samples (5th percentile), under this share
@@ -63,7 +65,7 @@ def held_candidates(solver, q: np.ndarray, pairs: int = _PAIRS) -> list[tuple[in
     return single + best_pairs
 
 
-def moving_variables(skeleton) -> np.ndarray:
+def moving_variables(skeleton: Skeleton) -> np.ndarray:
     """(dof,) True for the variables that can move: a range that is a single value is a locked axis."""
     return np.asarray(skeleton.lower) != np.asarray(skeleton.upper)
 
