@@ -2,15 +2,16 @@
 """Robots in Blender (issue 12): Cartesian CSV -> bake -> export, judged by the URDF's forward kinematics.
 
 Run from the repo root with a bpy venv:
-``.venvs/5.0.1/bin/python bench/bench_robot_bake.py [--frames 500] [--robots ur5,panda,iiwa,rail,dual]
+``.venvs/5.0.1/bin/python bench/bench_robot_bake.py [--frames 500] [--robots ur5,panda,iiwa,rail,dual,locked]
 [--json] [--quick] [--repeat N]`` (also ``.venvs/4.5.15`` and ``.venvs/4.2.23``; ``--quick`` is 100 frames).
 
 Protocol. Per robot, a fresh file: the rig built by the add-on's own operators (``robot_add`` for
-the UR5, Panda and KUKA iiwa 14 presets; ``robot_import_urdf`` for two URDFs the tests write,
+the UR5, Panda and KUKA iiwa 14 presets; ``robot_import_urdf`` for three URDFs the tests write,
 ``tests/robot_cases.py``: a 6R arm on a 1.6 m prismatic rail with a continuous joint and a joint
-limited to +-7 rad, tilted axes and rotated origins; and a two-arm tree whose torso joint both
-arms share). A smooth joint path of N frames inside the limits (fixed seed; on the rail arm the
-rail slides 1.2 m, the continuous joint turns 7 rad and the wide joint passes pi + 0.5) gives the
+limited to +-7 rad, tilted axes and rotated origins; a two-arm tree whose torso joint both
+arms share; and that 6R arm on a base joint locked at one value, as a URDF locks a joint). A
+smooth joint path of N frames inside the limits (fixed seed; on the rail arm the rail slides
+1.2 m, the continuous joint turns 7 rad and the wide joint passes pi + 0.5) gives the
 tool poses by the URDF's forward kinematics, written as a pose CSV (time, x, y, z, qw, qx, qy, qz)
 and imported with ``cartesian_import`` onto each chain's target; the rig starts at the path's
 first pose.
@@ -56,7 +57,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 import bpy  # noqa: E402
 import numpy as np  # noqa: E402
 from blender_output import stdout_to_stderr  # noqa: E402
-from robot_cases import dual_arm_urdf, rail_arm_urdf, smooth_joint_path  # noqa: E402
+from robot_cases import dual_arm_urdf, locked_arm_urdf, rail_arm_urdf, smooth_joint_path  # noqa: E402
 
 import cli  # noqa: E402
 
@@ -82,6 +83,7 @@ CASES = {
     "iiwa": Case("iiwa", preset="lbr_iiwa_14_r820", seed=13),
     "rail": Case("rail", urdf=rail_arm_urdf(), seed=14, amplitude=0.15),
     "dual": Case("dual", urdf=dual_arm_urdf(), seed=15, amplitude=0.15),
+    "locked": Case("locked", urdf=locked_arm_urdf(), seed=16, amplitude=0.3),
 }
 
 

@@ -729,14 +729,19 @@ def export_path(filepath: str, file_format: str) -> str:
 def export_trajectory(context, arm, start: int, end: int, rate: float = 0.0) -> JointTrajectory:
     """The rig's joint trajectory over frames ``start..end``, resampled to ``rate`` Hz (0: the scene's)."""
     from ..ik_core.trajectory import JointTrajectory
+    from ..ik_core.trajectory.check import onto_limits
     from .bridge.robot import read_joint_values
 
     fps = context.scene.render.fps / context.scene.render.fps_base
     rate = rate or fps
     n = int(np.floor((end - start) / fps * rate + 1e-9)) + 1
     frames = start + np.arange(n) * fps / rate
-    names = tuple(file_joint_names(robot_info(arm)["joints"]))
-    return JointTrajectory(names, (frames - start) / fps, read_joint_values(arm, frames))
+    joints = robot_info(arm)["joints"]
+    names = tuple(file_joint_names(joints))
+    # Float32 keys a rounding beyond a limit (a locked joint's) go out on the limit itself.
+    lower = np.array([-np.inf if j.get("lower") is None else j["lower"] for j in joints], dtype=float)
+    upper = np.array([np.inf if j.get("upper") is None else j["upper"] for j in joints], dtype=float)
+    return JointTrajectory(names, (frames - start) / fps, onto_limits(read_joint_values(arm, frames), lower, upper))
 
 
 def file_joint_names(joints: list[dict]) -> list[str]:

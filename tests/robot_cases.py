@@ -55,6 +55,26 @@ def rail_arm_urdf() -> str:
     ])
 
 
+def locked_arm_urdf() -> str:
+    """The rail arm's 6R arm on a base joint locked at one value (``lower == upper``, as a URDF locks a joint).
+
+    7 variables, 6 that move: the arm of one joint fewer, with its branches and no self-motion.
+    """
+    a = 1 / np.sqrt(2.0)
+    return _robot("locked_arm", [
+        _joint("base", "revolute", "world", "pedestal", xyz=(0, 0, 0.1), axis=(0, 0, 1), limit=(0.4, 0.4)),
+        _joint("turn", "continuous", "pedestal", "l1", xyz=(0, 0, 0.2), axis=(0, 0, 1)),
+        _joint("shoulder", "revolute", "l1", "l2", xyz=(0.05, 0, 0.15), rpy=(0.2, 0, 0.3), axis=(0, 1, 0.2),
+               limit=(-7.0, 7.0)),
+        _joint("elbow", "revolute", "l2", "l3", xyz=(0, 0, 0.45), axis=(0, 1, 0), limit=(-2.6, 2.6)),
+        _joint("wrist1", "revolute", "l3", "l4", xyz=(0, 0.02, 0.38), rpy=(0, 0.4, 0), axis=(a, 0, a),
+               limit=(-3.0, 3.0)),
+        _joint("wrist2", "revolute", "l4", "l5", xyz=(0, 0, 0.1), axis=(0, 1, 0), limit=(-2.2, 2.2)),
+        _joint("wrist3", "revolute", "l5", "l6", xyz=(0, 0, 0.09), axis=(0.6, 0, 0.8), limit=(-3.0, 3.0)),
+        _joint("flange", "fixed", "l6", "tool0", xyz=(0, 0, 0.06), rpy=(0, 0, 0.5)),
+    ])
+
+
 def dual_arm_urdf() -> str:
     """A torso joint under two 6R arms, each with a two-finger gripper whose second finger mimics the first.
 

@@ -36,6 +36,26 @@ def limit_slack(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
     return np.maximum(_LIMIT_TOL, np.spacing(finite.astype(np.float32)).astype(float))
 
 
+def onto_limits(values: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """(N, J) values, those beyond a limit by at most :func:`limit_slack` moved onto it.
+
+    A rig's keys are float32: a joint whose range is a single value (a URDF's ``lower ==
+    upper``, 0.4 rad) holds no float32, so its key plays back 6e-9 rad above the range, and an
+    exported trajectory would carry that value into a controller that checks its limits. Values
+    farther outside are left as they are, for the limit check to report.
+
+    Args:
+        values: (N, J) joint values [rad or m].
+        lower: (J,) lower limits (-inf for unlimited joints).
+        upper: (J,) upper limits (inf for unlimited joints).
+    """
+    values = np.asarray(values, dtype=float)
+    lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    slack = limit_slack(lower, upper)
+    values = np.where((values > upper) & (values <= upper + slack), upper, values)
+    return np.where((values < lower) & (values >= lower - slack), lower, values)
+
+
 @dataclass(frozen=True, eq=False)
 class TrajectoryReport:
     """What :func:`check_trajectory` found, frame by frame (N frames, J joints in skeleton order).

@@ -468,3 +468,28 @@ def test_joint_files_whose_names_are_not_utf8_export_and_import(empty_scene, cor
     with pytest.raises(RuntimeError, match="broken\ufffd.csv") as refused:
         bpy.ops.articulate.trajectory_import(filepath=broken)
     assert "unexpected" not in str(refused.value)
+
+
+def test_a_locked_joint_exports_at_its_one_value_though_its_key_is_float32(empty_scene, core, tmp_path):
+    """A joint whose URDF range is a single value (0.4 rad) holds no float32: its key plays back 0.40000000596.
+
+    The export writes 0.4, inside the limits a controller checks (it wrote 0.40000000596, found by
+    bench_robot_bake's locked arm); a joint keyed inside its range is written as keyed.
+    """
+    locked = ("<joint name='a' type='revolute'><parent link='base'/><child link='l1'/><origin xyz='0.1 0 0'/>"
+              "<axis xyz='0 0 1'/><limit lower='0.4' upper='0.4' effort='1' velocity='1'/></joint>")
+    text = robot(locked + joint("b", "revolute", "l1", "l2") + joint("t", "fixed", "l2", "tool", xyz="0.2 0 0"),
+                 "base l1 l2 tool")
+    arm = _import(tmp_path, text, "locked")
+    for name, value in (("a", 0.4), ("b", 0.25)):
+        pb = arm.pose.bones[name]
+        pb.rotation_euler[1] = value
+        pb.keyframe_insert("rotation_euler", index=1, frame=1)
+    assert arm.pose.bones["a"].rotation_euler[1] != 0.4  # float32
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = 1, 2
+    out = tmp_path / "locked.json"
+    assert bpy.ops.articulate.trajectory_export(filepath=str(out), frame_range="SCENE") == {"FINISHED"}
+    back = core.trajectory.read_joint_json(out)
+    assert back.joint_names == ("a", "b")
+    assert (back.positions[:, 0] == 0.4).all()
+    np.testing.assert_allclose(back.positions[:, 1], 0.25, atol=1e-7)

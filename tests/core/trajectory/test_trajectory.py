@@ -31,7 +31,7 @@ from ik_core.trajectory import (
     write_joint_json,
     write_pose_csv,
 )
-from ik_core.trajectory.check import limit_slack
+from ik_core.trajectory.check import limit_slack, onto_limits
 
 SETTINGS = settings(max_examples=30, deadline=None)
 UR = ("shoulder_pan_joint", "shoulder_lift_joint", "elbow_joint", "wrist_1_joint", "wrist_2_joint", "wrist_3_joint")
@@ -376,6 +376,28 @@ def test_a_joint_whose_range_is_one_value_is_inside_at_the_float32_nearest_it():
     assert keyed != 0.3 and abs(keyed - 0.3) <= slack[2]
     assert abs(float(np.nextafter(np.float32(keyed), np.float32(1))) - 0.3) > slack[2]
     assert np.isfinite(limit_slack(np.array([-np.inf]), np.array([np.inf]))).all()
+
+
+def test_an_exported_key_a_float32_rounding_beyond_its_limit_goes_out_on_the_limit():
+    """A locked joint's key (0.4 rad as float32: 0.40000000596) is exported as 0.4, a joint keyed a float32 step
+    beyond its limit onto the limit; values inside stay bit for bit, and values farther out stay for the check."""
+    lower = np.array([0.4, -2.8973, -np.inf, 0.0])
+    upper = np.array([0.4, 2.8973, np.inf, 1.0])
+
+    def first_float32_beyond(limit: float, way: float) -> float:
+        near = np.float32(limit)
+        return float(near if (float(near) - limit) * way > 0 else np.nextafter(near, np.float32(way * np.inf)))
+
+    keyed = np.array([
+        [float(np.float32(0.4)), first_float32_beyond(-2.8973, -1.0), 12.5, 0.25],
+        [0.4, first_float32_beyond(2.8973, 1.0), -40.0, 1.01],
+    ])
+    assert keyed[0, 0] > 0.4 and keyed[0, 1] < -2.8973 and keyed[1, 1] > 2.8973
+    out = onto_limits(keyed, lower, upper)
+    assert out[0, 0] == 0.4 and out[1, 0] == 0.4
+    assert out[0, 1] == -2.8973 and out[1, 1] == 2.8973
+    assert out[0, 2] == 12.5 and out[1, 2] == -40.0 and out[0, 3] == 0.25
+    assert out[1, 3] == 1.01  # a real violation, left for the check to report
 
 
 def test_check_singularity_measures():
