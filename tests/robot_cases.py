@@ -34,16 +34,12 @@ def _robot(name: str, joints: list[str]) -> str:
     return f'<?xml version="1.0"?>\n<robot name="{name}">{body}</robot>\n'
 
 
-def rail_arm_urdf() -> str:
-    """A 6R arm on a 1.6 m linear rail: 7 variables, one prismatic, one continuous, one limited to +-7 rad.
-
-    The arm's axes are tilted off the coordinate axes and its origins carry rotations, so the
-    rig's bones are not aligned with the armature's axes.
-    """
+def _tilted_arm(parent: str) -> list[str]:
+    """A 6R arm and its flange from link ``parent``: a continuous joint, one limited to +-7 rad, tilted axes
+    and rotated origins (the rig's bones are not aligned with the armature's axes)."""
     a = 1 / np.sqrt(2.0)
-    return _robot("rail_arm", [
-        _joint("rail", "prismatic", "world", "carriage", axis=(1, 0, 0), limit=(-0.8, 0.8)),
-        _joint("turn", "continuous", "carriage", "l1", xyz=(0, 0, 0.2), axis=(0, 0, 1)),
+    return [
+        _joint("turn", "continuous", parent, "l1", xyz=(0, 0, 0.2), axis=(0, 0, 1)),
         _joint("shoulder", "revolute", "l1", "l2", xyz=(0.05, 0, 0.15), rpy=(0.2, 0, 0.3), axis=(0, 1, 0.2),
                limit=(-7.0, 7.0)),
         _joint("elbow", "revolute", "l2", "l3", xyz=(0, 0, 0.45), axis=(0, 1, 0), limit=(-2.6, 2.6)),
@@ -52,6 +48,18 @@ def rail_arm_urdf() -> str:
         _joint("wrist2", "revolute", "l4", "l5", xyz=(0, 0, 0.1), axis=(0, 1, 0), limit=(-2.2, 2.2)),
         _joint("wrist3", "revolute", "l5", "l6", xyz=(0, 0, 0.09), axis=(0.6, 0, 0.8), limit=(-3.0, 3.0)),
         _joint("flange", "fixed", "l6", "tool0", xyz=(0, 0, 0.06), rpy=(0, 0, 0.5)),
+    ]
+
+
+def rail_arm_urdf() -> str:
+    """A 6R arm on a 1.6 m linear rail: 7 variables, one prismatic, one continuous, one limited to +-7 rad.
+
+    The arm's axes are tilted off the coordinate axes and its origins carry rotations, so the
+    rig's bones are not aligned with the armature's axes.
+    """
+    return _robot("rail_arm", [
+        _joint("rail", "prismatic", "world", "carriage", axis=(1, 0, 0), limit=(-0.8, 0.8)),
+        *_tilted_arm("carriage"),
     ])
 
 
@@ -60,18 +68,9 @@ def locked_arm_urdf() -> str:
 
     7 variables, 6 that move: the arm of one joint fewer, with its branches and no self-motion.
     """
-    a = 1 / np.sqrt(2.0)
     return _robot("locked_arm", [
         _joint("base", "revolute", "world", "pedestal", xyz=(0, 0, 0.1), axis=(0, 0, 1), limit=(0.4, 0.4)),
-        _joint("turn", "continuous", "pedestal", "l1", xyz=(0, 0, 0.2), axis=(0, 0, 1)),
-        _joint("shoulder", "revolute", "l1", "l2", xyz=(0.05, 0, 0.15), rpy=(0.2, 0, 0.3), axis=(0, 1, 0.2),
-               limit=(-7.0, 7.0)),
-        _joint("elbow", "revolute", "l2", "l3", xyz=(0, 0, 0.45), axis=(0, 1, 0), limit=(-2.6, 2.6)),
-        _joint("wrist1", "revolute", "l3", "l4", xyz=(0, 0.02, 0.38), rpy=(0, 0.4, 0), axis=(a, 0, a),
-               limit=(-3.0, 3.0)),
-        _joint("wrist2", "revolute", "l4", "l5", xyz=(0, 0, 0.1), axis=(0, 1, 0), limit=(-2.2, 2.2)),
-        _joint("wrist3", "revolute", "l5", "l6", xyz=(0, 0, 0.09), axis=(0.6, 0, 0.8), limit=(-3.0, 3.0)),
-        _joint("flange", "fixed", "l6", "tool0", xyz=(0, 0, 0.06), rpy=(0, 0, 0.5)),
+        *_tilted_arm("pedestal"),
     ])
 
 
