@@ -866,7 +866,7 @@ class BestEffort:
                 if Xd.shape[1] <= survivors:
                     break
                 best = np.argsort(outlook, axis=1, kind="stable")[:, :survivors]
-                row, slot = np.nonzero(np.isfinite(np.take_along_axis(Xd, best, axis=1)))
+                row, slot = np.nonzero(np.isfinite(np.take_along_axis(outlook, best, axis=1)))
                 slot = best[row, slot]
                 sq, sd = self._descend(Xq[row, slot], tp[row], None if tr is None else tr[row], tolerance,
                                        SCREEN_DESCENT, gradient_steps=_SCREEN_STEPS)

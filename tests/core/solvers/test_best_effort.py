@@ -60,6 +60,15 @@ def tip(skeleton: Skeleton, q: np.ndarray) -> np.ndarray:
     return effector_poses(skeleton, q, [0])[..., 0, :3, 3]
 
 
+def effectors_distance(
+    skeleton: Skeleton, q: np.ndarray, target: np.ndarray, effectors: tuple[int, ...] = (0,)
+) -> np.ndarray:
+    """(...,) distance [m] of configurations q (..., dof) from ``target`` ((3,) or (E, 3)): the root of the
+    effectors' summed squared distances."""
+    gap = effector_poses(skeleton, q, list(effectors))[..., :3, 3] - np.reshape(target, (len(effectors), 3))
+    return np.sqrt(np.add.reduce(np.add.reduce(gap * gap, -1), -1))
+
+
 def distance_after_independent_descent(
     skeleton: Skeleton, q: np.ndarray, target: np.ndarray, steps: int = 60, effectors: tuple[int, ...] = (0,)
 ) -> float:
@@ -69,11 +78,8 @@ def distance_after_independent_descent(
     onto the limits (which define the problem) are shared. With several ``effectors``, ``target`` is (E, 3) and
     the distance the root of their summed squared distances.
     """
-    goal = np.reshape(target, (len(effectors), 3))
-
     def distance(q: np.ndarray) -> np.ndarray:
-        gap = effector_poses(skeleton, q, list(effectors))[..., :3, 3] - goal
-        return np.sqrt(np.add.reduce(np.add.reduce(gap * gap, -1), -1))
+        return effectors_distance(skeleton, q, target, effectors)
 
     q = q.copy()
     d = float(distance(q))
@@ -253,11 +259,8 @@ def independent_multistart(
     limits after each step, and of a ladder of step lengths the best one (all rows in one batch). With several
     ``effectors``, ``target`` is (E, 3) and the distance the root of their summed squared distances.
     """
-    goal = np.reshape(target, (len(effectors), 3))
-
     def distance(q: np.ndarray) -> np.ndarray:
-        gap = effector_poses(skeleton, q, list(effectors))[..., :3, 3] - goal
-        return np.sqrt(np.add.reduce(np.add.reduce(gap * gap, -1), -1))
+        return effectors_distance(skeleton, q, target, effectors)
 
     rng = np.random.default_rng(seed)
     q = project_configuration(skeleton, rng.uniform(-np.pi, np.pi, (starts, skeleton.dof)))
@@ -581,8 +584,7 @@ def test_a_trees_closest_pose_at_the_end_of_a_slow_valley_is_found() -> None:
     res = make_solver("dls", skeleton, ["left", "right"], mode="position").solve(targets)
     q = np.asarray(res.q)
     assert limit_violation(skeleton, q) <= 1e-9
-    hands = effector_poses(skeleton, q, [0, 1])[..., :3, 3]
-    reached = float(np.linalg.norm(hands - targets))
+    reached = float(effectors_distance(skeleton, q, targets, (0, 1)))
     reference = independent_multistart(skeleton, targets, starts=96, seed=0, steps=150, effectors=(0, 1))
     assert reference > 0.05  # the limits keep the pair at least 5 cm away
     assert reached <= reference + 1e-3, (reached, reference)
