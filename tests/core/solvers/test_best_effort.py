@@ -148,7 +148,10 @@ def test_best_effort_never_leaves_a_target_farther_than_the_solver_did() -> None
         plain.best_effort = False
         raw = plain.solve(targets)
         best = make_solver("fabrik", skeleton, "tip", mode="position").solve(targets)
-        assert np.all(best.position_error <= raw.position_error + 1e-12)
+        # Two runs of the same iterations agree to float rounding only (numpy's SIMD loops round by
+        # memory alignment), which FABRIK's many passes carry to ~1e-10 m: a nanometre is the margin.
+        assert np.all(best.converged[raw.converged])
+        assert np.all(best.position_error <= raw.position_error + 1e-9)
         gains.extend(raw.position_error - best.position_error)
     assert max(gains) > 1e-3
 
