@@ -19,6 +19,18 @@ targets solved one at a time) a wall time of at most 5 ms. Rows:
   targets, each frame warm-started from the previous answer (frame 0 from the path's own
   start, as when a rig is already posed); success is per frame, ``max_jump_rad`` the largest
   joint change between consecutive frames (goal: <= 0.1 rad).
+* ``arms`` (``--arms N``, the robot column ``arms``): N random arms of 6 and 7 revolute joints,
+  each a continuous joint, a revolute joint of +-2 pi, +-4 rad or +-3.5 pi, or one of +-1.5 to 3
+  rad, on random axes and origins; a path of sines at up to ``--arm-speed`` rad/frame
+  (default 0.09, a UR joint's pi rad/s at 30 fps; the robot bake's largest accepted step is
+  0.1), its tool poses the targets. Routes: ``take+la``, what Bake does for a robot rig
+  (``solve_track`` with ``look_ahead``, max_jump 0.1, segments of 32, the DLS solver with the
+  chain's default tolerances, as in ``operators/robot_bake.py``); ``dls/track``, our solver
+  warm-started frame by frame; ``rtb-ik_LM/track``, roboticstoolbox's solver warm-started
+  frame by frame from its last answer. Reached: position within 1e-4 m and rotation within
+  1e-3 rad (the bake's default tolerances) inside the limits. Steps are measured as the keys
+  play them, continuous joints unwound (a whole turn of one is no motion); a jump is a step
+  above 0.5 rad, which the path itself never makes.
 
 Timings are wall-clock on whatever else the machine runs (BLAS limited to one thread); the
 table says so.
@@ -241,6 +253,147 @@ def bench_track_take(robot, skeleton, tip, paths: int, frames: int, rng, look_ah
                max_jump_rad=float(jumps.max()), jumps_over_0_1_rad=int(np.count_nonzero(jumps > 0.1)))
 
 
+# What operators/robot_bake.py solves a robot's take with.
+ROBOT_BAKE_MAX_JUMP, ROBOT_BAKE_SEGMENT = 0.1, 32
+ARM_TOL, ARM_ROT_TOL, ARM_JUMP = 1e-4, 1e-3, 0.5
+
+
+def random_arm_urdf(rng: np.random.Generator, joints: int) -> str:
+    """A serial arm of ``joints`` revolute joints ending in link 'tool' (see the ``arms`` rows)."""
+    parts = ['<robot name="arm">', '<link name="l0"/>']
+    for k in range(1, joints + 1):
+        axis = rng.choice(["0 0 1", "0 1 0", "1 0 0"])
+        xyz = rng.uniform(-0.1, 0.1, 3) + np.array([0.0, 0.0, rng.uniform(0.05, 0.4)])
+        rpy = rng.choice([0.0, np.pi / 2, -np.pi / 2], 3) if rng.random() < 0.5 else np.zeros(3)
+        kind, limit = "revolute", ""
+        draw = rng.random()
+        if draw < 0.25:
+            kind = "continuous"
+        else:
+            wide = rng.choice([2 * np.pi, 4.0, 3.5 * np.pi]) if draw < 0.5 else rng.uniform(1.5, 3.0)
+            limit = f'<limit lower="{-wide:.6f}" upper="{wide:.6f}" effort="1" velocity="1"/>'
+        parts.append(
+            f'<link name="l{k}"/><joint name="j{k}" type="{kind}"><parent link="l{k - 1}"/><child link="l{k}"/>'
+            f'<origin xyz="{" ".join(f"{v:.4f}" for v in xyz)}" rpy="{" ".join(f"{v:.6f}" for v in rpy)}"/>'
+            f'<axis xyz="{axis}"/>{limit}</joint>'
+        )
+    parts.append(f'<link name="tool"/><joint name="flange" type="fixed"><parent link="l{joints}"/>'
+                 '<child link="tool"/><origin xyz="0 0 0.1"/></joint></robot>')
+    return "".join(parts)
+
+
+def arm_path(rng: np.random.Generator, skeleton, frames: int, speed: float) -> np.ndarray:
+    """(frames, dof) one sine per joint inside the limits (continuous joints within +-3 pi), <= ``speed`` rad/frame."""
+    lo = np.where(np.isfinite(skeleton.lower), skeleton.lower, -3 * np.pi)
+    hi = np.where(np.isfinite(skeleton.upper), skeleton.upper, 3 * np.pi)
+    mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
+    amplitude = half * rng.uniform(0.3, 0.95, skeleton.dof)
+    rate = rng.uniform(0.5, 2.0, skeleton.dof) * 2 * np.pi
+    phase = rng.uniform(0, 2 * np.pi, skeleton.dof)
+    t = np.linspace(0.0, 1.0, frames)[:, None]
+    fastest = float(np.max(amplitude * rate)) / (frames - 1)  # the steepest sine's step
+    if fastest > speed:
+        rate *= speed / fastest
+    return np.clip(mid + amplitude * np.sin(rate * t + phase), lo, hi)
+
+
+def played_steps(skeleton, q: np.ndarray, before: np.ndarray) -> np.ndarray:
+    """(N,) largest joint step into each frame of q (N, dof) as its keys play, continuous joints unwound."""
+    path = np.vstack([before[None], q])
+    free = ~np.isfinite(skeleton.lower) & ~np.isfinite(skeleton.upper)
+    path[:, free] = np.unwrap(path[:, free], axis=0)
+    return np.max(np.abs(np.diff(path, axis=0)), axis=1)
+
+
+def arm_reached(skeleton, q: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """(N,) answers within the bake's default tolerances of their target poses, inside the limits."""
+    q = np.asarray(q, dtype=float)
+    finite = np.all(np.isfinite(q), axis=-1)
+    q = np.where(finite[:, None], q, 0.0)
+    poses = effector_poses(skeleton, q, 0)
+    pos = np.linalg.norm(poses[:, :3, 3] - targets[:, :3, 3], axis=-1)
+    rot = rotation_error(poses[:, :3, :3], targets[:, :3, :3])
+    return finite & (pos <= ARM_TOL) & (rot <= ARM_ROT_TOL) & skeleton.within_limits(q)
+
+
+def _rtb_tracker(text: str, skeleton):
+    """roboticstoolbox's solver for the arm in URDF ``text``, warm-started frame by frame; None without it."""
+    try:
+        import roboticstoolbox as rtb
+        from roboticstoolbox.models.URDF.URDFRobot import URDF_file
+    except ImportError:
+        return None
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        file = Path(folder) / "arm.urdf"
+        file.write_text(text)
+        elinks, name, _ = URDF_file(str(file))
+    ets = rtb.Robot(elinks, name=name).ets(end="tool")
+    q_probe = np.linspace(-0.5, 0.5, skeleton.dof)
+    assert np.allclose(ets.fkine(q_probe).A, effector_poses(skeleton, q_probe, 0), atol=1e-9)
+
+    def track(targets: np.ndarray, q0: np.ndarray) -> np.ndarray:
+        q, out = q0, []
+        for T in targets:
+            sol = ets.ik_LM(T, q0=q, ilimit=30, slimit=100, tol=1e-12, joint_limits=True)
+            q = np.asarray(sol.q, dtype=float)
+            out.append(q)
+        return np.array(out)
+
+    return track
+
+
+def bench_random_arms(arms: int, frames: int, speed: float) -> list[dict]:
+    """The ``arms`` rows: every route on the same random arms and paths."""
+    from ik_core.solvers import make_solver as make_named_solver
+
+    routes = {"take+la": "dls", "track": "dls", "rtb-track": "rtb-ik_LM"}
+    stats = {r: {"ok": [], "seconds": 0.0, "frames": 0, "jumps": 0, "arms_jumping": 0, "max_step": 0.0}
+             for r in routes}
+    for k in range(arms):
+        rng = np.random.default_rng([SEED, k])
+        text = random_arm_urdf(rng, int(rng.integers(6, 8)))
+        skeleton = load_urdf(text, tip_links="tool")
+        qp = arm_path(rng, skeleton, frames, speed)
+        targets = effector_poses(skeleton, qp, 0)
+        solver = make_named_solver("dls", skeleton, "tool", mode="full")
+        rtb_track = _rtb_tracker(text, skeleton)
+        for route in routes:
+            t0 = time.perf_counter()
+            if route == "take+la":
+                q = solve_track(solver, targets, qp[0], max_jump=ROBOT_BAKE_MAX_JUMP, segment=ROBOT_BAKE_SEGMENT,
+                                look_ahead=True).q
+            elif route == "track":
+                q, prev = [], qp[0]
+                for T in targets:
+                    prev = solver.solve(T, prev).q
+                    q.append(prev)
+                q = np.array(q)
+            elif rtb_track is not None:
+                q = rtb_track(targets, qp[0])
+            else:
+                continue
+            st = stats[route]
+            st["seconds"] += time.perf_counter() - t0
+            st["frames"] += frames
+            st["ok"].append(arm_reached(skeleton, q, targets))
+            steps = played_steps(skeleton, q, qp[0])
+            st["jumps"] += int(np.count_nonzero(steps > ARM_JUMP))
+            st["arms_jumping"] += bool(np.any(steps > ARM_JUMP))
+            st["max_step"] = max(st["max_step"], float(steps.max()))
+    rows = []
+    for route, solver_name in routes.items():
+        st = stats[route]
+        if not st["frames"]:
+            continue
+        ok = np.concatenate(st["ok"])
+        rows.append(row("arms", solver_name, route.removeprefix("rtb-"), ok, None, st["seconds"],
+                        max_jump_rad=st["max_step"], jumps_over_0_5_rad=st["jumps"], arms=arms,
+                        arms_jumping=st["arms_jumping"], path_speed=speed))
+    return rows
+
+
 def fmt(value, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
@@ -256,15 +409,20 @@ def main() -> int:
     parser.add_argument("--ikpy", type=int, default=100, help="targets for ikpy (0: skip)")
     parser.add_argument("--paths", type=int, default=3, help="tracking paths per robot")
     parser.add_argument("--frames", type=int, default=1000, help="frames per tracking path")
-    parser.add_argument("--only", default="", help="comma list of row groups to run: batch, single, rtb, ikpy, track")
+    parser.add_argument("--arms", type=int, default=30, help="random arms for the arms rows (0: skip)")
+    parser.add_argument("--arm-frames", type=int, default=240, help="frames per random arm's path")
+    parser.add_argument("--arm-speed", type=float, default=0.09, help="fastest joint step of an arm's path [rad/frame]")
+    parser.add_argument("--only", default="",
+                        help="comma list of row groups to run: batch, single, rtb, ikpy, track, arms")
     args = parser.parse_args()
     if args.quick:
         args.n, args.single, args.rtb, args.ikpy, args.paths, args.frames = 500, 100, 100, 10, 1, 300
+        args.arms = min(args.arms, 4)
     robots = [r.strip() for r in args.robots.split(",") if r.strip()]
     unknown = [r for r in robots if r not in ROBOTS]
     if unknown:
         parser.error(f"unknown robot(s) {', '.join(unknown)}; valid: {', '.join(ROBOTS)}")
-    all_groups = ("batch", "single", "rtb", "ikpy", "track")
+    all_groups = ("batch", "single", "rtb", "ikpy", "track", "arms")
     groups = {g.strip() for g in args.only.split(",") if g.strip()} or set(all_groups)
     if groups - set(all_groups):
         unknown_groups = ", ".join(sorted(groups - set(all_groups)))
@@ -296,6 +454,8 @@ def main() -> int:
             rows.append(bench_track_take(robot, skeleton, tip, args.paths, args.frames, np.random.default_rng(7)))
             rows.append(bench_track_take(robot, skeleton, tip, args.paths, args.frames, np.random.default_rng(7),
                                          look_ahead=True))
+    if args.arms and args.arm_frames > 1 and "arms" in groups:
+        rows += bench_random_arms(args.arms, args.arm_frames, args.arm_speed)
     if args.json:
         for r in rows:
             print(json.dumps(r))
@@ -310,7 +470,10 @@ def main() -> int:
         notes = []
         if "success_no_budget" in r:
             notes.append(f"{r['success_no_budget'] * 100:.2f}% reached regardless of time")
-        if "max_jump_rad" in r:
+        if "jumps_over_0_5_rad" in r:
+            notes.append(f"max joint step {r['max_jump_rad']:.3f} rad; {r['jumps_over_0_5_rad']} jumps > 0.5 rad "
+                         f"on {r['arms_jumping']} of {r['arms']} arms (path <= {r['path_speed']:g} rad/frame)")
+        elif "max_jump_rad" in r:
             notes.append(f"max joint jump {r['max_jump_rad']:.3f} rad, {r['jumps_over_0_1_rad']} frames > 0.1 rad")
         if "mean_iterations" in r:
             notes.append(f"{r['mean_iterations']:.1f} iterations/target")

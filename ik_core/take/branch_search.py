@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..solvers.branches import random_configurations
-from .paths import MISS_PENALTY, candidate_paths, max_step, step_cost
+from .paths import MISS_PENALTY, candidate_paths, free_turns, max_step, step_cost, turn_aware
 
 # Frames between the boundaries where every branch is found afresh.
 _BLOCK = 100
@@ -67,6 +67,11 @@ def track_branches(
         incumbent, when that one leaves it) the cheapest that ends on the incumbent.
     """
     steps_of = max_step if steps_of is None else steps_of
+    # The branches found afresh at a boundary lie within a turn of zero, where the take may have
+    # wound a continuous joint on: the tracker arriving at a boundary and the branch found there
+    # can be one pose a whole turn apart (see turn_aware).
+    turns = free_turns(solver.skeleton)
+    steps_of = turn_aware(steps_of, turns)
     n = len(targets)
     start = np.asarray(start, dtype=float)
     dof = len(start)
@@ -123,7 +128,7 @@ def track_branches(
         ok = np.concatenate([ok, np.asarray(incumbent_ok, dtype=bool)[:, None]], axis=1)
         known = np.concatenate([known, np.ones((n, 1), dtype=bool)], axis=1)
     D, back = _cheapest(Q, ok, known, start, max_jump, steps_of)
-    return candidate_paths(Q, ok, D, back, incumbent is not None)
+    return candidate_paths(Q, ok, D, back, incumbent is not None, start=start, turns=turns)
 
 
 def _cheapest(Q, ok, known, start, max_jump: float, steps_of) -> tuple[np.ndarray, np.ndarray]:

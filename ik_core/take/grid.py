@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from .held import HeldSolver, moving_variables, null_vectors
-from .paths import MISS_PENALTY, candidate_paths, max_step, step_cost
+from .paths import MISS_PENALTY, candidate_paths, free_turns, max_step, step_cost, turn_aware
 from .smoothing import solver_targets
 
 # Grid spacing of the held joint [rad or m]: neighbouring grid values must lie well inside the
@@ -63,13 +63,25 @@ def _nearest_true(mask: np.ndarray) -> np.ndarray:
 
 
 class _Grids:
-    """The states of one or more grids side by side: grid g holds variable ``held[g]``."""
+    """The states of one or more grids side by side: grid g holds variable ``held[g]``.
 
-    def __init__(self, lower: np.ndarray, upper: np.ndarray, held) -> None:
+    The grid of a variable that turns without limits (``turns``) is a circle: one turn of values,
+    its last next to its first, so a path winding the joint on moves round it.
+    """
+
+    def __init__(self, lower: np.ndarray, upper: np.ndarray, held, turns: np.ndarray | None = None) -> None:
         self.held = [int(h) for h in held]
         self.values, self.first, self.cell = [], [], []
+        self.circular = [turns is not None and bool(turns[h]) for h in self.held]
         offset = 0
-        for h in self.held:
+        for h, circular in zip(self.held, self.circular):
+            if circular:
+                k = int(np.ceil(2.0 * np.pi / _CELL))
+                self.values.append(-np.pi + (2.0 * np.pi / k) * np.arange(k))
+                self.first.append(offset)
+                self.cell.append(2.0 * np.pi / k)
+                offset += k
+                continue
             lo, hi = float(lower[h]), float(upper[h])
             if not (np.isfinite(lo) and np.isfinite(hi)):
                 lo, hi = -np.pi, np.pi
@@ -89,13 +101,17 @@ class _Grids:
         self.state_value = np.concatenate(self.values)
         self.block = np.concatenate([np.full(len(v), g) for g, v in enumerate(self.values)])
         states = np.arange(offset)
+        sizes = np.array([len(v) for v in self.values])
+        state_first, state_size = np.asarray(self.first)[self.block], sizes[self.block]
+        state_circular = np.asarray(self.circular)[self.block]
         # Moves along a state's own grid (rows): the state ``shift`` values below it, -1 for none.
         moves = []
         for shift in range(-_REACH, _REACH + 1):
             src = states - shift
             valid = (src >= 0) & (src < offset)
             valid[valid] &= self.block[src[valid]] == self.block[valid]
-            moves.append(np.where(valid, src, -1))
+            around = state_first + np.remainder(states - state_first - shift, state_size)
+            moves.append(np.where(state_circular, around, np.where(valid, src, -1)))
         self.moves = np.array(moves)
         # Crossings: for each state, the other grids (rows) with their variables, first states,
         # sizes, first values and cells.
@@ -103,9 +119,9 @@ class _Grids:
         others = np.array([[g for g in range(n) if g != self.block[k]] for k in states], dtype=int)
         others = others.T.reshape(n - 1, offset)
         self.crossings = (
-            np.asarray(self.held)[others], np.asarray(self.first)[others],
-            np.array([len(v) for v in self.values])[others], np.array([v[0] for v in self.values])[others],
-            np.asarray(self.cell)[others],
+            np.asarray(self.held)[others], np.asarray(self.first)[others], sizes[others],
+            np.array([v[0] for v in self.values])[others], np.asarray(self.cell)[others],
+            np.asarray(self.circular)[others],
         )
 
     def nearest_true(self, mask: np.ndarray) -> np.ndarray:
@@ -119,7 +135,8 @@ class _Grids:
     def nearest_on(self, g: int, value: np.ndarray) -> np.ndarray:
         """State index on grid g whose value is nearest to ``value`` (...,)."""
         k = np.rint((value - self.values[g][0]) / self.cell[g]).astype(int)
-        return self.first[g] + np.clip(k, 0, len(self.values[g]) - 1)
+        size = len(self.values[g])
+        return self.first[g] + (np.remainder(k, size) if self.circular[g] else np.clip(k, 0, size - 1))
 
 
 def track_grid(
@@ -157,14 +174,16 @@ def track_grid(
         Candidate paths, each q (N, dof) and converged (N,): the cheapest, then (with an
         incumbent, when that one leaves it) the cheapest that ends on the incumbent.
     """
-    steps_of = max_step if steps_of is None else steps_of
+    # A continuous joint's states may lie a whole turn from the take's (see turn_aware).
+    turns = free_turns(solver.skeleton)
+    steps_of = turn_aware(max_step if steps_of is None else steps_of, turns)
     tp, tr = solver_targets(solver, targets)
     n = len(tp)
     start = np.asarray(start, dtype=float)
     held = tuple(int(h) for h in held)
     # Two held variables: each gets a second grid for the other side of its self-motion circle.
     layers = 2 if len(held) > 1 else 1
-    grids = _Grids(solver._lo, solver._hi, held * layers)
+    grids = _Grids(solver._lo, solver._hi, held * layers, turns)
     first_layer_size = grids.first[len(held)] if layers > 1 else grids.size
     # First-layer grids an earlier search of these frames already tracked (a search around a
     # jump after the whole stretch's): their states are taken as they are, not tracked again.
@@ -239,7 +258,7 @@ def track_grid(
         Q = np.concatenate([Q, np.asarray(incumbent, dtype=float)[:, None]], axis=1)
         ok = np.concatenate([ok, np.asarray(incumbent_ok, dtype=bool)[:, None]], axis=1)
     D, back = _shortest_paths(Q, ok, grids, start, max_jump, steps_of)
-    return candidate_paths(Q, ok, D, back, incumbent is not None)
+    return candidate_paths(Q, ok, D, back, incumbent is not None, start=start, turns=turns)
 
 
 def _restart_lost(gs, grids: _Grids, q: np.ndarray, conv: np.ndarray, tp: np.ndarray, tr: np.ndarray | None,
@@ -438,14 +457,16 @@ def _sources(Q, grids: _Grids, t0: int, t1: int, incumbent: bool) -> tuple[np.nd
         value of every other grid, then (with an incumbent) the incumbent.
     """
     G = grids.size
-    moves, held, first, size, v0, cell = grids.moves, *grids.crossings
+    moves, held, first, size, v0, cell, circular = grids.moves, *grids.crossings
     T = t1 - t0
     # Into a state from the states of another grid holding about the same value of that
-    # grid's variable as this state's configuration does.
+    # grid's variable as this state's configuration does (round a circular grid).
     value = Q[np.arange(t0, t1)[:, None, None], np.arange(G)[None, None, :], held[None]]  # (T, grids - 1, G)
-    centre = first + np.clip(np.rint((value - v0) / cell).astype(int), 0, size - 1)
+    index = np.rint((value - v0) / cell).astype(int)
+    centre = np.where(circular, index, np.clip(index, 0, size - 1))
     parts = [np.broadcast_to(moves, (T, *moves.shape))]
-    parts += [np.clip(centre + d, first, first + size - 1) for d in (-1, 0, 1)]
+    parts += [first + np.where(circular, np.remainder(centre + d, size), np.clip(centre + d, 0, size - 1))
+              for d in (-1, 0, 1)]
     if incumbent:
         parts.append(np.full((T, 1, G), Q.shape[1] - 1))
     src = np.concatenate(parts, axis=1)

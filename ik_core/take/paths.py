@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
+
+from ..model.distance import turning_variables
 
 # Cost of a step above max_jump, plus as much per unit of excess, against squared steps below
 # it: a jump is worth almost any detour, and fewer jumps beat smaller ones.
@@ -23,7 +27,50 @@ def max_step(qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
     return np.max(np.abs(qb - qa), axis=-1)
 
 
-def candidate_paths(Q, ok, D, back, with_incumbent: bool) -> list[tuple[np.ndarray, np.ndarray]]:
+def free_turns(skeleton) -> np.ndarray:
+    """(dof,) True for the variables of joints that turn without limits: their whole turns leave the pose."""
+    return turning_variables(skeleton) & ~np.isfinite(skeleton.lower) & ~np.isfinite(skeleton.upper)
+
+
+def within_turn(diff: np.ndarray) -> np.ndarray:
+    """Angle differences [rad] moved by whole turns into [-pi, pi)."""
+    return np.remainder(diff + np.pi, 2.0 * np.pi) - np.pi
+
+
+def turn_aware(steps_of, turns: np.ndarray):
+    """``steps_of(qa, qb)`` measuring the ``turns`` (dof,) variables' steps modulo a whole turn.
+
+    A joint that turns without limits (a continuous joint) holds every pose at each of its whole
+    turns, and the states a search finds afresh (from random starts, on a grid of one turn) lie
+    within a turn of zero where the take may have wound the joint on: a state arriving from the
+    frame before and one found there can be one pose a whole turn apart. Measured modulo a turn,
+    that is no step; :func:`candidate_paths` unwinds the path it returns. ``steps_of`` itself
+    where no variable turns freely.
+    """
+    return partial(_steps_within_turn, steps_of, turns) if turns.any() else steps_of
+
+
+def _steps_within_turn(steps_of, turns: np.ndarray, qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
+    qa, qb = np.broadcast_arrays(qa, qb)
+    nearest = qb.copy()
+    nearest[..., turns] = qa[..., turns] + within_turn(qb[..., turns] - qa[..., turns])
+    return steps_of(qa, nearest)
+
+
+def unwound(q: np.ndarray, start: np.ndarray, turns: np.ndarray) -> np.ndarray:
+    """(N, dof) path q with its ``turns`` variables moved by whole turns to step least from the frame before.
+
+    The first frame steps from ``start`` (dof,). Only whole turns of joints without limits move:
+    the poses, and the limits, stay as they were.
+    """
+    path = np.concatenate([np.asarray(start, dtype=float)[None], np.array(q, dtype=float)])
+    path[:, turns] = np.unwrap(path[:, turns], axis=0)
+    return path[1:]
+
+
+def candidate_paths(
+    Q, ok, D, back, with_incumbent: bool, start: np.ndarray | None = None, turns: np.ndarray | None = None,
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """The cheapest path, then (with an incumbent, the last state) the cheapest ending on it.
 
     Args:
@@ -32,6 +79,9 @@ def candidate_paths(Q, ok, D, back, with_incumbent: bool) -> list[tuple[np.ndarr
         D: (S,) cost of the cheapest path to each state of the last frame.
         back: (N, S) predecessor of each state on its cheapest path.
         with_incumbent: Whether the last state is the incumbent.
+        start: (dof,) configuration before the first frame; needed with ``turns``.
+        turns: (dof,) variables whose steps the programme measured modulo a turn (see
+            :func:`turn_aware`): the paths are :func:`unwound`; None for none.
 
     Returns:
         [(q (N, dof), converged (N,))], one or two paths.
@@ -40,7 +90,10 @@ def candidate_paths(Q, ok, D, back, with_incumbent: bool) -> list[tuple[np.ndarr
     if with_incumbent and ends[0] != len(D) - 1:
         ends.append(len(D) - 1)
     frames = np.arange(len(Q))
-    return [(Q[frames, path], ok[frames, path]) for path in (backtrack(back, k) for k in ends)]
+    paths = [(Q[frames, path], ok[frames, path]) for path in (backtrack(back, k) for k in ends)]
+    if turns is not None and turns.any():
+        paths = [(unwound(q, start, turns), reached) for q, reached in paths]
+    return paths
 
 
 def backtrack(back: np.ndarray, k: int) -> np.ndarray:

@@ -30,13 +30,15 @@ KR16_JOINTS = [  # name, origin xyz [m], axis, lower, upper [rad]
 ]
 
 
-def kr16_urdf() -> str:
-    """The KR 16-2 as URDF text, with its tool0 flange frame."""
+def kr16_urdf(continuous: tuple[str, ...] = ()) -> str:
+    """The KR 16-2 as URDF text, with its tool0 flange frame; the joints named in ``continuous`` turn without limits."""
     links = "".join(f'<link name="link_{k}"/>' for k in range(len(KR16_JOINTS) + 1)) + '<link name="tool0"/>'
     joints = "".join(
-        f'<joint name="{name}" type="revolute"><parent link="link_{k}"/><child link="link_{k + 1}"/>'
+        f'<joint name="{name}" type="{"continuous" if name in continuous else "revolute"}">'
+        f'<parent link="link_{k}"/><child link="link_{k + 1}"/>'
         f'<origin xyz="{xyz}" rpy="0 0 0"/><axis xyz="{axis}"/>'
-        f'<limit lower="{lo}" upper="{hi}" effort="0" velocity="1"/></joint>'
+        + ("" if name in continuous else f'<limit lower="{lo}" upper="{hi}" effort="0" velocity="1"/>')
+        + "</joint>"
         for k, (name, xyz, axis, lo, hi) in enumerate(KR16_JOINTS)
     )
     tool = (f'<joint name="tool" type="fixed"><parent link="link_{len(KR16_JOINTS)}"/><child link="tool0"/>'
@@ -104,6 +106,23 @@ def test_take_with_look_ahead_has_no_jump_where_frame_by_frame_slips(kr16, seed:
     assert res.converged.all()
     assert jump_score(kr16, res.q, q_path[0], MAX_JUMP) == (0, 0.0)
     assert kr16.within_limits(res.q).all()
+
+
+def test_a_wrist_that_winds_on_is_searched_without_whole_turn_jumps(kr16) -> None:
+    """A continuous wrist joint wound past a turn: the branches found afresh at a block boundary lie a turn away
+    from the path arriving there, the same poses; the searched path and the take keep winding, with no jump."""
+    wrist = parse_urdf(kr16_urdf(continuous=("joint_a4", "joint_a6"))).to_skeleton(None, None)
+    q_path = smooth_path(kr16, 500, seed=11)
+    q_path[:, 5] += np.linspace(0.0, 3.0 * np.pi, 500)  # the flange turns one and a half times on
+    targets = effector_poses(wrist, q_path, 0)
+    solver = solver_for(wrist)
+    (q, ok), *_ = track_branches(solver, targets, q_path[0], MAX_JUMP)
+    assert ok.all()
+    assert jump_score(wrist, q, q_path[0], MAX_JUMP) == (0, 0.0)
+    assert q[-1, 5] > q[0, 5] + 2.0 * np.pi  # wound on, not unwound at a boundary
+    res = solve_track(solver, targets, q_path[0], look_ahead=True)
+    assert res.converged.all()
+    assert jump_score(wrist, res.q, q_path[0], MAX_JUMP) == (0, 0.0)
 
 
 def test_unreachable_stretch_is_reported_and_the_rest_still_reached(kr16) -> None:
