@@ -124,13 +124,37 @@ class _Grids:
             np.asarray(self.circular)[others],
         )
 
-    def nearest_true(self, mask: np.ndarray) -> np.ndarray:
-        """(F, S) state index of the nearest True state of the same grid, per frame."""
-        out = np.empty(mask.shape, dtype=int)
+    def nearest_true(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The nearest True state of the same grid, per frame and state, and how far along it each state lies.
+
+        Args:
+            mask: (F, S) per frame and state.
+
+        Returns:
+            (F, S) state indices, and (F, S) the values each state lies past that one along its
+            grid (negative: before it; round a circle the shorter way). Rows of a grid with no
+            True state: index of its first state.
+        """
+        near = np.empty(mask.shape, dtype=int)
+        offset = np.empty(mask.shape, dtype=int)
         for g, v in enumerate(self.values):
-            a = self.first[g]
-            out[:, a : a + len(v)] = a + _nearest_true(mask[:, a : a + len(v)])
-        return out
+            a, k = self.first[g], len(v)
+            block = mask[:, a : a + k]
+            if self.circular[g]:
+                # Three turns side by side: the middle one's nearest lies at most half a turn away.
+                found = _nearest_true(np.concatenate([block, block, block], axis=1))[:, k : 2 * k] - k
+            else:
+                found = _nearest_true(block)
+            near[:, a : a + k] = a + np.remainder(found, k)
+            offset[:, a : a + k] = np.arange(k) - found
+        return near, offset
+
+    def along(self, state: np.ndarray, shift: np.ndarray) -> np.ndarray:
+        """The states ``shift`` values past ``state`` (same shapes) along their grids, round a circle."""
+        first = np.asarray(self.first)[self.block[state]]
+        size = np.array([len(v) for v in self.values])[self.block[state]]
+        circular = np.asarray(self.circular)[self.block[state]]
+        return np.where(circular, first + np.remainder(state - first + shift, size), state + shift)
 
     def nearest_on(self, g: int, value: np.ndarray) -> np.ndarray:
         """State index on grid g whose value is nearest to ``value`` (...,)."""
@@ -282,17 +306,16 @@ def _restart_lost(gs, grids: _Grids, q: np.ndarray, conv: np.ndarray, tp: np.nda
         tr: (m, S, ...) their rotation targets, or None without rotations.
         given: (S,) states an earlier search tracked and restarted already (not restarted), or None.
     """
-    m, S = conv.shape
-    states = np.arange(S)[None, :]
-    near = grids.nearest_true(conv)
-    gap = np.abs(near - states)
+    m = conv.shape[0]
+    near, offset = grids.nearest_true(conv)
+    gap = np.abs(offset)
     lost = ~conv & conv[np.arange(m)[:, None], near] & (gap <= _REACH + 1)
     if given is not None:
         lost &= ~given
     f, k = np.nonzero(lost)
     gap, source = gap[f, k], near[f, k]
     # The next value past the reached one on the same side.
-    next_out = source + np.sign(k - source)
+    next_out = grids.along(source, np.sign(offset[f, k]))
     for first in (True, False):
         pick = gap == 1 if first else (gap > 1) & conv[f, next_out]
         if not pick.any():

@@ -166,7 +166,8 @@ def reference_paths(Q, ok, grids, start, max_jump, steps_of=max_step):
     Into each grid state: from the states ``_REACH`` values either way on its own grid, then for
     d = -1, 0, 1 from the state d values from the nearest of every other grid's values to this
     state's value of that grid's variable, then from the incumbent (the last state); into the
-    incumbent from every state. Ties go to the first move in that order.
+    incumbent from every state. Ties go to the first move in that order. A circular grid's
+    values go round: its last is next to its first.
     """
     n, S = ok.shape
     G = grids.size
@@ -177,15 +178,23 @@ def reference_paths(Q, ok, grids, start, max_jump, steps_of=max_step):
         new = np.empty(S)
         for s in range(G):
             g = grids.block[s]
-            sources = [s - shift if 0 <= s - shift < G and grids.block[s - shift] == g else None
-                       for shift in range(-_REACH, _REACH + 1)]
+            size = len(grids.values[g])
+            if grids.circular[g]:
+                sources = [grids.first[g] + (s - grids.first[g] - shift) % size for shift in range(-_REACH, _REACH + 1)]
+            else:
+                sources = [s - shift if 0 <= s - shift < G and grids.block[s - shift] == g else None
+                           for shift in range(-_REACH, _REACH + 1)]
             for d in (-1, 0, 1):
                 for o in range(len(grids.held)):
                     if o == g:
                         continue
-                    k = int(np.clip(np.rint((Q[t, s, grids.held[o]] - grids.values[o][0]) / grids.cell[o]), 0,
-                                    len(grids.values[o]) - 1))
-                    sources.append(grids.first[o] + int(np.clip(k + d, 0, len(grids.values[o]) - 1)))
+                    size_o = len(grids.values[o])
+                    k = int(np.rint((Q[t, s, grids.held[o]] - grids.values[o][0]) / grids.cell[o]))
+                    if grids.circular[o]:
+                        sources.append(grids.first[o] + (k + d) % size_o)
+                    else:
+                        k = int(np.clip(k, 0, size_o - 1))
+                        sources.append(grids.first[o] + int(np.clip(k + d, 0, size_o - 1)))
             if S > G:
                 sources.append(S - 1)
             costs = [np.inf if src is None else D[src] + step_cost(steps_of(Q[t - 1, src], Q[t, s]), max_jump)
@@ -217,12 +226,15 @@ def random_states(grids, dof: int, frames: int, rng) -> tuple[np.ndarray, np.nda
 
 
 GRID_CASES = {
-    # held variables (each held twice: two layers), and the limits of a 4-variable chain
-    "prismatic rail": ((0,), [-0.8, -np.pi, -3.5, -2.6], [0.8, np.pi, 3.5, 2.6]),
-    "continuous": ((1,), [-0.8, -np.inf, -3.5, -2.6], [0.8, np.inf, 3.5, 2.6]),
-    "wider than two turns": ((2,), [-0.8, -np.inf, -3.5, -2.6], [0.8, np.inf, 3.5, 2.6]),
-    "rail and continuous": ((0, 1, 0, 1), [-0.8, -np.inf, -3.5, -2.6], [0.8, np.inf, 3.5, 2.6]),
-    "continuous and wide": ((1, 2, 1, 2), [-0.8, -np.inf, -3.5, -2.6], [0.8, np.inf, 3.5, 2.6]),
+    # held variables (each held twice: two layers), the limits of a 4-variable chain, and which
+    # variables turn without limits (their grids are circles)
+    "prismatic rail": ((0,), [-0.8, -np.pi, -3.5, -2.6], [0.8, np.pi, 3.5, 2.6], None),
+    "continuous": ((1,), [-0.8, -np.inf, -3.5, -2.6], [0.8, np.inf, 3.5, 2.6], None),
+    "wider than two turns": ((2,), [-0.8, -np.inf, -3.5, -2.6], [0.8, np.inf, 3.5, 2.6], None),
+    "rail and continuous": ((0, 1, 0, 1), [-0.8, -np.inf, -3.5, -2.6], [0.8, np.inf, 3.5, 2.6], None),
+    "continuous and wide": ((1, 2, 1, 2), [-0.8, -np.inf, -3.5, -2.6], [0.8, np.inf, 3.5, 2.6], None),
+    "continuous, a circle": ((1,), [-0.8, -np.inf, -3.5, -2.6], [0.8, np.inf, 3.5, 2.6], [0, 1, 0, 0]),
+    "rail and a circle": ((0, 1, 0, 1), [-0.8, -np.inf, -3.5, -2.6], [0.8, np.inf, 3.5, 2.6], [0, 1, 0, 0]),
 }
 
 
@@ -231,8 +243,8 @@ GRID_CASES = {
 def test_pruned_programme_returns_the_paths_of_the_full_table(case: str, seed: int) -> None:
     """The grid programme, which skips moves out of states costlier than following the incumbent, returns the
     same two paths as the whole table, and the same cost and predecessor for every state up to that bound."""
-    held, lower, upper = GRID_CASES[case]
-    grids = _Grids(np.array(lower), np.array(upper), held)
+    held, lower, upper, turns = GRID_CASES[case]
+    grids = _Grids(np.array(lower), np.array(upper), held, None if turns is None else np.array(turns, dtype=bool))
     rng = np.random.default_rng(seed)
     frames = 16
     Q, ok = random_states(grids, 4, frames, rng)
@@ -259,6 +271,22 @@ def rail_take(frames: int, seed: int, start: list[float], amplitude: float):
     q_path = smooth_joint_path(sk.lower, sk.upper, frames, seed=seed, start=np.array(start), amplitude=amplitude)
     return q_path, effector_poses(sk, q_path, tool), DLSSolver(sk, tool, mode="full", tolerance=1e-5,
                                                                rotation_tolerance=1e-5)
+
+
+@pytest.mark.parametrize(("seed", "held"), [(2, (6, 1)), (4, (4, 1))])
+def test_a_held_continuous_joint_wound_on_is_searched_round_its_circle(seed: int, held: tuple[int, int]) -> None:
+    """A take that winds the rail arm's continuous joint on by one and a half turns, searched holding it: its grid
+    is one turn whose ends meet, its whole turns are no step, and the path found is unwound, with no jump.
+    (A grid of one turn's values end to end left 2 and 5 jumps on these takes.)"""
+    q_path, _, solver = rail_take(300, seed=seed, start=[0.0, 0.4, 0.8, 1.0, -1.0, 0.5, 0.3], amplitude=0.1)
+    q_path[:, 1] += np.linspace(0.0, 3.0 * np.pi, 300)
+    sk = solver.skeleton
+    assert sk.joints[1].kind is JointKind.CONTINUOUS
+    targets = effector_poses(sk, q_path, solver.effector_ids[0])
+    (q, ok), *_ = track_grid(solver, targets, q_path[0], MAX_JUMP, held)
+    assert ok.all()
+    assert jump_score(sk, q, q_path[0], MAX_JUMP) == (0, 0.0)
+    assert q[-1, 1] > q[0, 1] + 2.0 * np.pi  # wound on with the take, not unwound somewhere
 
 
 def test_rail_arm_search_is_the_same_without_pruning(monkeypatch) -> None:
@@ -345,8 +373,8 @@ def reference_restart_lost(gs, grids, q, conv, tp, tr, iterations: int | None = 
     """Every value up to ``_REACH + 1`` from the nearest reached value of its grid restarted from that one, at once,
     with ``iterations`` (default the search's own restart budget)."""
     m, S = conv.shape
-    near = grids.nearest_true(conv)
-    gap = np.abs(near - np.arange(S)[None, :])
+    near, offset = grids.nearest_true(conv)
+    gap = np.abs(offset)
     lost = ~conv & conv[np.arange(m)[:, None], near] & (gap <= _REACH + 1)
     f, k = np.nonzero(lost)
     seed = q[f, near[f, k]]
