@@ -486,10 +486,14 @@ def _sources(Q, grids: _Grids, t0: int, t1: int, incumbent: bool) -> tuple[np.nd
     # grid's variable as this state's configuration does (round a circular grid).
     value = Q[np.arange(t0, t1)[:, None, None], np.arange(G)[None, None, :], held[None]]  # (T, grids - 1, G)
     index = np.rint((value - v0) / cell).astype(int)
-    centre = np.where(circular, index, np.clip(index, 0, size - 1))
     parts = [np.broadcast_to(moves, (T, *moves.shape))]
-    parts += [first + np.where(circular, np.remainder(centre + d, size), np.clip(centre + d, 0, size - 1))
-              for d in (-1, 0, 1)]
+    if circular.any():
+        centre = np.where(circular, index, np.clip(index, 0, size - 1))
+        parts += [first + np.where(circular, np.remainder(centre + d, size), np.clip(centre + d, 0, size - 1))
+                  for d in (-1, 0, 1)]
+    else:
+        centre = first + np.clip(index, 0, size - 1)
+        parts += [np.clip(centre + d, first, first + size - 1) for d in (-1, 0, 1)]
     if incumbent:
         parts.append(np.full((T, 1, G), Q.shape[1] - 1))
     src = np.concatenate(parts, axis=1)
