@@ -2,7 +2,8 @@
 """Robot IK benchmark (TRAC-IK's protocol): our DLS solver against roboticstoolbox and ikpy.
 
 Run from the repo root: ``.venvs/bench/bin/python bench/bench_robots.py [--n 10000]
-[--robots ur5,panda,iiwa] [--json] [--quick]``. The bench venv holds the peers
+[--robots ur5,panda,iiwa] [--json] [--quick] [--only batch,single,rtb,ikpy,track,arms] [--arms 30]
+[--arm-frames 240] [--arm-speed 0.09]``. The bench venv holds the peers
 (bench/requirements-peers.txt); ``ik_core`` is imported from this checkout.
 
 Protocol: for each robot (official URDFs in data/robots, tool frame 'tool0', or
