@@ -51,6 +51,7 @@ def turn_aware(steps_of, turns: np.ndarray):
 
 
 def _steps_within_turn(steps_of, turns: np.ndarray, qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
+    """``steps_of(qa, qb)`` (...,) with qb's ``turns`` variables moved by whole turns next to qa's (..., dof)."""
     qa, qb = np.broadcast_arrays(qa, qb)
     nearest = qb.copy()
     nearest[..., turns] = qa[..., turns] + within_turn(qb[..., turns] - qa[..., turns])
