@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import abc
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -357,6 +358,19 @@ class Solver(abc.ABC):
             reason=reason,
             limit_hits=np.count_nonzero(at_limit, axis=-1),
         )
+
+    def deferring_best_effort(self) -> Solver:
+        """This solver, or a copy of it that leaves missed targets' best effort to :meth:`finish_missed`.
+
+        For callers that give the missed targets their best effort later, together (a take's
+        segments), or never need it: a search that keeps only what converges, or whose answers
+        are solved again.
+        """
+        if not self.best_effort:
+            return self
+        quick = copy.copy(self)
+        quick.defer_best_effort = True
+        return quick
 
     def finish_missed(self, targets: np.ndarray, q0: np.ndarray | None, result: IKResult) -> IKResult:
         """``result`` (from a solver's own fast path) with its missed targets given their best effort.

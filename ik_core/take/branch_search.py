@@ -81,7 +81,10 @@ def track_branches(
     rng = np.random.default_rng(0)
     starts = random_configurations(solver.skeleton, len(bounds) * _STARTS, rng).reshape(len(bounds), _STARTS, dof)
     starts[0, 0] = start
-    found = solver.solve(np.repeat(targets[bounds], _STARTS, axis=0), starts.reshape(-1, dof))
+    # Only converged solves are kept, and the path found is solved again by the caller: the
+    # searches' missed solves need no best effort of their own.
+    quick = solver.deferring_best_effort()
+    found = quick.solve(np.repeat(targets[bounds], _STARTS, axis=0), starts.reshape(-1, dof))
     fq = found.q.reshape(len(bounds), _STARTS, dof)
     fok = np.asarray(found.converged).reshape(len(bounds), _STARTS)
     seeds = np.stack([_distinct(fq[i], fok[i]) for i in range(len(bounds))])
@@ -113,7 +116,7 @@ def track_branches(
             frames = origin + direction * step
             b, k = np.nonzero(active)
             guess = q[b, k] + velocity[b, k]
-            res = solver.solve(targets[frames[b]], guess, radius=max_jump)
+            res = quick.solve(targets[frames[b]], guess, radius=max_jump)
             new = res.q
             velocity[b, k] = np.where(
                 (np.max(np.abs(new - q[b, k]), axis=-1) <= max_jump)[:, None], new - q[b, k], 0.0

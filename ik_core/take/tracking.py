@@ -291,7 +291,7 @@ def _track(
     parts: list[IKResult] = []
     # The segments' missed frames get their best effort together after the last segment (one
     # global check for the take instead of one per segment), each from its segment's start.
-    quick = _deferred(solver)
+    quick = solver.deferring_best_effort()
     warm: list[np.ndarray] = []
     velocity = np.zeros_like(start)
     prev_ok = True
@@ -670,7 +670,7 @@ def _family_back(
     skeleton = solver.skeleton
     names = IKResult.__dataclass_fields__
     # Only reached frames carry a family back: a missed one ends it, its best effort unneeded.
-    quick = _deferred(solver)
+    quick = solver.deferring_best_effort()
     start, j = q[i], i
     blocks: list[IKResult] = []
     while j > 0 and i - j < _CARRY_BACK:
@@ -696,15 +696,6 @@ def _family_back(
         blocks.append(batch)
         start, j = batch.q[-1], lo
     return None
-
-
-def _deferred(solver: Solver) -> Solver:
-    """``solver``, or a copy of it that leaves missed targets' best effort to its ``finish_missed``."""
-    if not solver.best_effort:
-        return solver
-    quick = copy.copy(solver)
-    quick.defer_best_effort = True
-    return quick
 
 
 def _with_take_starts(solver: Solver) -> Solver:
