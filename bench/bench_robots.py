@@ -81,8 +81,11 @@ def make_solver(skeleton, tip: str, time_budget_s: float | None) -> DLSSolver:
     )
 
 
-def check(skeleton, q: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """(N,) protocol success of answers q (N, dof) for target poses (N, 4, 4), ignoring time."""
+def check(skeleton, q: np.ndarray, targets: np.ndarray, tol: float = POS_TOL, rot_tol: float = ROT_TOL) -> np.ndarray:
+    """(N,) answers q (N, dof) within ``tol`` [m] and ``rot_tol`` [rad] of target poses (N, 4, 4), inside the limits.
+
+    The defaults are the protocol's success, ignoring time.
+    """
     q = np.asarray(q, dtype=float)
     finite = np.all(np.isfinite(q), axis=-1)
     q = np.where(finite[:, None], q, 0.0)
@@ -90,7 +93,7 @@ def check(skeleton, q: np.ndarray, targets: np.ndarray) -> np.ndarray:
     pos = np.linalg.norm(poses[:, :3, 3] - targets[:, :3, 3], axis=-1)
     rot = rotation_error(poses[:, :3, :3], targets[:, :3, :3])
     inside = np.all((q >= skeleton.lower) & (q <= skeleton.upper), axis=-1)
-    return finite & (pos <= POS_TOL) & (rot <= ROT_TOL) & inside
+    return finite & (pos <= tol) & (rot <= rot_tol) & inside
 
 
 def row(robot: str, solver: str, mode: str, ok: np.ndarray, times: np.ndarray | None, total: float, **extra) -> dict:
@@ -306,17 +309,6 @@ def played_steps(skeleton, q: np.ndarray, before: np.ndarray) -> np.ndarray:
     return np.max(np.abs(np.diff(path, axis=0)), axis=1)
 
 
-def arm_reached(skeleton, q: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """(N,) answers within the bake's default tolerances of their target poses, inside the limits."""
-    q = np.asarray(q, dtype=float)
-    finite = np.all(np.isfinite(q), axis=-1)
-    q = np.where(finite[:, None], q, 0.0)
-    poses = effector_poses(skeleton, q, 0)
-    pos = np.linalg.norm(poses[:, :3, 3] - targets[:, :3, 3], axis=-1)
-    rot = rotation_error(poses[:, :3, :3], targets[:, :3, :3])
-    return finite & (pos <= ARM_TOL) & (rot <= ARM_ROT_TOL) & skeleton.within_limits(q)
-
-
 def _rtb_tracker(text: str, skeleton):
     """roboticstoolbox's solver for the arm in URDF ``text``, warm-started frame by frame; None without it."""
     try:
@@ -378,7 +370,7 @@ def bench_random_arms(arms: int, frames: int, speed: float) -> list[dict]:
             st = stats[route]
             st["seconds"] += time.perf_counter() - t0
             st["frames"] += frames
-            st["ok"].append(arm_reached(skeleton, q, targets))
+            st["ok"].append(check(skeleton, q, targets, ARM_TOL, ARM_ROT_TOL))  # the bake's default tolerances
             steps = played_steps(skeleton, q, qp[0])
             st["jumps"] += int(np.count_nonzero(steps > ARM_JUMP))
             st["arms_jumping"] += bool(np.any(steps > ARM_JUMP))
