@@ -47,7 +47,18 @@ def turn_aware(steps_of, turns: np.ndarray):
     that is no step; :func:`candidate_paths` unwinds the path it returns. ``steps_of`` itself
     where no variable turns freely.
     """
-    return partial(_steps_within_turn, steps_of, turns) if turns.any() else steps_of
+    if not turns.any():
+        return steps_of
+    if steps_of is max_step:  # a robot arm's: the differences wrapped in place, no copies
+        return partial(_max_step_within_turn, np.flatnonzero(turns))
+    return partial(_steps_within_turn, steps_of, turns)
+
+
+def _max_step_within_turn(turns: np.ndarray, qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
+    """:func:`max_step` (...,), the differences of variables ``turns`` (indices) moved by whole turns into [-pi, pi)."""
+    diff = qb - qa
+    diff[..., turns] = within_turn(diff[..., turns])
+    return np.max(np.abs(diff), axis=-1)
 
 
 def _steps_within_turn(steps_of, turns: np.ndarray, qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
