@@ -148,8 +148,9 @@ def test_best_effort_never_leaves_a_target_farther_than_the_solver_did() -> None
         plain.best_effort = False
         raw = plain.solve(targets)
         best = make_solver("fabrik", skeleton, "tip", mode="position").solve(targets)
-        # Two runs of the same iterations agree to float rounding only (numpy's SIMD loops round by
-        # memory alignment), which FABRIK's many passes carry to ~1e-10 m: a nanometre is the margin.
+        # Two runs of the same iterations agreed to 2e-10 m only on one CI machine (float rounding,
+        # most likely numpy's alignment-dependent SIMD loops, carried by FABRIK's many passes): a
+        # nanometre is the margin.
         assert np.all(best.converged[raw.converged])
         assert np.all(best.position_error <= raw.position_error + 1e-9)
         gains.extend(raw.position_error - best.position_error)
