@@ -28,8 +28,16 @@ def max_step(qa: np.ndarray, qb: np.ndarray) -> np.ndarray:
 
 
 def free_turns(skeleton) -> np.ndarray:
-    """(dof,) True for the variables of joints that turn without limits: their whole turns leave the pose."""
-    return turning_variables(skeleton) & ~np.isfinite(skeleton.lower) & ~np.isfinite(skeleton.upper)
+    """(dof,) True for the variables of joints that turn without limits: their whole turns leave the pose.
+
+    Not a variable that another joint mimics: that one moves by its multiplier times the turn (a
+    finger following a continuous joint at half its angle), and the pose with it.
+    """
+    turns = turning_variables(skeleton) & ~np.isfinite(skeleton.lower) & ~np.isfinite(skeleton.upper)
+    for i, joint in enumerate(skeleton.joints):
+        if joint.mimic is not None:
+            turns[skeleton.q_index[skeleton.mimic_source[i]]] = False
+    return turns
 
 
 def within_turn(diff: np.ndarray) -> np.ndarray:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from robot_cases import rail_arm_urdf, smooth_joint_path
 
+from ik_core.formats.urdf import load_urdf
 from ik_core.model.kinematics import effector_poses
 from ik_core.model.rotations import rotation_error
 from ik_core.model.skeleton import JointKind
@@ -20,7 +21,7 @@ from ik_core.solvers.dls.solver import DLSSolver
 from ik_core.take import grid, repair
 from ik_core.take.grid import _REACH, _Grids, _shortest_paths, track_grid
 from ik_core.take.held import held_candidates, null_vectors
-from ik_core.take.paths import MISS_PENALTY, candidate_paths, max_step, step_cost
+from ik_core.take.paths import MISS_PENALTY, candidate_paths, free_turns, max_step, step_cost
 from ik_core.take.repair import jump_score, search_repair
 from ik_core.take.tracking import solve_track
 
@@ -271,6 +272,25 @@ def rail_take(frames: int, seed: int, start: list[float], amplitude: float):
     q_path = smooth_joint_path(sk.lower, sk.upper, frames, seed=seed, start=np.array(start), amplitude=amplitude)
     return q_path, effector_poses(sk, q_path, tool), DLSSolver(sk, tool, mode="full", tolerance=1e-5,
                                                                rotation_tolerance=1e-5)
+
+
+def test_free_turns_are_the_joints_that_turn_without_limits_and_that_no_joint_mimics() -> None:
+    """Whole turns leave the pose of a continuous joint: not of a limited one (a turn inside +-7 rad is a
+    motion), a prismatic one, or a continuous joint another joint mimics at half its angle."""
+    rail = RobotModel.from_urdf(rail_arm_urdf()).skeleton
+    np.testing.assert_array_equal(free_turns(rail), [j.kind is JointKind.CONTINUOUS for j in rail.joints if j.dof])
+    assert free_turns(rail).sum() == 1
+    mimicked = load_urdf(
+        "<robot name='m'><link name='a'/><link name='b'/><link name='c'/><link name='d'/>"
+        "<joint name='j1' type='continuous'><parent link='a'/><child link='b'/><axis xyz='0 0 1'/></joint>"
+        "<joint name='j2' type='continuous'><parent link='b'/><child link='c'/><origin xyz='0 0 0.2'/>"
+        "<axis xyz='0 1 0'/></joint>"
+        "<joint name='j3' type='revolute'><parent link='c'/><child link='d'/><origin xyz='0 0 0.2'/>"
+        "<axis xyz='0 1 0'/><limit lower='-5' upper='5' effort='1' velocity='1'/>"
+        "<mimic joint='j2' multiplier='0.5'/></joint></robot>",
+        tip_links="d",
+    )
+    np.testing.assert_array_equal(free_turns(mimicked), [True, False])
 
 
 @pytest.mark.parametrize(("seed", "held"), [(2, (6, 1)), (4, (4, 1))])
