@@ -61,6 +61,7 @@ from ik_core.formats.urdf import load_urdf, parse_urdf  # noqa: E402
 from ik_core.model.kinematics import effector_poses  # noqa: E402
 from ik_core.model.rotations import rotation_error  # noqa: E402
 from ik_core.solvers.dls.solver import DLSSolver  # noqa: E402
+from ik_core.take.paths import free_turns, unwound  # noqa: E402
 from ik_core.take.tracking import solve_track  # noqa: E402
 
 ROBOTS_DIR = ROOT / "data" / "robots"
@@ -303,10 +304,8 @@ def arm_path(rng: np.random.Generator, skeleton, frames: int, speed: float) -> n
 
 def played_steps(skeleton, q: np.ndarray, before: np.ndarray) -> np.ndarray:
     """(N,) largest joint step into each frame of q (N, dof) as its keys play, continuous joints unwound."""
-    path = np.vstack([before[None], q])
-    free = ~np.isfinite(skeleton.lower) & ~np.isfinite(skeleton.upper)
-    path[:, free] = np.unwrap(path[:, free], axis=0)
-    return np.max(np.abs(np.diff(path, axis=0)), axis=1)
+    path = unwound(q, before, free_turns(skeleton))
+    return np.max(np.abs(np.diff(np.vstack([before[None], path]), axis=0)), axis=1)
 
 
 def _rtb_tracker(text: str, skeleton):

@@ -102,8 +102,10 @@ class _Grids:
         self.block = np.concatenate([np.full(len(v), g) for g, v in enumerate(self.values)])
         states = np.arange(offset)
         sizes = np.array([len(v) for v in self.values])
-        state_first, state_size = np.asarray(self.first)[self.block], sizes[self.block]
-        state_circular = np.asarray(self.circular)[self.block]
+        # Per state: its grid's first state, size, and whether that grid is a circle.
+        self._state_first, self._state_size = np.asarray(self.first)[self.block], sizes[self.block]
+        self._state_circular = np.asarray(self.circular)[self.block]
+        state_first, state_size, state_circular = self._state_first, self._state_size, self._state_circular
         # Moves along a state's own grid (rows): the state ``shift`` values below it, -1 for none.
         moves = []
         for shift in range(-_REACH, _REACH + 1):
@@ -151,10 +153,8 @@ class _Grids:
 
     def along(self, state: np.ndarray, shift: np.ndarray) -> np.ndarray:
         """The states ``shift`` values past ``state`` (same shapes) along their grids, round a circle."""
-        first = np.asarray(self.first)[self.block[state]]
-        size = np.array([len(v) for v in self.values])[self.block[state]]
-        circular = np.asarray(self.circular)[self.block[state]]
-        return np.where(circular, first + np.remainder(state - first + shift, size), state + shift)
+        first, size = self._state_first[state], self._state_size[state]
+        return np.where(self._state_circular[state], first + np.remainder(state - first + shift, size), state + shift)
 
     def nearest_on(self, g: int, value: np.ndarray) -> np.ndarray:
         """State index on grid g whose value is nearest to ``value`` (...,)."""
@@ -486,14 +486,10 @@ def _sources(Q, grids: _Grids, t0: int, t1: int, incumbent: bool) -> tuple[np.nd
     # grid's variable as this state's configuration does (round a circular grid).
     value = Q[np.arange(t0, t1)[:, None, None], np.arange(G)[None, None, :], held[None]]  # (T, grids - 1, G)
     index = np.rint((value - v0) / cell).astype(int)
+    centre = np.where(circular, index, np.clip(index, 0, size - 1))
     parts = [np.broadcast_to(moves, (T, *moves.shape))]
-    if circular.any():
-        centre = np.where(circular, index, np.clip(index, 0, size - 1))
-        parts += [first + np.where(circular, np.remainder(centre + d, size), np.clip(centre + d, 0, size - 1))
-                  for d in (-1, 0, 1)]
-    else:
-        centre = first + np.clip(index, 0, size - 1)
-        parts += [np.clip(centre + d, first, first + size - 1) for d in (-1, 0, 1)]
+    parts += [first + np.where(circular, np.remainder(centre + d, size), np.clip(centre + d, 0, size - 1))
+              for d in (-1, 0, 1)]
     if incumbent:
         parts.append(np.full((T, 1, G), Q.shape[1] - 1))
     src = np.concatenate(parts, axis=1)
