@@ -14,7 +14,7 @@ Built on :mod:`ik_core.model`; the solvers build on this folder.
 from .ball import FEASIBLE_TOL, TWO_PI, circular_clamp, ellipse_project
 from .cone_twist import ConeTwistLimit
 from .euler import EulerLimit
-from .projection import fully_locked, limit_violation, project_configuration
+from .projection import free_directions, fully_locked, limit_violation, project_configuration
 from .swing_twist import SwingTwistLimit
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "SwingTwistLimit",
     "circular_clamp",
     "ellipse_project",
+    "free_directions",
     "fully_locked",
     "limit_violation",
     "project_configuration",

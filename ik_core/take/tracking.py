@@ -9,12 +9,12 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import InvalidInputError, require_finite
+from ..limits import free_directions
 from ..model.kinematics import effector_poses
 from ..model.poles import chain_root, turn_poles
 from ..solvers.base import IKResult, Solver
 from ..solvers.best_effort import GLOBAL_STARTS
 from ..solvers.dls.solver import DLSSolver
-from .held import moving_variables
 from .steps import joint_steps, take_steps
 
 
@@ -43,12 +43,13 @@ def _task_rows(solver: Solver) -> int:
 
 
 def _free_variables(solver: Solver) -> int:
-    """Variables of the solver's skeleton that can move: a range that is a single value is a locked axis.
+    """Directions the limits let the solver's skeleton move in (see :func:`~ik_core.limits.free_directions`).
 
     A chain is redundant where these outnumber its task rows: a 7-joint arm with one joint locked
-    has a 6-joint arm's branches, not a self-motion.
+    has a 6-joint arm's branches, not a self-motion, and so does a 6-joint arm with a fully
+    locked ball joint between two of its links.
     """
-    return int(np.count_nonzero(moving_variables(solver.skeleton)))
+    return free_directions(solver.skeleton)
 
 
 def _frame_options(options: dict, index: int | slice | np.ndarray) -> dict:

@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 
 from ...errors import InvalidInputError
-from ...limits import project_configuration
+from ...limits import free_directions, project_configuration
 from ...model.skeleton import JointKind, Skeleton
 from ..base import IKResult, Solver, Targets
 from ..reach import stretch_toward
@@ -60,6 +60,30 @@ _REACH_SEEDS = 8
 # squared error this much smaller: near-ties keep the start, so a run of unreachable frames
 # does not flicker between two equally stretched poses.
 _SEED_MARGIN = 0.9
+
+
+def _held_still(limit: object) -> bool:
+    """Whether a ball joint's limit leaves it a single rotation (every axis of its box coordinates locked)."""
+    box = limit.box_coordinates()
+    return box is not None and not np.any(np.asarray(box.lower) < np.asarray(box.upper))
+
+
+def _variable_bounds(skeleton: Skeleton, still: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(dof,) lower and upper bounds of the skeleton's variables for the damped steps [rad or m].
+
+    The skeleton's ranges, and for each ball joint of ``still`` (joint indices: limits that hold
+    them still) the one rotation vector it may take as both bounds: a step then stops its columns
+    at once and is solved for the other joints alone (see :meth:`DLSSolver._boxed_step`), as if
+    the joint were fixed. Left free, its columns took a share of every step that the projection
+    then threw away.
+    """
+    lo, hi = np.array(skeleton.lower, dtype=float), np.array(skeleton.upper, dtype=float)
+    if still:
+        held = project_configuration(skeleton, np.zeros(skeleton.dof))
+        for i in still:
+            s = int(skeleton.q_index[i])
+            lo[s : s + 3] = hi[s : s + 3] = held[s : s + 3]
+    return lo, hi
 
 
 class DLSSolver(Solver):
@@ -183,29 +207,33 @@ class DLSSolver(Solver):
         self._sqrt_w = np.sqrt(np.broadcast_to(w, (n_eff, 6))[:, :rows]).reshape(-1)
         self._weighted = bool(np.any(self._sqrt_w != 1.0))
         self._eye = {k: np.eye(k) for k in {len(self._sqrt_w), skeleton.dof}}
-        self._lo, self._hi = np.asarray(skeleton.lower), np.asarray(skeleton.upper)
+        # Limited ball joints, less those their limit holds still (every axis locked): those take
+        # their one rotation vector as both bounds and are then held by the box like a locked
+        # hinge, with no projection, slide or chart (restarts stay on for a chain they are in).
+        limited = [
+            i for i, j in enumerate(skeleton.joints) if j.kind is JointKind.BALL and j.limit is not None and j.dof
+        ]
+        still = [i for i in limited if _held_still(skeleton.joints[i].limit)]
+        moving = [i for i in limited if i not in still]
+        self._lo, self._hi = _variable_bounds(skeleton, still)
         # Ball joints with cone/twist limits need a projection beyond the box clamp.
-        self._project = any(j.kind is JointKind.BALL and j.limit is not None and j.dof for j in skeleton.joints)
+        self._project = bool(moving)
         # First columns of the limited ball joints (the steps that press on them slide along them).
-        self._limited_balls = np.array(
-            [skeleton.q_index[i] for i, j in enumerate(skeleton.joints)
-             if j.kind is JointKind.BALL and j.limit is not None and j.dof],
-            dtype=int,
-        )
+        self._limited_balls = np.array([skeleton.q_index[i] for i in moving], dtype=int)
         # Ball limits the best effort re-expresses in box coordinates: its global check, descents
         # from in-limit starts where the limits are exact, does what restarts would, better (see
         # _restart_policy).
-        self._charted = any(
-            j.kind is JointKind.BALL and j.dof and j.limit is not None and j.limit.box_coordinates() is not None
-            for j in skeleton.joints
-        )
+        self._charted = any(skeleton.joints[i].limit.box_coordinates() is not None for i in moving)
         self._pref = np.asarray(skeleton.preferred_q)
         reach = float(np.max(self.reach_bound.lengths, initial=0.0))
         self._slide_near = max(_SLIDE_NEAR * reach, 10.0 * self.tolerance)
         # Stiff joints get proportionally shorter columns, hence smaller steps.
         self._col_scale = 1.0 - np.asarray(skeleton.stiffness)
         self._scaled = bool(np.any(self._col_scale != 1.0))
-        self._null = null_space_gain > 0 and skeleton.dof > len(self._sqrt_w)
+        # Redundant where the limits leave more directions than the task has rows (a fully locked
+        # ball joint adds variables, not directions): there the null space pulls toward the
+        # preferred pose; otherwise a local solve holds its start along near-singular directions.
+        self._null = null_space_gain > 0 and free_directions(skeleton) > len(self._sqrt_w)
         lo, hi = np.asarray(skeleton.lower), np.asarray(skeleton.upper)
         bounded = np.isfinite(hi - lo)
         # A range that is a single value is a locked axis: it has no room to be pulled within

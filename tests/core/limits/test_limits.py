@@ -13,8 +13,10 @@ from ik_core.errors import InvalidInputError
 from ik_core.limits import (
     ConeTwistLimit,
     EulerLimit,
+    SwingTwistLimit,
     circular_clamp,
     ellipse_project,
+    free_directions,
     fully_locked,
     limit_violation,
     project_configuration,
@@ -344,3 +346,25 @@ def _one_joint(joint: Joint) -> Skeleton:
 )
 def test_fully_locked_means_a_single_pose_not_a_narrow_range(joint: Joint, locked: bool) -> None:
     assert fully_locked(_one_joint(joint)) is locked
+
+
+@pytest.mark.parametrize(
+    ("joint", "directions"),
+    [
+        (Joint("h", JointKind.REVOLUTE, -1, np.eye(4), axis=(0, 0, 1), lower=0.4, upper=0.4), 0),
+        (Joint("h", JointKind.REVOLUTE, -1, np.eye(4), axis=(0, 0, 1), lower=2.9144, upper=2.9965), 1),
+        (Joint("p", JointKind.PRISMATIC, -1, np.eye(4), axis=(1, 0, 0), lower=5.0, upper=5.001), 1),
+        (Joint("c", JointKind.CONTINUOUS, -1, np.eye(4), axis=(0, 1, 0)), 1),
+        (Joint("b", JointKind.BALL, -1, np.eye(4)), 3),
+        # Ball joints: each axis their limit leaves room about.
+        (Joint("b", JointKind.BALL, -1, np.eye(4), limit=EulerLimit((0.2, -0.1, 0.3), (0.2, -0.1, 0.3))), 0),
+        (Joint("b", JointKind.BALL, -1, np.eye(4), limit=EulerLimit((3.0, 3.0, 3.0), (3.01, 3.0, 3.0))), 1),
+        (Joint("b", JointKind.BALL, -1, np.eye(4), limit=EulerLimit(locked=(True, False, True))), 1),
+        (Joint("b", JointKind.BALL, -1, np.eye(4), limit=ConeTwistLimit(0.0, 0.0, 0.5, 0.5)), 0),
+        (Joint("b", JointKind.BALL, -1, np.eye(4), limit=ConeTwistLimit(0.4, 0.0, -np.pi, np.pi)), 2),
+        (Joint("b", JointKind.BALL, -1, np.eye(4), limit=SwingTwistLimit(locked=(True, True, True))), 0),
+        (Joint("b", JointKind.BALL, -1, np.eye(4), limit=SwingTwistLimit((0.0, -0.3, -0.2), (0.0, 0.3, 0.0))), 2),
+    ],
+)
+def test_free_directions_count_the_axes_the_limits_leave_room_about(joint: Joint, directions: int) -> None:
+    assert free_directions(_one_joint(joint)) == directions

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from ik_core import Effector, EulerLimit, InvalidInputError, Joint, JointKind, Skeleton
-from ik_core.limits import limit_violation, project_configuration
+from ik_core.limits import ConeTwistLimit, SwingTwistLimit, limit_violation, project_configuration
 from ik_core.model.kinematics import effector_poses
 from ik_core.robots import presets as robots
 from ik_core.solvers import make_solver
@@ -62,6 +64,47 @@ def test_ur5_keeps_its_branch_through_elbow_and_wrist_singularities(ur5, ur5_tak
     assert max_jump(res.q) <= MAX_JUMP
     # Where elbow branches meet (q3 = 0), the motion continues onto the path's side.
     assert np.abs(res.q - q_path).max() < 0.02
+
+
+def with_a_ball_joint(skeleton: Skeleton, after: int, limit: object) -> Skeleton:
+    """``skeleton`` with a ball joint at rest (identity origin) inserted as the only child of joint ``after``."""
+    joints = []
+    for k, joint in enumerate(skeleton.joints):
+        parent = joint.parent + (joint.parent > after) if joint.parent != after else after + 1
+        joints.append(dataclasses.replace(joint, parent=parent))
+        if k == after:
+            joints.append(Joint("held_ball", JointKind.BALL, after, np.eye(4), limit=limit))
+    effectors = [dataclasses.replace(e, joint=e.joint + (e.joint > after)) for e in skeleton.effectors]
+    return Skeleton(joints, effectors, name=skeleton.name)
+
+
+@pytest.mark.parametrize(
+    "limit",
+    [
+        EulerLimit(locked=(True, True, True)),
+        ConeTwistLimit(0.0, 0.0, 0.0, 0.0),
+        SwingTwistLimit(locked=(True, True, True)),
+    ],
+    ids=["euler", "cone_twist", "swing_twist"],
+)
+def test_a_ball_joint_its_limits_hold_still_leaves_an_arm_as_it_was(ur5, ur5_take, limit) -> None:
+    """A rig's bone with every IK axis locked inside an arm: the arm keeps its branch through its singularities.
+
+    Counted as three more variables, it made the 6-joint arm look redundant (no hold along
+    near-singular directions, no acceleration cuts) and its columns took a share of every step
+    that the projection threw away: the take left the path's branch (1.0 rad off, or a 2.36 rad jump).
+    """
+    q_path, targets = ur5_take
+    arm = with_a_ball_joint(ur5, 2, limit)
+    ball = int(arm.q_index[arm.joint_index("held_ball")])
+    others = np.r_[0:ball, ball + 3 : arm.dof]
+    start = np.insert(q_path[0], ball, np.zeros(3))
+    assert np.allclose(effector_poses(arm, start[None], 0), targets[:1], atol=1e-12)
+    res = solve_track(solver_for(arm), targets, start)
+    assert res.converged.all()
+    assert np.all(res.q[:, ball : ball + 3] == 0.0)
+    assert max_jump(res.q) <= MAX_JUMP
+    assert np.abs(res.q[:, others] - q_path).max() < 0.02
 
 
 def test_seven_dof_arm_tracks_through_its_shoulder_singularity_without_jumps() -> None:
