@@ -52,7 +52,10 @@ def _origins(xyz: np.ndarray, rpy: np.ndarray) -> np.ndarray:
 
     The rotation is ``Rz(yaw) @ Ry(pitch) @ Rx(roll)``: URDF's fixed axes X, then Y, then Z.
     """
-    (cr, cp, cy), (sr, sp, sy) = np.moveaxis(np.cos(rpy), -1, 0), np.moveaxis(np.sin(rpy), -1, 0)
+    # An infinite angle (a damaged stored model: JSON reads "Infinity") gives NaN entries quietly; the
+    # skeleton made from them refuses the joint by name.
+    with np.errstate(invalid="ignore"):
+        (cr, cp, cy), (sr, sp, sy) = np.moveaxis(np.cos(rpy), -1, 0), np.moveaxis(np.sin(rpy), -1, 0)
     T = np.zeros((*np.shape(xyz)[:-1], 4, 4))
     T[..., 0, :3] = np.stack([cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr], -1)
     T[..., 1, :3] = np.stack([sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr], -1)

@@ -3,6 +3,7 @@
 
 import json
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -135,6 +136,19 @@ def test_stored_model_of_another_schema_is_refused():
     del data["joints"][0]["parent"]
     with pytest.raises(URDFError, match="malformed"):
         RobotModel.from_dict(data)
+
+
+@pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan])
+def test_a_stored_model_with_an_angle_that_is_no_number_names_the_joint_quietly(value: float) -> None:
+    """JSON reads "Infinity" and "NaN": such an origin angle is refused by joint name, with no RuntimeWarning."""
+    data = RobotModel.from_urdf(rail_arm_urdf()).to_dict()
+    name = data["joints"][2]["name"]
+    data["joints"][2]["rpy"] = [0.0, value, 0.0]
+    model = RobotModel.from_json(json.dumps(data))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(SkeletonError, match=f"joint '{name}': origin contains NaN or infinite values"):
+            _ = model.skeleton
 
 
 def test_wrap_into_limits_moves_whole_turns_only():
