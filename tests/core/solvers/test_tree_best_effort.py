@@ -208,3 +208,43 @@ def test_a_trees_jump_between_missed_frames_falls_where_the_new_basin_first_come
         d_answer = float(np.linalg.norm(_positions(skeleton, q[i - 1]) - targets[i - 1]))
         if float(joint_steps(skeleton, q[i], carried[0])) <= 0.1:
             assert d_carried[0] >= d_answer - 1e-4, f"frame {i - 1}: {1e3 * (d_answer - d_carried[0]):.3f} mm nearer"
+
+
+def _leaning_tree() -> Skeleton:
+    """A planar tree (every hinge about Y): a spine hinge of +-0.1 rad, a chest 1 m up, a left arm of one 0.5 m
+    bone and a right arm of two 0.3 m bones, their hinges free."""
+    chest = np.eye(4)
+    chest[2, 3] = 1.0
+    joints = [Joint("spine", JointKind.REVOLUTE, -1, np.eye(4), axis=(0.0, 1.0, 0.0), lower=-0.1, upper=0.1),
+              Joint("left", JointKind.REVOLUTE, 0, chest, axis=(0.0, 1.0, 0.0), lower=-np.pi, upper=np.pi),
+              Joint("right_upper", JointKind.REVOLUTE, 0, chest, axis=(0.0, 1.0, 0.0), lower=-np.pi, upper=np.pi)]
+    bone = np.eye(4)
+    bone[0, 3] = 0.3
+    joints.append(Joint("right_lower", JointKind.REVOLUTE, 2, bone, axis=(0.0, 1.0, 0.0), lower=-np.pi, upper=np.pi))
+    hand = np.eye(4)
+    hand[0, 3] = -0.5
+    return Skeleton(joints, [Effector("left", 1, hand), Effector("right", 3, bone)])
+
+
+@pytest.mark.parametrize("solver_name", ["dls", "fabrik", "ccd"])
+def test_the_far_hand_leans_as_far_as_the_near_hand_on_its_target_lets_it(solver_name: str) -> None:
+    """The spine leans toward the far target while the near hand, its arm bending back, stays on its own.
+
+    Holding every joint that moves the near hand left the spine where the near hand's best effort put
+    it. The reference is independent: the chest at (sin s, 0, cos s) for 200,001 spine angles s in
+    range, kept where the near target lies within the right arm's 0.6 m of it, the far hand pointed
+    straight at its target (its hinge is free) 0.5 m from the chest: the nearest it gets, 2.4 m at
+    s = -0.1 (the spine on its limit), against 2.5 m with the spine upright.
+    """
+    skeleton = _leaning_tree()
+    targets = np.array([[-3.0, 0.0, 1.0], [0.45, 0.0, 1.0]])
+    s = np.linspace(-0.1, 0.1, 200_001)
+    chest = np.stack([np.sin(s), np.zeros_like(s), np.cos(s)], axis=1)
+    feasible = np.linalg.norm(targets[1] - chest, axis=1) <= 0.6
+    best = (np.linalg.norm(targets[0] - chest, axis=1)[feasible] - 0.5).min()
+    solver = make_solver(solver_name, skeleton, list(ARMS), mode="position")
+    res = solver.solve(targets)
+    hands = _positions(skeleton, np.asarray(res.q))
+    assert np.linalg.norm(hands[1] - targets[1]) <= solver.tolerance
+    assert np.linalg.norm(hands[0] - targets[0]) <= best + 1e-4
+    assert not res.converged and "out of reach" in str(res.reason)
