@@ -23,13 +23,13 @@ MODES = ("position", "aim", "full")
 #: Solver._given_leaders): the library poses whose followers come nearest, the leaders' joints held.
 FOLLOWER_STARTS = 4
 #: Where leaders are on their targets, the followers lean (see Solver._leaned): the whole pose
-#: descended with the leaders' error rows weighted LEAN_WEIGHTS[k] in round k (a global check in the
-#: first), each round followed by the leaders and the followers brought back to their own best. A
-#: large weight from the start crawls (the far hand of a bench two-arm take came 630 mm from its
-#: target where the led problem's optimum is 516 mm away); a small one alone leaves it where the
-#: leaders' rows still pull (on 32 far pairs of random trees, 10 alone: 72 % within 1 mm of that
-#: optimum, p95 4.5 mm; then 100 and 1000: 94 %, p95 0.6 mm).
-LEAN_WEIGHTS = (10.0, 100.0, 1000.0)
+#: descended with the leaders' error rows weighted LEAN_WEIGHTS[k] in round k, each round followed
+#: by the leaders and the followers brought back to their own best. A large weight crawls (1000 from
+#: the start: a bench two-arm take's far hand 630 mm from its target, the led optimum 516 mm). Pushed
+#: further (weights 10, 100, 1000, the first round from global starts) single targets came within
+#: 1 mm of the led optimum on 94-100 % of far pairs instead of 63-75 %, but a take's frames then chose
+#: their lean apart (8 pops on a bench tree take against 0): left for the take's follow pass to carry.
+LEAN_WEIGHTS = (10.0, 10.0)
 _EYE3 = np.eye(3)
 # The bounds np.allclose(RtR, I, atol=1e-9) applies (its default rtol is 1e-5), precomputed.
 _ORTHONORMAL_TOL = 1e-9 + 1e-5 * _EYE3
@@ -620,11 +620,11 @@ class Solver(abc.ABC):
         still leaves the shared joints some room (a spine that bends toward the far hand while the
         near arm bends back keeps the near hand where it is). The best pose is then the one whose
         followers come nearest among those that keep the leaders on their targets. Rounds of: the
-        whole pose descended with the leaders' rows weighted LEAN_WEIGHTS[k] (the first round's
-        from global starts too), then the leaders descended back onto their targets and the
-        followers' own joints descended. A row keeps the result where its leaders are on their
-        targets and its followers come nearer than in q by more than SWITCH_MARGIN; there the
-        followers' own joints get :meth:`_given_leaders`' search again, with the leaned pose held.
+        whole pose descended with the leaders' rows weighted LEAN_WEIGHTS[k], then the leaders
+        descended back onto their targets and the followers' own joints descended. A row keeps the
+        result where its leaders are on their targets and its followers come nearer than in q by
+        more than SWITCH_MARGIN; there the followers' own joints get :meth:`_given_leaders`'
+        search again, with the leaned pose held.
 
         Args:
             lead: (E,) the leaders.
@@ -641,12 +641,9 @@ class Solver(abc.ABC):
         tr_all = tr if rotations else None
         tr_l, tr_f = (tr[:, flags], tr[:, ~flags]) if rotations else (None, None)
         x = q
-        for k, weight in enumerate(LEAN_WEIGHTS):
+        for weight in LEAN_WEIGHTS:
             lean = self._lean_problem(lead, weight)
-            if k == 0:
-                x = lean.improve(x, q, tp, tr_all, 0.0, self.global_starts)
-            else:
-                x, _ = lean.descend(x, tp, tr_all)
+            x, _ = lean.descend(x, tp, tr_all)
             x, _ = leaders.descend(x, tp[:, flags], tr_l, tolerance=goal)
             x, _ = followers.descend(x, tp[:, ~flags], tr_f)
         near = followers.distances(q, tp[:, ~flags], tr_f)
