@@ -485,18 +485,25 @@ def descend(feas: Feasible, target: np.ndarray, z: np.ndarray, iterations: int =
     return z, np.sqrt(f)
 
 
-def polish(feas: Feasible, target: np.ndarray, z0: np.ndarray, maxiter: int = 300) -> tuple[np.ndarray, float]:
-    """scipy L-BFGS-B on the box from ``z0`` (n,): (z, distance [m])."""
+def polish(feas: Feasible, target: np.ndarray, z0: np.ndarray, maxiter: int = 300,
+           weights: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """scipy L-BFGS-B on the box from ``z0`` (n,): (z, distance [m]).
+
+    With ``weights`` (one per stacked target coordinate) the distance is of the weighted errors.
+    """
+    w = np.ones(np.size(target)) if weights is None else weights
+    t = np.ravel(target)
+
     def fun(z):
         p, J = feas.evaluate(z[None])
-        e = (p[0] - target) / MM  # in mm, so that the tolerances mean something
-        return float(e @ e), 2.0 * (J[0].T @ e) / MM
+        e = (p[0] - t) * w / MM  # in mm, so that the tolerances mean something
+        return float(e @ e), 2.0 * (J[0].T @ (w * e)) / MM
 
     res = minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=list(zip(feas.lo, feas.hi)),
                    options={"maxiter": maxiter, "ftol": 1e-15, "gtol": 1e-9})
     z = np.clip(res.x, feas.lo, feas.hi)
     p, _ = feas.evaluate(z[None], jac=False)
-    return z, float(np.linalg.norm(p[0] - target))
+    return z, float(np.linalg.norm((p[0] - t) * w))
 
 
 def global_optimum(feas: Feasible, target: np.ndarray, rng: np.random.Generator, starts: int,
@@ -1188,25 +1195,14 @@ LED_WEIGHT = 1e3
 
 def _led_polish(feas: Feasible, target: np.ndarray, near: int, z0: np.ndarray,
                 maxiter: int = 200) -> tuple[np.ndarray, float]:
-    """scipy L-BFGS-B on the box from ``z0`` (n,) for a led frame: (z, its objective [m]).
+    """:func:`polish` for a led frame: (z, its objective [m]).
 
     The objective is the norm of the stacked errors (target (2, 3) [m]) with the near arm's
     (``near``) weighted by LED_WEIGHT: the near arm on its target, the far arm as near as it gets.
     """
     w = np.ones(target.size)
     w[3 * near : 3 * near + 3] = LED_WEIGHT
-    t = target.ravel()
-
-    def fun(z):
-        p, J = feas.evaluate(z[None])
-        e = (p[0] - t) * w / MM
-        return float(e @ e), 2.0 * (J[0].T @ (w * e)) / MM
-
-    res = minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=list(zip(feas.lo, feas.hi)),
-                   options={"maxiter": maxiter, "ftol": 1e-15, "gtol": 1e-9})
-    z = np.clip(res.x, feas.lo, feas.hi)
-    p, _ = feas.evaluate(z[None], jac=False)
-    return z, float(np.linalg.norm((p[0] - t) * w))
+    return polish(feas, target, z0, maxiter, weights=w)
 
 
 def led_track(feas: Feasible, targets: np.ndarray, led: np.ndarray, near: np.ndarray, q_opt: np.ndarray,

@@ -227,6 +227,16 @@ class BallLimit:
         """The coordinates in which this limit is a box (see :class:`BoxCoordinates`), or None."""
         return None
 
+    def free_axes(self) -> int:
+        """Axes of the joint's rotation the limit leaves room about (0: the joint is held still).
+
+        Counted in its box coordinates: an Euler range of one value, a swing of zero semi-axes on
+        both sides or a twist range of one value is a locked axis. A limit without box
+        coordinates counts all three.
+        """
+        box = self.box_coordinates()
+        return 3 if box is None else int(np.count_nonzero(np.asarray(box.lower) < np.asarray(box.upper)))
+
     def project_matrix(self, R: np.ndarray) -> np.ndarray:
         """Nearest feasible rotation matrices (see :meth:`project`).
 

@@ -75,21 +75,15 @@ def free_directions(skeleton: Skeleton) -> int:
     """Directions in which the limits let the skeleton move: its variables, less every locked axis.
 
     A range that is a single value is a locked axis, and so is an axis a ball joint's limit leaves
-    no room about (an Euler range of one value, a swing of zero semi-axes on both sides, a twist
-    range of one value): a chain with a fully locked ball joint moves as the chain without it,
-    and is no more redundant than that one.
+    no room about (see :meth:`~.ball.BallLimit.free_axes`): a chain with a fully locked ball joint
+    moves as the chain without it, and is no more redundant than that one.
     """
-    count = 0
-    for i, joint in enumerate(skeleton.joints):
-        if not joint.dof:
-            continue
-        if joint.kind is JointKind.BALL:
-            box = joint.limit.box_coordinates() if joint.limit is not None else None
-            count += joint.dof if box is None else int(np.count_nonzero(np.asarray(box.lower) < np.asarray(box.upper)))
-        else:
-            s = skeleton.q_index[i]
-            count += int(np.count_nonzero(skeleton.lower[s : s + joint.dof] < skeleton.upper[s : s + joint.dof]))
-    return count
+    # A ball joint's variables are unbounded on the skeleton; its limit says which of them move.
+    locked_ball_axes = sum(
+        joint.dof - joint.limit.free_axes() for joint in skeleton.joints
+        if joint.kind is JointKind.BALL and joint.dof and joint.limit is not None
+    )
+    return int(np.count_nonzero(np.asarray(skeleton.lower) < np.asarray(skeleton.upper))) - locked_ball_axes
 
 
 # Probes around the one configuration far-apart probes land on move this far [rad or m].

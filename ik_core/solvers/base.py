@@ -244,7 +244,8 @@ class Solver(abc.ABC):
         self._best: BestEffort | None = None
         # Best-effort problems led by the effectors within reach, by pattern (see _led_problems).
         self._led: dict[tuple[bool, ...], tuple[BestEffort, BestEffort, np.ndarray]] = {}
-        self._lean: dict[tuple[bool, ...], BestEffort | None] = {}
+        # The lean problems, by leader pattern and weight (see _lean_problem).
+        self._lean: dict[tuple[tuple[bool, ...], float], BestEffort | None] = {}
 
     def reach_excess(self, targets: np.ndarray) -> np.ndarray:
         """How far [m] each target's position lies beyond the reach of its effector.
@@ -646,10 +647,10 @@ class Solver(abc.ABC):
             x, _ = lean.descend(x, tp, tr_all)
             x, _ = leaders.descend(x, tp[:, flags], tr_l, tolerance=goal)
             x, _ = followers.descend(x, tp[:, ~flags], tr_f)
-        near = followers.distances(q, tp[:, ~flags], tr_f)
+        before = followers.distances(q, tp[:, ~flags], tr_f)
         rows = np.flatnonzero(
             (leaders.distances(x, tp[:, flags], tr_l) <= goal)
-            & (followers.distances(x, tp[:, ~flags], tr_f) < near - SWITCH_MARGIN)
+            & (followers.distances(x, tp[:, ~flags], tr_f) < before - SWITCH_MARGIN)
         )
         out = q.copy()
         if len(rows):

@@ -38,18 +38,13 @@ _MODE_ROWS = {"position": 3, "aim": 5, "full": 6}
 
 
 def _task_rows(solver: Solver) -> int:
-    """Task rows of a solver's effectors: a skeleton with more variables is redundant."""
-    return _MODE_ROWS.get(solver.mode, 6) * len(solver.effector_ids)
+    """Task rows of a solver's effectors.
 
-
-def _free_variables(solver: Solver) -> int:
-    """Directions the limits let the solver's skeleton move in (see :func:`~ik_core.limits.free_directions`).
-
-    A chain is redundant where these outnumber its task rows: a 7-joint arm with one joint locked
-    has a 6-joint arm's branches, not a self-motion, and so does a 6-joint arm with a fully
-    locked ball joint between two of its links.
+    A skeleton whose limits leave it more directions (:func:`~ik_core.limits.free_directions`) is
+    redundant: a 7-joint arm with one joint locked has a 6-joint arm's branches, not a self-motion,
+    and so does a 6-joint arm with a fully locked ball joint between two of its links.
     """
-    return free_directions(solver.skeleton)
+    return _MODE_ROWS.get(solver.mode, 6) * len(solver.effector_ids)
 
 
 def _frame_options(options: dict, index: int | slice | np.ndarray) -> dict:
@@ -188,7 +183,7 @@ def solve_track(
     # that answer: it is checked against it (see _follow). A chain without self-motion keeps the
     # branch its reached frames track (a stretched pose may lie on any).
     after_far = None
-    if _free_variables(solver) > _task_rows(solver):
+    if free_directions(solver.skeleton) > _task_rows(solver):
         after_far = np.zeros(n, dtype=bool)
         after_far[1:] = beyond[:-1] & ~beyond[1:]
     return _follow(solver, targets, IKResult(**fields), max_jump, options, starts is not None, after_far)
@@ -287,7 +282,7 @@ def _track(
     local = _boxed(solver, options)
     # On redundant chains the self-motion changes speed on its own: only cut the others.
     rows = _task_rows(solver)
-    redundant = _free_variables(solver) > rows
+    redundant = free_directions(solver.skeleton) > rows
     cut_at = np.inf if redundant else _ACCELERATION * max_jump
     parts: list[IKResult] = []
     # The segments' missed frames get their best effort together after the last segment (one
@@ -382,7 +377,7 @@ def _repair_jumps(
     # no variable to search: an arm with one locked joint has the branches, or the self-motion,
     # of the arm of one joint fewer.)
     one_dof = all(j.kind is not JointKind.BALL for j in skeleton.joints)
-    free = _free_variables(solver)
+    free = free_directions(solver.skeleton)
     if free in (rows, rows + 1) and one_dof and not options:
         # Search the solutions around each jump (a global choice, where the frame-by-frame
         # passes only ever see the frame before): with one redundant variable its
@@ -501,7 +496,7 @@ def _retry_frames(
     n = len(q)
     skeleton = solver.skeleton
     calm = _without_restarts(solver)
-    redundant = _free_variables(solver) > _task_rows(solver)
+    redundant = free_directions(solver.skeleton) > _task_rows(solver)
     pop_step = min(_POP_STEP, max_jump) if redundant else max_jump
     near = ok | (
         (fields["position_error"] <= _NEAR_MISS * solver.tolerance)

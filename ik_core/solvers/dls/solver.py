@@ -62,12 +62,6 @@ _REACH_SEEDS = 8
 _SEED_MARGIN = 0.9
 
 
-def _held_still(limit: object) -> bool:
-    """Whether a ball joint's limit leaves it a single rotation (every axis of its box coordinates locked)."""
-    box = limit.box_coordinates()
-    return box is not None and not np.any(np.asarray(box.lower) < np.asarray(box.upper))
-
-
 def _variable_bounds(skeleton: Skeleton, still: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     """(dof,) lower and upper bounds of the skeleton's variables for the damped steps [rad or m].
 
@@ -213,7 +207,7 @@ class DLSSolver(Solver):
         limited = [
             i for i, j in enumerate(skeleton.joints) if j.kind is JointKind.BALL and j.limit is not None and j.dof
         ]
-        still = [i for i in limited if _held_still(skeleton.joints[i].limit)]
+        still = [i for i in limited if skeleton.joints[i].limit.free_axes() == 0]
         moving = [i for i in limited if i not in still]
         self._lo, self._hi = _variable_bounds(skeleton, still)
         # Ball joints with cone/twist limits need a projection beyond the box clamp.
