@@ -95,8 +95,8 @@ exc mm``: the far arm against the led problem's optimum, where the rest of the t
 the reachable arm must stay on its target (:func:`_led_reference`: scipy from random starts and from
 every solver's answer), so a spine that could lean toward the far target and does not is counted;
 ``bake``: the bake's scheme for
-such a frame (``_track_tree``): the tree solver with only the reachable effector pulling, then the
-far arm's own bones solved again (DLS) from the tree's pose of the bone they hang from. Auto's
+such a frame (``_track_tree``): the tree solver with both effectors (the reachable one leads), then
+the far arm's own bones solved again (DLS) from the tree's pose of the bone they hang from. Auto's
 misses are listed with the trees' joint kinds and the reasons. Tree takes (``--tree-takes``, from
 ``default_rng([seed, 7])``): each arm's target on its own circle around a reachable point (radius
 0.2-0.5 of the arm's path length), baked as a tree unit (DLS, ``solve_track`` with ``max_jump=0.5,
@@ -1052,12 +1052,12 @@ def _tree_record(skeleton, feas, label, cls, t, d_opt, far, per_opt, kinds, q, m
 def _bake_like(skeleton: Skeleton, t: np.ndarray, far: int) -> np.ndarray:
     """The bake's answer to a tree frame with one arm's target beyond reach (operators/baking.py ``_track_tree``).
 
-    The tree solver (DLS) with only the reachable effector pulling, then the far arm's own bones
-    solved again (DLS) from the tree's pose of the bone they hang from, toward its target.
+    The tree solver (DLS) with both effectors (the reachable one leads, the spine leans), then the
+    far arm's own bones solved again (DLS) from the tree's pose of the bone they hang from, toward
+    its target.
     """
-    near = 1 - far
-    tree = make_solver("dls", skeleton, [ARMS[near]], mode="position")
-    q = np.array(tree.solve(t[near], None).q, dtype=float)
+    tree = make_solver("dls", skeleton, list(ARMS), mode="position")
+    q = np.array(tree.solve(t, None).q, dtype=float)
     sub, cols = _arm_given_rest(skeleton, q, far)
     tail = make_solver("dls", sub, "tip", mode="position")
     q[cols] = tail.solve(t[far], q[cols]).q
@@ -1089,7 +1089,7 @@ def run_trees(args, rng: np.random.Generator) -> tuple[list[dict], dict]:
                 try:
                     if label == "bake":
                         q = _bake_like(skeleton, t, far)
-                        converged, reason = False, "bake: the reachable arm, then the far arm's own bones"
+                        converged, reason = False, "bake: the tree, then the far arm's own bones"
                     else:
                         res = solver.solve(t, None)
                         q = np.asarray(res.q, dtype=float)

@@ -308,25 +308,22 @@ def _member_samples(units: Sequence[SolveUnit], samples: Sequence[list], k: int)
     raise KeyError(k)
 
 
-def _tree_options(unit: SolveUnit, prepared: Sequence[PreparedChain], scale: float,
-                  members: Sequence[int] = ()) -> dict:
+def _tree_options(unit: SolveUnit, prepared: Sequence[PreparedChain], scale: float) -> dict:
     """DLS options of a tree unit: full poses if every member matches rotation, the tightest tolerance,
     and each member's position and rotation weights on its effector (the IK constraints' weights:
     where chains compete for shared bones, the heavier pulls harder)."""
     chains = [prepared[k].settings for k in unit.members]
-    picked = [chains[e] for e in members] if len(members) else chains
     return {
         "mode": "full" if all(c.use_rotation for c in chains) else "position",
         "tolerance": min(c.tolerance for c in chains) / scale,
         "max_iterations": max(c.iterations for c in chains),
-        "weights": [(c.weight_position,) * 3 + (c.weight_rotation,) * 3 for c in picked],
+        "weights": [(c.weight_position,) * 3 + (c.weight_rotation,) * 3 for c in chains],
     }
 
 
-def tree_solver(unit: SolveUnit, prepared: Sequence[PreparedChain], scale: float, members: Sequence[int] = ()):
-    """The DLS solver of a tree unit, an effector per member (or per member of ``members``, unit positions)."""
-    effectors = [unit.effectors[e] for e in members] if len(members) else unit.effectors
-    return make_solver(TREE_SOLVER, unit.chain.skeleton, effectors, **_tree_options(unit, prepared, scale, members))
+def tree_solver(unit: SolveUnit, prepared: Sequence[PreparedChain], scale: float):
+    """The DLS solver of a tree unit, an effector per member."""
+    return make_solver(TREE_SOLVER, unit.chain.skeleton, unit.effectors, **_tree_options(unit, prepared, scale))
 
 
 def _tail_start(unit: SolveUnit, prepared: Sequence[PreparedChain], k: int) -> int:
@@ -347,8 +344,9 @@ def _track_tree(arm, unit: SolveUnit, prepared, samples, q0, scale: float, robot
     """Solve a tree unit over the take: returns per member its result, and the bones and rotations to key.
 
     1. The tree (one DLS problem, an effector per member) poses every bone. On a frame where some
-       members' targets lie beyond their reach, only the others pull on it: an unreachable
-       target must not drag the shared bones off the targets that can be reached.
+       members' targets lie beyond their reach, the others lead (the core's led best effort):
+       they stay on their targets, and the shared bones lean toward the far targets only as far
+       as the leaders can follow, so an unreachable target never drags a reachable one off.
     2. A member with a pole, or with frames beyond reach, has its own bones below the shared
        ones (an arm below a shared spine) solved again from the tree's pose of the bone they hang
        from (FABRIK with the pole, else DLS): on its target where it can be, bent toward its
@@ -364,29 +362,13 @@ def _track_tree(arm, unit: SolveUnit, prepared, samples, q0, scale: float, robot
     targets = local if full else local[..., :3, 3]
     whole = tree_solver(unit, prepared, scale)
     beyond = whole.reach_bound.excess(local[..., :3, 3]) > whole.tolerance  # (N, E)
-    # Frames by which members can pull: all of them (also where none can), or the reachable ones.
-    pull = np.where(beyond.all(axis=1, keepdims=True), True, ~beyond)
     n = len(local)
     # At partial influence Blender's IK starts each frame from the pose without IK (see the chain
     # route in _bake_prepared): so does the tree, and each member's own bones below it.
     free = next((s.free_rotations for s in samples if s.full_target is not None and s.free_rotations is not None), None)
     free_of = {} if free is None else {b.name: free[:, i] for i, b in enumerate(unit.chain.bones)}
     starts = None if free is None else initial_q(unit.chain, rot.matrix_to_rotvec(free))
-    q = np.zeros((n, skeleton.dof))
-    reasons = np.empty(n, dtype=object)
-    done = np.zeros(n, dtype=bool)
-    patterns = {}
-    for f in range(n):
-        patterns.setdefault(tuple(pull[f]), []).append(f)
-    for pattern, frames in sorted(patterns.items(), key=lambda item: -len(item[1])):
-        members = [e for e, on in enumerate(pattern) if on]
-        solver = whole if len(members) == len(pattern) else tree_solver(unit, prepared, scale, members)
-        goal = targets[frames][:, members]
-        before = np.flatnonzero(done[: frames[0]])
-        start = q[before[-1]] if len(before) else q0
-        res = solve_track(solver, goal[:, 0] if len(members) == 1 else goal, start,
-                          starts=None if starts is None else starts[frames], **track)
-        q[frames], reasons[frames], done[frames] = res.q, res.reason, True
+    q = solve_track(whole, targets, q0, starts=starts, **track).q
     bones, R = chain_rotations(unit.chain, q)
     rotation_of = {b.name: R[:, i] for i, b in enumerate(bones)}
     frames_tree = forward_kinematics(skeleton, q)  # (N, J, 4, 4) in the tree's base frame

@@ -2,6 +2,7 @@
 """Honest bakes: the report is what playback shows, and conversion follows Blender's IK semantics."""
 
 import json
+import math
 
 import bpy
 import numpy as np
@@ -279,12 +280,53 @@ def test_a_tree_member_whose_own_bone_is_locked_on_every_axis_bakes(empty_scene,
     assert not report["chains"][0]["converged"][19] or not report["chains"][1]["converged"][19]
 
 
+def test_a_spine_leans_toward_a_far_hand_as_far_as_the_near_hand_on_its_target_lets_it(empty_scene, addon, tmp_path):
+    """Two IK constraints through a 1 m spine that may bend 0.1 rad about one axis (the others locked): the near
+    hand's two 0.3 m bones reach its target from anywhere the spine can bend; the far hand's one 0.5 m bone points
+    at a target some 3 m away. The near hand stays on its target, and the spine leans toward the far one as far as
+    the near hand can follow. The bake posed the spine for the near hand alone and left it upright: the far hand
+    ended 0.1 m farther than it can be. The reference is independent: the chest on the spine's arc at 200,001
+    angles within the limit (its axis read from the bone), kept where the near target lies within the near arm's
+    reach of it, the far hand 0.5 m from the chest toward its target."""
+    frames = 5
+    chest, side = np.array([0.0, 0.0, 1.0]), np.array([1.0, 0.0, 0.0])  # the arms point along X
+    elbow = chest + 0.3 * side + (0.0, 0.0, 0.02)  # a slight bend gives the near arm a bend direction
+    arm = ps.armature("Rig", [("Spine", (0.0, 0.0, 0.0), tuple(chest), None, False),
+                              ("Far", tuple(chest), tuple(chest - 0.5 * side), "Spine", True),
+                              ("Upper", tuple(chest), tuple(elbow), "Spine", True),
+                              ("Fore", tuple(elbow), tuple(chest + 0.6 * side), "Upper", True)])
+    ps.ik_limits(arm.pose.bones["Spine"], z=(-math.degrees(0.1), math.degrees(0.1)), lock="xy")
+    lift = np.linspace(0.0, 0.3, frames)[:, None] * (0.0, 0.0, 1.0)
+    far_path = chest - 3.0 * side + lift  # beyond the far hand's 1.5 m reach from the spine's root
+    near_path = np.repeat([chest + 0.45 * side], frames, axis=0)
+    far, near = ps.empty("Far target"), ps.empty("Near target")
+    ps.key_locations(far, far_path, range(1, frames + 1))
+    ps.key_locations(near, near_path, range(1, frames + 1))
+    ps.add_ik(arm.pose.bones["Far"], far, chain_count=2)
+    ps.add_ik(arm.pose.bones["Fore"], near, chain_count=3)
+    bpy.context.view_layer.objects.active = arm
+    assert bpy.ops.articulate.chains_from_constraints() == {"FINISHED"}
+    report = _bake(tmp_path, frames=frames)
+    assert any("one tree" in n for n in report["notes"])
+    axis = np.array(arm.data.bones["Spine"].matrix_local.col[2][:3])  # the bone's local Z in armature space
+    s = np.linspace(-0.1, 0.1, 200_001)
+    # The chest turned by s about the spine's axis (Rodrigues; the rest chest is perpendicular to it).
+    chests = np.cos(s)[:, None] * chest + np.sin(s)[:, None] * np.cross(axis, chest)
+    upper = np.linalg.norm(elbow - chest)
+    fore = np.linalg.norm(chest + 0.6 * side - elbow)
+    for f in range(frames):
+        to_near = np.linalg.norm(near_path[f] - chests, axis=1)
+        feasible = (to_near <= upper + fore) & (to_near >= abs(upper - fore))
+        best = (np.linalg.norm(far_path[f] - chests, axis=1)[feasible] - 0.5).min()
+        assert _tip_distance(arm, "Fore", near, f + 1) <= 1e-4 + 2e-6
+        d_far = _tip_distance(arm, "Far", far, f + 1)
+        assert d_far <= best + 1e-4, f"frame {f + 1}: the far hand {1e3 * (d_far - best):.1f} mm short of its best"
+
+
 def test_ik_limits_and_a_limit_rotation_that_leave_no_room_are_refused_naming_what_to_widen(empty_scene, addon):
     """An IK limit on X of -10-150 degrees and a Limit Rotation of -90 to -30 degrees on the same bone: no rotation
     keeps both, so the bake refuses, naming the bone, the axis, both ranges and what to widen, and changes nothing (the
     IK constraint stays live, no action is made)."""
-    import math
-
     arm = arm_of_three()
     elbow = arm.pose.bones["Elbow"]
     elbow.use_ik_limit_x, elbow.ik_min_x, elbow.ik_max_x = True, math.radians(-10), math.radians(150)
