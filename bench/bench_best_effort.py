@@ -105,7 +105,10 @@ frames where one arm's target lies beyond its path length and the other's not; `
 them whose other arm reaches its target alone (its own DLS solve, the spine free, finds a pose
 that does), judged per effector as the ``far`` pairs are (the far arm against its own best effort
 from the take's fresh starts); the other mixed frames have no arm to lead them (the solver then
-weighs both, ``Solver.follow_missed``) and are judged by the summed squares, as the rest. Pops on
+weighs both, ``Solver.follow_missed``) and are judged by the summed squares, as the rest; ``led<=1mm`` /
+``p95 led``: on led frames, the share whose reachable arm is on its target and whose far arm is within 1 mm
+of the far arm of :func:`led_track` (the led problem's optimum, the spine free), and the far arm's excess
+over it [mm] (infinite where the reachable arm is off its target). Pops on
 tree takes are judged against the optimum of each frame's own problem (:func:`led_track`): on led
 frames the led problem's track, not the summed squares' (whose stillness says nothing of a problem
 the answer does not solve); ``opt jumps`` counts that track's own jumps.
@@ -1303,6 +1306,13 @@ def run_tree_takes(args, rng: np.random.Generator) -> list[dict]:
         near_of = np.zeros(len(t), dtype=int)
         near_of[mixed] = near_arm
         q_ref = led_track(feas, targets, led_frames, near_of, q_opt, q)
+        # On led frames, the far arm against the led track's (the led problem's optimum, the spine free).
+        led_exc = []
+        ref_per = np.linalg.norm(_positions(skeleton, q_ref) - targets, axis=-1)  # (N, 2)
+        for f in mixed[led]:
+            far = int(np.argmax(beyond[f]))
+            on_target = per[f, 1 - far] <= solver.tolerance + 1e-9
+            led_exc.append(per[f, far] - ref_per[f, far] if on_target else np.inf)
         steps, opt_steps = _joint_steps(skeleton, q), _joint_steps(skeleton, q_ref)
         pops, pops_nearer = take_pops(skeleton, q, q_ref, excess)
         row.update(
@@ -1310,6 +1320,8 @@ def run_tree_takes(args, rng: np.random.Generator) -> list[dict]:
             pops=pops, pops_nearer=pops_nearer, opt_jumps=int((opt_steps > POP).sum()), max_step=float(steps.max()),
             viol=int((limit_violation(skeleton, q) > 1e-9).sum()), beat=int((excess < -GAIN).sum()),
             out_frames=int((d_opt > NEAR).sum()), mixed=len(mixed), led=int(led.sum()),
+            led_within=int((np.asarray(led_exc) <= NEAR).sum()),
+            led_p95_mm=_p95(led_exc) / MM if led_exc else float("nan"),
         )
         rows.append(row)
     return rows
@@ -1386,14 +1398,16 @@ def _print_tree_takes(args, takes: list[dict]) -> None:
     if takes:
         print(f"\ntree takes: {len(takes)} x {args.frames} frames, each arm's target on a circle, Auto (dls) via "
               f"solve_track; optimum {args.take_starts} fresh starts/frame")
-        print(f"{'take':5}{'kinds':>15}{'<=1mm':>7}{'p95 exc':>9}{'out':>5}{'mixed':>6}{'led':>5}{'pops':>6}"
-              f"{'pops+':>6}{'opt jumps':>10}{'max step':>9}{'ms/frame':>9}{'nan':>5}{'viol':>5}{'beat':>5}")
+        print(f"{'take':5}{'kinds':>15}{'<=1mm':>7}{'p95 exc':>9}{'out':>5}{'mixed':>6}{'led':>5}{'led<=1mm':>9}"
+              f"{'p95 led':>8}{'pops':>6}{'pops+':>6}{'opt jumps':>10}{'max step':>9}{'ms/frame':>9}{'nan':>5}"
+              f"{'viol':>5}{'beat':>5}")
     for t in takes:
         if t.get("exc"):
             print(f"  take {t['take']}: exception {t['message']}")
             continue
         print(f"{t['take']:<5}{t['kinds']:>15}{t['within'] / t['frames']:7.3f}{t['p95_mm']:9.1f}{t['out_frames']:5d}"
-              f"{t['mixed']:6d}{t['led']:5d}{t['pops']:6d}{t['pops_nearer']:6d}{t['opt_jumps']:10d}{t['max_step']:9.3f}{t['ms_frame']:9.2f}"
+              f"{t['mixed']:6d}{t['led']:5d}{t['led_within'] / max(t['led'], 1):9.3f}{t['led_p95_mm']:8.1f}"
+              f"{t['pops']:6d}{t['pops_nearer']:6d}{t['opt_jumps']:10d}{t['max_step']:9.3f}{t['ms_frame']:9.2f}"
               f"{t['nan']:5d}{t['viol']:5d}{t['beat']:5d}")
     ok = [t for t in takes if not t.get("exc")]
     if ok:

@@ -23,13 +23,15 @@ MODES = ("position", "aim", "full")
 #: Solver._given_leaders): the library poses whose followers come nearest, the leaders' joints held.
 FOLLOWER_STARTS = 4
 #: Where leaders are on their targets, the followers lean (see Solver._leaned): the whole pose
-#: descended with the leaders' error rows weighted LEAN_WEIGHTS[k] in round k, each round followed
-#: by the leaders and the followers brought back to their own best. A large weight crawls (1000 from
-#: the start: a bench two-arm take's far hand 630 mm from its target, the led optimum 516 mm). Pushed
-#: further (weights 10, 100, 1000, the first round from global starts) single targets came within
-#: 1 mm of the led optimum on 94-100 % of far pairs instead of 63-75 %, but a take's frames then chose
-#: their lean apart (8 pops on a bench tree take against 0): left for the take's follow pass to carry.
-LEAN_WEIGHTS = (10.0, 10.0)
+#: descended with the leaders' error rows weighted LEAN_WEIGHTS[k] in round k (the first round from
+#: the solver's global starts too), each round followed by the leaders and the followers brought back
+#: to their own best. A large weight crawls (1000 from the start: a bench two-arm take's far hand
+#: 630 mm from its target, the led optimum 516 mm); rising weights reach the led optimum.
+LEAN_WEIGHTS = (10.0, 100.0, 1000.0)
+#: A take's rounds (Solver.lean_check off): local, so that each frame leans from the basin it is in.
+#: With LEAN_WEIGHTS and the global round, a take's frames chose their lean apart (8 pops on a bench
+#: tree take against 0).
+TAKE_LEAN_WEIGHTS = (10.0, 10.0)
 _EYE3 = np.eye(3)
 # The bounds np.allclose(RtR, I, atol=1e-9) applies (its default rtol is 1e-5), precomputed.
 _ORTHONORMAL_TOL = 1e-9 + 1e-5 * _EYE3
@@ -241,6 +243,9 @@ class Solver(abc.ABC):
         #: Global starts that check each missed target's best effort (0: a local descent only):
         #: more for a tree of several effectors (see TREE_GLOBAL_STARTS).
         self.global_starts = GLOBAL_STARTS if len(self.effector_ids) == 1 else TREE_GLOBAL_STARTS
+        #: A tree's followers lean from global starts and through rising weights (LEAN_WEIGHTS);
+        #: False: local rounds only (TAKE_LEAN_WEIGHTS), as a take's frames lean (see :meth:`_leaned`).
+        self.lean_check = True
         self._best: BestEffort | None = None
         # Best-effort problems led by the effectors within reach, by pattern (see _led_problems).
         self._led: dict[tuple[bool, ...], tuple[BestEffort, BestEffort, np.ndarray]] = {}
@@ -621,8 +626,10 @@ class Solver(abc.ABC):
         still leaves the shared joints some room (a spine that bends toward the far hand while the
         near arm bends back keeps the near hand where it is). The best pose is then the one whose
         followers come nearest among those that keep the leaders on their targets. Rounds of: the
-        whole pose descended with the leaders' rows weighted LEAN_WEIGHTS[k], then the leaders
-        descended back onto their targets and the followers' own joints descended. A row keeps the
+        whole pose descended with the leaders' rows weighted LEAN_WEIGHTS[k] (the first round
+        from global starts too; with :attr:`lean_check` off, TAKE_LEAN_WEIGHTS and local rounds
+        only), then the leaders descended back onto their targets and the followers' own joints
+        descended. A row keeps the
         result where its leaders are on their targets and its followers come nearer than in q by
         more than SWITCH_MARGIN; there the followers' own joints get :meth:`_given_leaders`'
         search again, with the leaned pose held.
@@ -633,7 +640,8 @@ class Solver(abc.ABC):
             tp: (P, E, 3) target positions [m].
             tr: (P, E, 3, 3) target rotations, or None.
         """
-        if not len(q) or self._lean_problem(lead, LEAN_WEIGHTS[0]) is None:
+        weights = LEAN_WEIGHTS if self.lean_check else TAKE_LEAN_WEIGHTS
+        if not len(q) or self._lean_problem(lead, weights[0]) is None:
             return q
         flags = np.array(lead)
         leaders, followers, free = self._led_problems(lead)
@@ -642,9 +650,12 @@ class Solver(abc.ABC):
         tr_all = tr if rotations else None
         tr_l, tr_f = (tr[:, flags], tr[:, ~flags]) if rotations else (None, None)
         x = q
-        for weight in LEAN_WEIGHTS:
+        for k, weight in enumerate(weights):
             lean = self._lean_problem(lead, weight)
-            x, _ = lean.descend(x, tp, tr_all)
+            if k == 0 and self.lean_check:
+                x = lean.improve(x, q, tp, tr_all, 0.0, self.global_starts)
+            else:
+                x, _ = lean.descend(x, tp, tr_all)
             x, _ = leaders.descend(x, tp[:, flags], tr_l, tolerance=goal)
             x, _ = followers.descend(x, tp[:, ~flags], tr_f)
         before = followers.distances(q, tp[:, ~flags], tr_f)

@@ -137,7 +137,7 @@ def solve_track(
     if not (np.isfinite(max_jump) and max_jump > 0):
         raise InvalidInputError(f"max_jump must be a finite number > 0 [rad or m], got {max_jump!r}")
     n = len(targets)
-    solver = _with_take_starts(solver)
+    solver = _for_takes(solver)
     if starts is not None:
         starts = np.asarray(starts, dtype=float)
         if starts.shape != (n, solver.skeleton.dof):
@@ -694,18 +694,21 @@ def _family_back(
     return None
 
 
-def _with_take_starts(solver: Solver) -> Solver:
-    """``solver``, or a copy of it whose best effort checks a missed frame from at most GLOBAL_STARTS global starts.
+def _for_takes(solver: Solver) -> Solver:
+    """``solver``, or a copy of it whose best effort is a take's: at most GLOBAL_STARTS global starts, a local lean.
 
     A tree's single targets get more (TREE_GLOBAL_STARTS). A take's missed frames share their
     screening with their neighbours and carry their basins on from frame to frame: there the
     tree's extra starts doubled a tree take's cost (13 -> 28 ms a frame on four random two-arm
-    takes) for the same answers.
+    takes) for the same answers. A tree's followers lean from the basin each frame is in
+    (:attr:`~ik_core.solvers.base.Solver.lean_check` off): leaning from global starts, a take's
+    frames chose their lean apart and popped.
     """
-    if solver.global_starts <= GLOBAL_STARTS:
+    if solver.global_starts <= GLOBAL_STARTS and (len(solver.effector_ids) < 2 or not solver.lean_check):
         return solver
     take = copy.copy(solver)
-    take.global_starts = GLOBAL_STARTS
+    take.global_starts = min(solver.global_starts, GLOBAL_STARTS)
+    take.lean_check = False
     return take
 
 
